@@ -1,0 +1,50 @@
+#include "support/test_support.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+
+namespace sparsejit::test {
+
+std::string shared_matrices_dir() {
+  if (const char* env = std::getenv("SPARSEJIT_SHARED_MATRICES")) return env;
+  return SPARSEJIT_SHARED_MATRICES;
+}
+
+std::vector<std::string> shared_matrix_files() {
+  std::vector<std::string> files;
+  const std::filesystem::path dir(shared_matrices_dir());
+  if (!std::filesystem::is_directory(dir)) return files;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    auto ends_with = [&](const std::string& s) { return name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0; };
+    if (entry.is_regular_file() && (ends_with(".mtx.gz") || ends_with(".smtx.gz") || ends_with(".mtx") || ends_with(".smtx")))
+      files.push_back(entry.path().string());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+std::string test_data_dir() { return SPARSEJIT_TEST_DATA; }
+std::string cli_path() { return SPARSEJIT_CLI_PATH; }
+
+uint64_t fresh_seed() {
+  if (const char* env = std::getenv("SPARSEJIT_TEST_SEED")) return std::strtoull(env, nullptr, 10);
+  return std::random_device{}() ^ uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
+}
+
+double relative_error(const std::vector<double>& out, const std::vector<double>& ref) {
+  double diff = 0, norm = 0;
+  for (std::size_t i = 0; i < ref.size() && i < out.size(); ++i) {
+    if (std::isnan(out[i])) return INFINITY;
+    diff += (out[i] - ref[i]) * (out[i] - ref[i]);
+    norm += ref[i] * ref[i];
+  }
+  if (out.size() != ref.size()) return INFINITY;
+  return norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
+}
+
+}  // namespace sparsejit::test

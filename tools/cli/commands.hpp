@@ -1,0 +1,10 @@
+// Each CLI subcommand lives in its own file and adds itself to the app through one of these.
+#pragma once
+#include <CLI/CLI.hpp>
+
+namespace sparsejit::cli {
+
+void register_commands(CLI::App& app);
+void add_info_command(CLI::App& app);
+
+}  // namespace sparsejit::cli

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Installs sparsejit's build dependencies from Debian packages (non-interactive, idempotent),
+# checks for the CUDA toolkit, and builds everything in build/ (Release).
+#
+#   SPARSEJIT_BUILD_DIR   build folder (default: build)
+#   SPARSEJIT_JOBS        parallel compile jobs (default: number of cores)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(build-essential cmake pkg-config libsqlite3-dev zlib1g-dev nlohmann-json3-dev
+          libkainjow-mustache-dev libcli11-dev libgtest-dev libgmock-dev)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  sudo_cmd=()
+  [ "$(id -u)" -ne 0 ] && sudo_cmd=(sudo)
+  "${sudo_cmd[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# The CUDA toolkit (NVRTC, cuSPARSE, the CUDA runtime headers) is not a Debian package here.
+cuda_root=${CUDAToolkit_ROOT:-}
+if [ -z "$cuda_root" ]; then
+  if command -v nvcc >/dev/null 2>&1; then cuda_root=$(dirname "$(dirname "$(command -v nvcc)")")
+  elif [ -x /usr/local/cuda/bin/nvcc ]; then cuda_root=/usr/local/cuda
+  fi
+fi
+if [ -z "$cuda_root" ] || [ ! -f "$cuda_root/include/nvrtc.h" ]; then
+  echo "setup: the CUDA toolkit (12 or 13, with NVRTC and cuSPARSE) was not found." >&2
+  echo "setup: install it (e.g. under /usr/local/cuda) or set CUDAToolkit_ROOT, then run again." >&2
+  exit 1
+fi
+
+build_dir=${SPARSEJIT_BUILD_DIR:-build}
+jobs=${SPARSEJIT_JOBS:-$(nproc)}
+cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DCUDAToolkit_ROOT="$cuda_root" >/dev/null
+cmake --build "$build_dir" -j "$jobs"
+echo "setup: built $build_dir/sparsejit"
