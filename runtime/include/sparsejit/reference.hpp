@@ -1,0 +1,28 @@
+// CPU reference implementations of every operation. They accumulate in double and define
+// the semantics the GPU kernels must reproduce; tests and `--check` compare against them.
+#pragma once
+#include "sparsejit/matrix.hpp"
+
+namespace sparsejit::reference {
+
+// C = A·B (A m×k sparse, B k×n dense, C m×n), or C = Aᵀ·B when transpose_a (B m×n, C k×n).
+// C is resized and overwritten.
+template <class T>
+void spmm(const Csr<T>& a, const Dense<T>& b, Dense<T>& c, bool transpose_a = false);
+
+// P = S ∘ (A·Bᵀ): A m×k, B n×k (both row-major), S m×n sparse; P has S's pattern and its
+// values are in S's order: p_e = s_e · dot(A[row_e], B[col_e]).
+template <class T>
+void sddmm(const Csr<T>& s, const Dense<T>& a, const Dense<T>& b, Csr<T>& p);
+
+// C = A·B, both sparse; C has sorted rows, no duplicates, and keeps numerically zero
+// products that the pattern produces (structural result).
+template <class T>
+Csr<T> spgemm(const Csr<T>& a, const Csr<T>& b);
+
+// SpAMM: C ≈ A·B for dense square-tiled A (m×k) and B (k×n) with tile size `tile`: the
+// tile product A_ik·B_kj is added iff ‖A_ik‖F·‖B_kj‖F ≥ tau (tau = 0 gives the exact product).
+template <class T>
+void spamm(const Dense<T>& a, const Dense<T>& b, Dense<T>& c, int tile, double tau);
+
+}  // namespace sparsejit::reference
