@@ -4,6 +4,8 @@ namespace sparsejit::cli {
 
 void register_commands(CLI::App& app) {
   add_info_command(app);
+  add_inspect_command(app);
+  add_demo_command(app);
 }
 
 }  // namespace sparsejit::cli

@@ -1,0 +1,75 @@
+// The Decision record: everything about how one call was dispatched. Every plan carries one;
+// `sparsejit explain` prints it and the library returns it from every operation.
+#pragma once
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace sparsejit {
+
+enum class Op {
+  SpMM,   // C = A·B or Aᵀ·B, A sparse, B and C dense row-major
+  SDDMM,  // P = S ∘ (A·Bᵀ)
+};
+const char* to_string(Op op);
+Op parse_op(const std::string& text);  // "spmm" | "sddmm"; throws InvalidInputError
+
+// Where the choice came from, in the planner's order of precedence.
+enum class DecisionSource {
+  Forced,   // Options::force or SPARSEJIT_FORCE named the variant
+  Tuned,    // a tuning record of this device for the matrix's feature bucket
+  Model,    // the op's decision tree and cost formulas
+  Default,  // the op's safe default (no model applied)
+};
+const char* to_string(DecisionSource source);
+
+// How the kernel binary was obtained for this call.
+enum class KernelOrigin {
+  None,      // no JIT kernel: a vendor library ran, or nothing was compiled yet
+  Memory,    // this process's in-memory cache
+  Disk,      // the SQLite cache (load_ms is the read + module load)
+  Compiled,  // NVRTC compiled it now (compile_ms)
+};
+const char* to_string(KernelOrigin origin);
+
+// One node visited in a decision tree: `feature comparison threshold` evaluated to `taken`.
+struct DecisionStep {
+  std::string feature;
+  double value = 0;
+  std::string comparison;  // "<=" or ">"
+  double threshold = 0;
+  bool taken = false;
+};
+
+// A variant the planner considered, with its predicted cost.
+struct Candidate {
+  std::string variant;
+  nlohmann::json params = nlohmann::json::object();
+  double predicted_ms = 0;
+  std::string rejected_because;  // empty when eligible
+};
+
+struct Decision {
+  Op op = Op::SpMM;
+  std::string variant;                               // the chosen candidate's name
+  nlohmann::json params = nlohmann::json::object();  // its parameters
+  DecisionSource source = DecisionSource::Default;
+  std::string model_id;       // e.g. "spmm-cost" or "" when forced
+  std::string model_version;
+  nlohmann::json features = nlohmann::json::object();  // the features the planner read
+  std::vector<DecisionStep> path;
+  std::vector<Candidate> candidates;
+  std::string device;          // device name the plan is for ("sm_90 (no GPU)" when none)
+  int sm = 0;
+  KernelOrigin kernel_origin = KernelOrigin::None;
+  double compile_ms = 0;       // NVRTC time when compiled now
+  double load_ms = 0;          // cache read + module load when loaded
+  bool plan_cached = false;    // the plan came from the handle's plan cache
+  bool ran = false;            // a kernel was launched
+};
+
+nlohmann::json to_json(const Decision& decision);
+std::string describe(const Decision& decision);  // multi-line, for `explain`
+
+}  // namespace sparsejit

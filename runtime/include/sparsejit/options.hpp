@@ -1,0 +1,38 @@
+// Per-call options. Every field has a default that gives the automatic (planned) path.
+#pragma once
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "sparsejit/decision.hpp"
+
+namespace sparsejit {
+
+struct Options {
+  // "" or "auto": the planner chooses. Otherwise the name of a variant of the op
+  // (`sparsejit explain --list` prints them), e.g. "csr_rowwarp" or "cusparse".
+  std::string variant;
+  // Parameters forced on the variant (merged over the planner's own), e.g. {"warps_per_block": 8}.
+  nlohmann::json params = nlohmann::json::object();
+  // CUstream / cudaStream_t to launch on; nullptr is the legacy default stream.
+  void* stream = nullptr;
+  // SpMM only: compute C = Aᵀ·B instead of A·B.
+  bool transpose_a = false;
+};
+
+// A forced choice from SPARSEJIT_FORCE=op:variant[:k=v,...], e.g.
+// "spmm:csr_rowwarp:warps_per_block=4". Values parse as JSON numbers or booleans where they
+// can, else as strings.
+struct ForcedChoice {
+  Op op;
+  std::string variant;
+  nlohmann::json params = nlohmann::json::object();
+};
+
+// Parses a SPARSEJIT_FORCE value; throws InvalidInputError naming the bad part.
+ForcedChoice parse_force(const std::string& spec);
+// The forced choice for `op` from Options (first) or SPARSEJIT_FORCE (second), if any.
+std::optional<ForcedChoice> forced_choice(Op op, const Options& options);
+
+}  // namespace sparsejit

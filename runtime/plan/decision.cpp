@@ -1,0 +1,89 @@
+#include "sparsejit/decision.hpp"
+
+#include <iomanip>
+#include <sstream>
+
+#include "sparsejit/error.hpp"
+
+namespace sparsejit {
+
+const char* to_string(Op op) {
+  switch (op) {
+    case Op::SpMM: return "spmm";
+    case Op::SDDMM: return "sddmm";
+  }
+  return "?";
+}
+
+Op parse_op(const std::string& text) {
+  if (text == "spmm") return Op::SpMM;
+  if (text == "sddmm") return Op::SDDMM;
+  throw InvalidInputError("unknown operation '" + text + "' (expected spmm or sddmm)");
+}
+
+const char* to_string(DecisionSource source) {
+  switch (source) {
+    case DecisionSource::Forced: return "forced";
+    case DecisionSource::Tuned: return "tuned";
+    case DecisionSource::Model: return "model";
+    case DecisionSource::Default: return "default";
+  }
+  return "?";
+}
+
+const char* to_string(KernelOrigin origin) {
+  switch (origin) {
+    case KernelOrigin::None: return "none";
+    case KernelOrigin::Memory: return "memory";
+    case KernelOrigin::Disk: return "disk";
+    case KernelOrigin::Compiled: return "compiled";
+  }
+  return "?";
+}
+
+nlohmann::json to_json(const Decision& d) {
+  nlohmann::json path = nlohmann::json::array();
+  for (const auto& s : d.path)
+    path.push_back({{"feature", s.feature}, {"value", s.value}, {"comparison", s.comparison},
+                    {"threshold", s.threshold}, {"taken", s.taken}});
+  nlohmann::json candidates = nlohmann::json::array();
+  for (const auto& c : d.candidates) {
+    nlohmann::json j = {{"variant", c.variant}, {"params", c.params}, {"predicted_ms", c.predicted_ms}};
+    if (!c.rejected_because.empty()) j["rejected_because"] = c.rejected_because;
+    candidates.push_back(j);
+  }
+  return {{"op", to_string(d.op)}, {"variant", d.variant}, {"params", d.params},
+          {"source", to_string(d.source)}, {"model_id", d.model_id}, {"model_version", d.model_version},
+          {"features", d.features}, {"path", path}, {"candidates", candidates},
+          {"device", d.device}, {"sm", d.sm}, {"kernel_origin", to_string(d.kernel_origin)},
+          {"compile_ms", d.compile_ms}, {"load_ms", d.load_ms}, {"plan_cached", d.plan_cached}, {"ran", d.ran}};
+}
+
+std::string describe(const Decision& d) {
+  std::ostringstream out;
+  out << std::setprecision(4);
+  out << to_string(d.op) << ": " << d.variant << " " << d.params.dump() << "\n";
+  out << "  source: " << to_string(d.source);
+  if (!d.model_id.empty()) out << " (model " << d.model_id << " v" << d.model_version << ")";
+  out << "\n  device: " << d.device << " (sm_" << d.sm << ")\n";
+  if (!d.path.empty()) {
+    out << "  decision path:\n";
+    for (const auto& s : d.path)
+      out << "    " << s.feature << " = " << s.value << " " << s.comparison << " " << s.threshold
+          << (s.taken ? "  yes" : "  no") << "\n";
+  }
+  out << "  candidates:\n";
+  for (const auto& c : d.candidates) {
+    out << "    " << (c.variant == d.variant ? "* " : "  ") << std::left << std::setw(20) << c.variant;
+    if (c.rejected_because.empty()) out << " predicted " << c.predicted_ms << " ms";
+    else out << " rejected: " << c.rejected_because;
+    out << "\n";
+  }
+  out << "  kernel: " << to_string(d.kernel_origin);
+  if (d.kernel_origin == KernelOrigin::Compiled) out << " in " << d.compile_ms << " ms";
+  if (d.kernel_origin == KernelOrigin::Disk) out << ", loaded in " << d.load_ms << " ms";
+  out << (d.plan_cached ? ", plan from the handle's cache" : "") << (d.ran ? ", ran" : ", not run") << "\n";
+  return out.str();
+}
+
+}  // namespace sparsejit

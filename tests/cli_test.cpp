@@ -1,0 +1,95 @@
+// Runs the built `sparsejit` binary as a user would and checks what it prints.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "support/test_support.hpp"
+
+namespace sparsejit {
+namespace {
+
+struct Result {
+  int status = -1;
+  std::string out;  // stdout and stderr together
+};
+
+Result run_cli(const std::string& args) {
+  Result r;
+  const std::string cmd = test::cli_path() + " " + args + " 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (pipe == nullptr) return r;
+  std::array<char, 4096> buf{};
+  std::size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.out.append(buf.data(), n);
+  const int raw = pclose(pipe);
+  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  return r;
+}
+
+TEST(Cli, InspectEverySharedMatrix) {
+  const auto files = test::shared_matrix_files();
+  if (files.empty()) GTEST_SKIP() << "no shared matrices at " << test::shared_matrices_dir();
+  for (const auto& file : files) {
+    const Result r = run_cli("inspect --json '" + file + "'");
+    ASSERT_EQ(r.status, 0) << file << ": " << r.out;
+    const auto j = nlohmann::json::parse(r.out);
+    EXPECT_GT(j["features"]["rows"].get<int64_t>(), 0) << file;
+    EXPECT_GT(j["features"]["nnz"].get<int64_t>(), 0) << file;
+    EXPECT_EQ(j["features"]["fingerprint"].get<std::string>().size(), 16u) << file;
+  }
+}
+
+TEST(Cli, InspectTextNamesTheFormat) {
+  const auto files = test::shared_matrix_files();
+  if (files.empty()) GTEST_SKIP() << "no shared matrices";
+  const Result r = run_cli("inspect '" + files.front() + "'");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("coordinate"), std::string::npos) << r.out;
+}
+
+TEST(Cli, MalformedFileGivesOneClearLine) {
+  const auto dir = std::filesystem::temp_directory_path() / ("sparsejit_cli_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto bad = (dir / "bad.mtx").string();
+  std::ofstream(bad) << "%%MatrixMarket matrix coordinate real general\n3 3 2\n1 1 1.0\n4 1 2.0\n";
+  const Result r = run_cli("inspect '" + bad + "'");
+  std::filesystem::remove_all(dir);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+  EXPECT_NE(r.out.find("bad.mtx:4"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("4"), std::string::npos) << r.out;
+}
+
+TEST(Cli, MissingFileGivesOneClearLine) {
+  const Result r = run_cli("inspect /nonexistent/matrix.mtx");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+  EXPECT_NE(r.out.find("/nonexistent/matrix.mtx"), std::string::npos) << r.out;
+}
+
+TEST(Cli, HelpOnEveryCommand) {
+  for (const char* command : {"info", "inspect", "demo"}) {
+    const Result r = run_cli(std::string(command) + " --help");
+    EXPECT_EQ(r.status, 0) << command;
+    EXPECT_NE(r.out.find("Usage"), std::string::npos) << command << ": " << r.out;
+  }
+}
+
+TEST(Cli, UnknownCommandFails) {
+  const Result r = run_cli("frobnicate");
+  EXPECT_NE(r.status, 0);
+}
+
+TEST(Cli, DemoGeneratesAndInspects) {
+  const Result r = run_cli("demo --matrix uniform:2000:8");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("nnz"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace sparsejit
