@@ -1,0 +1,44 @@
+// Planner inputs shared by every op: the device a plan is for and the per-call problem.
+// Each op has its own planner file (plan/spmm.cpp, plan/sddmm.cpp); every decision of the
+// runtime lives in a planner, so templates and executors only carry out a Decision.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "sparsejit/decision.hpp"
+#include "sparsejit/features.hpp"
+#include "sparsejit/options.hpp"
+#include "sparsejit/types.hpp"
+
+namespace sparsejit::plan {
+
+// The GPU a plan is for. Without a GPU (explain on a laptop) the defaults describe an sm_90
+// part, so plans and compiles still work; `present` says whether it is real.
+struct DeviceTarget {
+  std::string name = "sm_90 (no GPU)";
+  int sm = 90;
+  int multiprocessors = 132;
+  int64_t shared_per_block_optin = 227 * 1024;
+  int64_t shared_per_sm = 228 * 1024;
+  bool present = false;
+};
+
+struct SpmmProblem {
+  int32_t k = 0;           // columns of B and C
+  DType dtype = DType::F32;
+  bool transpose_a = false;
+};
+
+struct SddmmProblem {
+  int32_t k = 0;           // inner dimension: columns of A and B
+  DType dtype = DType::F32;
+};
+
+Decision plan_spmm(const Features& features, const SpmmProblem& problem, const DeviceTarget& device, const Options& options);
+Decision plan_sddmm(const Features& features, const SddmmProblem& problem, const DeviceTarget& device, const Options& options);
+
+// Names of every variant an op knows, for `explain --list` and error messages.
+std::vector<std::string> spmm_variants();
+std::vector<std::string> sddmm_variants();
+
+}  // namespace sparsejit::plan
