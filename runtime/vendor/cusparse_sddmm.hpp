@@ -8,7 +8,7 @@
 //
 // A is M×K row-major, B is N×K row-major (used as op(B) = Bᵀ), S is M×N with int32 indices, out
 // holds nnz(S) values in S's CSR order. CUSPARSE_SDDMM_ALG_DEFAULT with preprocess; construction
-// prepares, run() is the timed call. A, B, S and out must outlive the object.
+// prepares, run() is the timed call. The handle, A, B, S and out must outlive the object.
 #pragma once
 #include <cusparse.h>
 

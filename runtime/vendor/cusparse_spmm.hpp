@@ -4,7 +4,7 @@
 // Construction is the prepare step (descriptors, workspace, cusparseSpMM_preprocess), run() is
 // the timed call: one cusparseSpMM on the caller's stream, nothing else. The plan keeps pointers
 // into A, B and C: they must outlive it, and new values written into them are picked up by the
-// next run(). Not thread-safe (see CusparseHandle).
+// next run(). The handle must outlive the plan too. Not thread-safe (see CusparseHandle).
 #pragma once
 #include <cusparse.h>
 
