@@ -1,0 +1,90 @@
+#include "sparsejit/device_matrix.hpp"
+
+#include "cuda/driver_api.hpp"
+#include "cuda/memory.hpp"
+#include "sparsejit/error.hpp"
+
+namespace sparsejit {
+
+template <class T>
+DeviceCsr<T>::DeviceCsr(const Context& context, const Csr<T>& host)
+    : context_(context), rows_(host.rows), cols_(host.cols), host_row_ptr_(host.row_ptr), host_col_idx_(host.col_idx) {
+  validate(host, /*require_sorted=*/false);
+  row_ptr_ = DeviceBuffer::from_host(context, host.row_ptr);
+  col_idx_ = DeviceBuffer::from_host(context, host.col_idx);
+  values_ = DeviceBuffer::from_host(context, host.values);
+}
+
+template <class T>
+void DeviceCsr<T>::update_values(const std::vector<T>& values) {
+  if (int64_t(values.size()) != nnz())
+    throw InvalidInputError("update_values: " + std::to_string(values.size()) + " values for a matrix with " +
+                            std::to_string(nnz()) + " nonzeros");
+  values_.upload(values);
+  ++values_version_;
+}
+
+template <class T>
+std::shared_ptr<void> DeviceCsr<T>::find(const std::string& key) const {
+  std::lock_guard<std::mutex> lock(cache_->mutex);
+  const auto it = cache_->entries.find(key);
+  return it == cache_->entries.end() ? nullptr : it->second;
+}
+
+template <class T>
+void DeviceCsr<T>::attach(const std::string& key, std::shared_ptr<void> value) const {
+  std::lock_guard<std::mutex> lock(cache_->mutex);
+  cache_->entries[key] = std::move(value);
+}
+
+namespace {
+int64_t checked_ld(int32_t rows, int32_t cols, int64_t ld) {
+  if (rows < 0 || cols < 0)
+    throw InvalidInputError("dense matrix shape " + std::to_string(rows) + "x" + std::to_string(cols) + " is negative");
+  if (ld == 0) return cols;
+  if (ld < cols)
+    throw InvalidInputError("dense leading dimension " + std::to_string(ld) + " is below the column count " +
+                            std::to_string(cols));
+  return ld;
+}
+}  // namespace
+
+template <class T>
+DeviceDense<T>::DeviceDense(const Context& context, int32_t rows, int32_t cols, int64_t ld)
+    : context_(context), rows_(rows), cols_(cols), ld_(checked_ld(rows, cols, ld)),
+      buffer_(context, std::size_t(rows) * std::size_t(ld_) * sizeof(T)) {}
+
+template <class T>
+DeviceDense<T>::DeviceDense(const Context& context, const Dense<T>& host) : DeviceDense(context, host.rows, host.cols) {
+  upload(host);
+}
+
+template <class T>
+void DeviceDense<T>::upload(const Dense<T>& host) {
+  if (host.rows != rows_ || host.cols != cols_)
+    throw InvalidInputError("upload: host matrix " + std::to_string(host.rows) + "x" + std::to_string(host.cols) +
+                            " does not match the device matrix " + std::to_string(rows_) + "x" + std::to_string(cols_));
+  cuda::copy_rows_to_device(context_, buffer_.ptr(), std::size_t(ld_) * sizeof(T), host.data.data(),
+                            std::size_t(cols_) * sizeof(T), std::size_t(cols_) * sizeof(T), std::size_t(rows_), nullptr);
+  SPARSEJIT_CU(cuStreamSynchronize, nullptr);
+}
+
+template <class T>
+Dense<T> DeviceDense<T>::download() const {
+  Dense<T> host(rows_, cols_);
+  cuda::copy_rows_to_host(context_, host.data.data(), std::size_t(cols_) * sizeof(T), buffer_.ptr(),
+                          std::size_t(ld_) * sizeof(T), std::size_t(cols_) * sizeof(T), std::size_t(rows_), nullptr);
+  SPARSEJIT_CU(cuStreamSynchronize, nullptr);
+  return host;
+}
+
+template class DeviceCsr<float>;
+template class DeviceCsr<double>;
+template class DeviceCsr<half>;
+template class DeviceCsr<bfloat16>;
+template class DeviceDense<float>;
+template class DeviceDense<double>;
+template class DeviceDense<half>;
+template class DeviceDense<bfloat16>;
+
+}  // namespace sparsejit

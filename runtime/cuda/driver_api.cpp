@@ -1,0 +1,108 @@
+#include "cuda/driver_api.hpp"
+
+#include <dlfcn.h>
+
+#include <cstring>
+
+#include "sparsejit/error.hpp"
+
+namespace sparsejit::cuda {
+namespace {
+
+constexpr const char* kLibrary = "libcuda.so.1";
+constexpr const char* kConsequence = ": GPU work is unavailable; info, inspect and explain still work";
+
+// Drivers older than CUDA 13 export some functions only under their earlier name with the
+// same signature; those are tried when the newer symbol is missing.
+const char* older_symbol(const char* name) {
+  if (std::strcmp(name, "cuEventElapsedTime_v2") == 0) return "cuEventElapsedTime";
+  return nullptr;
+}
+
+void* resolve(void* library, const char* name) {
+  if (void* symbol = dlsym(library, name)) return symbol;
+  if (const char* older = older_symbol(name)) return dlsym(library, older);
+  return nullptr;
+}
+
+struct LoadedDriver {
+  DriverApi api;
+  bool available = false;
+  std::string reason;
+};
+
+std::string result_text(const DriverApi& api, CUresult result) {
+  const char* name = nullptr;
+  const char* text = nullptr;
+  if (api.cuGetErrorName == nullptr || api.cuGetErrorName(result, &name) != CUDA_SUCCESS) name = nullptr;
+  if (api.cuGetErrorString == nullptr || api.cuGetErrorString(result, &text) != CUDA_SUCCESS) text = nullptr;
+  std::string out = name ? name : "CUDA error " + std::to_string(int(result));
+  if (text) out += std::string(" (") + text + ")";
+  return out;
+}
+
+// Fills loaded.api from the library; returns the first missing symbol or "".
+std::string resolve_all(void* library, DriverApi& api) {
+#define SPARSEJIT_RESOLVE(name)                                                  \
+  api.name = reinterpret_cast<decltype(api.name)>(resolve(library, #name));      \
+  if (api.name == nullptr) return #name;
+  SPARSEJIT_DRIVER_FUNCTIONS(SPARSEJIT_RESOLVE)
+#undef SPARSEJIT_RESOLVE
+  return "";
+}
+
+LoadedDriver load_driver() {
+  LoadedDriver loaded;
+  // Never dlclose'd: driver objects may be released during static destruction.
+  void* library = dlopen(kLibrary, RTLD_NOW | RTLD_LOCAL);
+  if (library == nullptr) {
+    loaded.reason = std::string("no CUDA driver (") + kLibrary + " not found)" + kConsequence;
+    return loaded;
+  }
+  const std::string missing = resolve_all(library, loaded.api);
+  if (!missing.empty()) {
+    loaded.reason = "CUDA driver too old (" + std::string(kLibrary) + " has no " + missing + ")" + kConsequence;
+    return loaded;
+  }
+  if (const CUresult r = loaded.api.cuInit(0); r != CUDA_SUCCESS) {
+    loaded.reason = "no usable CUDA device (cuInit failed: " + result_text(loaded.api, r) + ")" + kConsequence;
+    return loaded;
+  }
+  int count = 0;
+  if (const CUresult r = loaded.api.cuDeviceGetCount(&count); r != CUDA_SUCCESS) {
+    loaded.reason = "no usable CUDA device (cuDeviceGetCount failed: " + result_text(loaded.api, r) + ")" + kConsequence;
+    return loaded;
+  }
+  if (count == 0) {
+    loaded.reason = std::string("no CUDA device (the driver reports 0 devices)") + kConsequence;
+    return loaded;
+  }
+  loaded.available = true;
+  return loaded;
+}
+
+const LoadedDriver& loaded_driver() {
+  static const LoadedDriver loaded = load_driver();
+  return loaded;
+}
+
+}  // namespace
+
+bool driver_available() { return loaded_driver().available; }
+
+const std::string& driver_unavailable_reason() { return loaded_driver().reason; }
+
+const DriverApi& driver() {
+  const LoadedDriver& loaded = loaded_driver();
+  if (!loaded.available) throw UnsupportedError(loaded.reason);
+  return loaded.api;
+}
+
+std::string describe(CUresult result) { return result_text(loaded_driver().api, result); }
+
+void check(CUresult result, const char* call) {
+  if (result == CUDA_SUCCESS) return;
+  throw CudaError(std::string(call) + " failed: " + describe(result));
+}
+
+}  // namespace sparsejit::cuda

@@ -1,0 +1,165 @@
+#include "cuda/memory.hpp"
+
+#include <utility>
+
+#include "cuda/context.hpp"
+#include "sparsejit/error.hpp"
+
+namespace sparsejit {
+
+DeviceBuffer::DeviceBuffer(const Context& context, std::size_t bytes) : context_(context), bytes_(bytes) {
+  context.make_current();
+  if (bytes > 0) SPARSEJIT_CU(cuMemAlloc_v2, &ptr_, bytes);
+}
+
+DeviceBuffer::~DeviceBuffer() { release(); }
+
+DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept
+    : context_(std::move(other.context_)), ptr_(std::exchange(other.ptr_, 0)), bytes_(std::exchange(other.bytes_, 0)) {}
+
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
+  if (this != &other) {
+    release();
+    context_ = std::move(other.context_);
+    ptr_ = std::exchange(other.ptr_, 0);
+    bytes_ = std::exchange(other.bytes_, 0);
+  }
+  return *this;
+}
+
+void DeviceBuffer::release() noexcept {
+  if (ptr_ != 0) {
+    // A destructor cannot report; a failing free means the context is already gone.
+    try {
+      context_->make_current();
+      cuda::driver().cuMemFree_v2(ptr_);
+    } catch (const Error&) {
+    }
+  }
+  ptr_ = 0;
+  bytes_ = 0;
+}
+
+void DeviceBuffer::check_range(const char* what, std::size_t bytes, std::size_t offset) const {
+  if (offset > bytes_ || bytes > bytes_ - offset)
+    throw InvalidInputError(std::string(what) + ": " + std::to_string(bytes) + " bytes at offset " +
+                            std::to_string(offset) + " exceed the device buffer of " + std::to_string(bytes_) +
+                            " bytes");
+}
+
+void DeviceBuffer::upload(const void* host, std::size_t bytes, std::size_t offset) {
+  upload_async(host, bytes, nullptr, offset);
+  SPARSEJIT_CU(cuStreamSynchronize, nullptr);
+}
+
+void DeviceBuffer::download(void* host, std::size_t bytes, std::size_t offset) const {
+  download_async(host, bytes, nullptr, offset);
+  SPARSEJIT_CU(cuStreamSynchronize, nullptr);
+}
+
+void DeviceBuffer::upload_async(const void* host, std::size_t bytes, CUstream stream, std::size_t offset) {
+  check_range("upload", bytes, offset);
+  if (bytes == 0) return;
+  context_->make_current();
+  SPARSEJIT_CU(cuMemcpyHtoDAsync_v2, ptr_ + offset, host, bytes, stream);
+}
+
+void DeviceBuffer::download_async(void* host, std::size_t bytes, CUstream stream, std::size_t offset) const {
+  check_range("download", bytes, offset);
+  if (bytes == 0) return;
+  context_->make_current();
+  SPARSEJIT_CU(cuMemcpyDtoHAsync_v2, host, ptr_ + offset, bytes, stream);
+}
+
+void DeviceBuffer::copy_from_async(const DeviceBuffer& source, std::size_t bytes, CUstream stream) {
+  check_range("copy destination", bytes, 0);
+  source.check_range("copy source", bytes, 0);
+  if (bytes == 0) return;
+  context_->make_current();
+  SPARSEJIT_CU(cuMemcpyDtoDAsync_v2, ptr_, source.ptr_, bytes, stream);
+}
+
+void DeviceBuffer::fill_bytes(unsigned char value) {
+  fill_bytes_async(value, nullptr);
+  SPARSEJIT_CU(cuStreamSynchronize, nullptr);
+}
+
+void DeviceBuffer::fill_bytes_async(unsigned char value, CUstream stream) {
+  if (bytes_ == 0) return;
+  context_->make_current();
+  SPARSEJIT_CU(cuMemsetD8Async, ptr_, value, bytes_, stream);
+}
+
+namespace cuda {
+
+PinnedBuffer::PinnedBuffer(const Context& context, std::size_t bytes) : context_(context), bytes_(bytes) {
+  context.make_current();
+  if (bytes > 0) SPARSEJIT_CU(cuMemAllocHost_v2, &data_, bytes);
+}
+
+PinnedBuffer::~PinnedBuffer() { release(); }
+
+PinnedBuffer::PinnedBuffer(PinnedBuffer&& other) noexcept
+    : context_(other.context_), data_(std::exchange(other.data_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
+
+PinnedBuffer& PinnedBuffer::operator=(PinnedBuffer&& other) noexcept {
+  if (this != &other) {
+    release();
+    context_ = other.context_;
+    data_ = std::exchange(other.data_, nullptr);
+    bytes_ = std::exchange(other.bytes_, 0);
+  }
+  return *this;
+}
+
+void PinnedBuffer::release() noexcept {
+  if (data_ != nullptr) {
+    try {
+      context_.make_current();
+      driver().cuMemFreeHost(data_);
+    } catch (const Error&) {
+    }
+  }
+  data_ = nullptr;
+  bytes_ = 0;
+}
+
+namespace {
+CUDA_MEMCPY2D pitched_copy(std::size_t row_bytes, std::size_t rows) {
+  CUDA_MEMCPY2D copy{};
+  copy.WidthInBytes = row_bytes;
+  copy.Height = rows;
+  return copy;
+}
+}  // namespace
+
+void copy_rows_to_device(const Context& context, CUdeviceptr device, std::size_t device_pitch, const void* host,
+                         std::size_t host_pitch, std::size_t row_bytes, std::size_t rows, CUstream stream) {
+  if (rows == 0 || row_bytes == 0) return;
+  CUDA_MEMCPY2D copy = pitched_copy(row_bytes, rows);
+  copy.srcMemoryType = CU_MEMORYTYPE_HOST;
+  copy.srcHost = host;
+  copy.srcPitch = host_pitch;
+  copy.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+  copy.dstDevice = device;
+  copy.dstPitch = device_pitch;
+  context.make_current();
+  SPARSEJIT_CU(cuMemcpy2DAsync_v2, &copy, stream);
+}
+
+void copy_rows_to_host(const Context& context, void* host, std::size_t host_pitch, CUdeviceptr device,
+                       std::size_t device_pitch, std::size_t row_bytes, std::size_t rows, CUstream stream) {
+  if (rows == 0 || row_bytes == 0) return;
+  CUDA_MEMCPY2D copy = pitched_copy(row_bytes, rows);
+  copy.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+  copy.srcDevice = device;
+  copy.srcPitch = device_pitch;
+  copy.dstMemoryType = CU_MEMORYTYPE_HOST;
+  copy.dstHost = host;
+  copy.dstPitch = host_pitch;
+  context.make_current();
+  SPARSEJIT_CU(cuMemcpy2DAsync_v2, &copy, stream);
+}
+
+}  // namespace cuda
+}  // namespace sparsejit

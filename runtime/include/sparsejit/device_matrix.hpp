@@ -1,0 +1,106 @@
+// Matrices on the device: DeviceCsr, the handle every sparse operation takes, and DeviceDense,
+// a row-major dense operand.
+//
+// DeviceCsr lifecycle (the rule every cache user relies on):
+//   - made from a host Csr<T>: the pattern (row_ptr, col_idx) and values are uploaded once;
+//     a host copy of the pattern is kept so features can be measured without a download;
+//   - the PATTERN IS IMMUTABLE for the handle's whole life, so anything derived from the pattern
+//     alone (features, formats, plans) attached to the cache stays valid until the handle dies;
+//   - update_values() replaces the values in place and increments values_version(); entries that
+//     depend on values must store the version they were built from and rebuild on a mismatch;
+//   - the handle is move-only; the cache is internally locked, so const handles may be shared
+//     between threads for lookups and attachments.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "sparsejit/device.hpp"
+#include "sparsejit/matrix.hpp"
+
+namespace sparsejit {
+
+template <class T>
+class DeviceCsr {
+ public:
+  // Validates `host` (InvalidInputError naming the first violation; rows need not be sorted)
+  // and uploads it.
+  DeviceCsr(const Context& context, const Csr<T>& host);
+
+  const Context& context() const { return context_; }
+  int32_t rows() const { return rows_; }
+  int32_t cols() const { return cols_; }
+  int64_t nnz() const { return int64_t(host_col_idx_.size()); }
+
+  const DeviceBuffer& row_ptr() const { return row_ptr_; }   // rows + 1 int32
+  const DeviceBuffer& col_idx() const { return col_idx_; }   // nnz int32
+  const DeviceBuffer& values() const { return values_; }     // nnz T
+  PatternView host_pattern() const { return {rows_, cols_, host_row_ptr_.data(), host_col_idx_.data()}; }
+
+  // Replaces the values (same count as nnz, else InvalidInputError); keeps the pattern caches.
+  void update_values(const std::vector<T>& values);
+  uint64_t values_version() const { return values_version_; }
+
+  // The per-handle cache: key -> shared object. find() returns nullptr when absent.
+  std::shared_ptr<void> find(const std::string& key) const;
+  void attach(const std::string& key, std::shared_ptr<void> value) const;
+  // Returns the entry for `key`, building it with make() (under the cache lock) when absent.
+  template <class V>
+  std::shared_ptr<V> get_or_create(const std::string& key, const std::function<std::shared_ptr<V>()>& make) const {
+    std::lock_guard<std::mutex> lock(cache_->mutex);
+    auto& slot = cache_->entries[key];
+    if (!slot) slot = make();
+    return std::static_pointer_cast<V>(slot);
+  }
+
+ private:
+  struct Cache {
+    std::mutex mutex;
+    std::map<std::string, std::shared_ptr<void>> entries;
+  };
+
+  Context context_;
+  int32_t rows_ = 0;
+  int32_t cols_ = 0;
+  std::vector<int32_t> host_row_ptr_;
+  std::vector<int32_t> host_col_idx_;
+  DeviceBuffer row_ptr_;
+  DeviceBuffer col_idx_;
+  DeviceBuffer values_;
+  uint64_t values_version_ = 0;
+  std::unique_ptr<Cache> cache_ = std::make_unique<Cache>();
+};
+
+// A row-major dense matrix in device memory: element (r, c) at data()[r * ld + c], ld >= cols.
+template <class T>
+class DeviceDense {
+ public:
+  // Uninitialized storage (ld = 0 means ld = cols); InvalidInputError on negative sizes or ld < cols.
+  DeviceDense(const Context& context, int32_t rows, int32_t cols, int64_t ld = 0);
+  // A copy of `host` with ld = cols.
+  DeviceDense(const Context& context, const Dense<T>& host);
+
+  int32_t rows() const { return rows_; }
+  int32_t cols() const { return cols_; }
+  int64_t ld() const { return ld_; }
+  T* data() const { return buffer_.as<T>(); }
+  const DeviceBuffer& buffer() const { return buffer_; }
+  DeviceBuffer& buffer() { return buffer_; }
+
+  // Blocking copies of the rows×cols elements; `host` must have the same shape.
+  void upload(const Dense<T>& host);
+  Dense<T> download() const;
+
+ private:
+  Context context_;
+  int32_t rows_ = 0;
+  int32_t cols_ = 0;
+  int64_t ld_ = 0;
+  DeviceBuffer buffer_;
+};
+
+}  // namespace sparsejit

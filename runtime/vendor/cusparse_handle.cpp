@@ -1,0 +1,42 @@
+#include "vendor/cusparse_handle.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <string>
+
+#include "sparsejit/error.hpp"
+
+namespace sparsejit::vendor {
+
+void check_cusparse(cusparseStatus_t status, const char* call) {
+  if (status == CUSPARSE_STATUS_SUCCESS) return;
+  const std::string message = std::string(call) + " failed: " + cusparseGetErrorName(status) + " (" +
+                              cusparseGetErrorString(status) + ")";
+  if (status == CUSPARSE_STATUS_NOT_SUPPORTED) throw UnsupportedError(message);
+  throw CudaError(message);
+}
+
+CusparseHandle::CusparseHandle(const Context& context) : context_(context) {
+  context_.make_current();
+  // The runtime adopts the context current on this thread; cudaSetDevice selects the same
+  // primary context for threads where none is current yet.
+  if (const cudaError_t error = cudaSetDevice(context_.ordinal()); error != cudaSuccess)
+    throw CudaError("cudaSetDevice(" + std::to_string(context_.ordinal()) + ") failed: " + cudaGetErrorName(error) +
+                    " (" + cudaGetErrorString(error) + ")");
+  SPARSEJIT_CUSPARSE(cusparseCreate, &handle_);
+}
+
+CusparseHandle::~CusparseHandle() {
+  try {
+    context_.make_current();
+    cusparseDestroy(handle_);
+  } catch (const Error&) {  // the context is already gone at process exit: nothing to free
+  }
+}
+
+void CusparseHandle::bind(CUstream stream) const {
+  context_.make_current();
+  SPARSEJIT_CUSPARSE(cusparseSetStream, handle_, stream);
+}
+
+}  // namespace sparsejit::vendor
