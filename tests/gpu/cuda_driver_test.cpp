@@ -251,7 +251,7 @@ TEST_F(Gpu, CompiledKernelRunsAndIsTimed) {
   void* args[] = {&count, &alpha, &px, &py};
   const unsigned block = 256;
   start.record(stream);
-  axpy.launch({(n + block - 1) / block, 1, 1}, {block, 1, 1}, 0, stream.handle(), args);
+  axpy.launch({(n + block - 1) / block, 1, 1}, {block, 1, 1}, sizeof(float), stream.handle(), args);  // scratch[0] needs one float
   end.record(stream);
   const float ms = elapsed_ms(start, end);
   EXPECT_GT(ms, 0.0f);
