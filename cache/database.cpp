@@ -1,0 +1,171 @@
+#include "cache/database.hpp"
+
+#include <sqlite3.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <set>
+#include <thread>
+
+#include "core/log.hpp"
+#include "sparsejit/cache.hpp"
+
+namespace sparsejit::cache {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kSchema = R"sql(
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE kernels (
+  schema_version INTEGER NOT NULL,
+  library_version TEXT NOT NULL,
+  template_name TEXT NOT NULL,
+  source_sha256 TEXT NOT NULL,
+  options TEXT NOT NULL,
+  arch TEXT NOT NULL,
+  nvrtc_version TEXT NOT NULL,
+  cubin BLOB NOT NULL,
+  compile_ms REAL NOT NULL,
+  created INTEGER NOT NULL,
+  last_used INTEGER NOT NULL,
+  hits INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (schema_version, library_version, template_name, source_sha256, options, arch, nvrtc_version)
+);
+CREATE TABLE tuning_records (
+  id INTEGER PRIMARY KEY,
+  device_name TEXT NOT NULL,
+  compute_capability INTEGER NOT NULL,
+  driver_version INTEGER NOT NULL,
+  library_version TEXT NOT NULL,
+  op TEXT NOT NULL,
+  feature_bucket TEXT NOT NULL,
+  variant TEXT NOT NULL,
+  params_json TEXT NOT NULL,
+  time_ms REAL NOT NULL,
+  checked INTEGER NOT NULL,
+  created INTEGER NOT NULL
+);
+CREATE INDEX tuning_records_lookup ON tuning_records
+  (device_name, compute_capability, driver_version, library_version, op, feature_bucket);
+CREATE TABLE models (
+  name TEXT NOT NULL,
+  version INTEGER NOT NULL,
+  device_name TEXT NOT NULL,
+  compute_capability INTEGER NOT NULL,
+  driver_version INTEGER NOT NULL,
+  library_version TEXT NOT NULL,
+  json TEXT NOT NULL,
+  created INTEGER NOT NULL,
+  PRIMARY KEY (name, device_name, compute_capability, driver_version, library_version)
+);
+)sql";
+
+FileId identify(const std::string& path) {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0) return {};
+  return {info.st_dev, info.st_ino, true};
+}
+
+int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Switching to WAL needs a moment of exclusive access; while other processes open the same
+// file it can report busy, so retry for as long as the busy timeout would wait.
+void enable_wal(Connection& connection) {
+  for (int attempt = 0;; ++attempt) {
+    try {
+      connection.exec("PRAGMA journal_mode=WAL");
+      connection.exec("PRAGMA synchronous=NORMAL");
+      return;
+    } catch (const SqliteError& e) {
+      const int primary = e.code() & 0xff;
+      if ((primary != SQLITE_BUSY && primary != SQLITE_LOCKED) || attempt >= 500) throw;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+}
+
+// Creates the schema in an empty database, accepts ours, rejects anything else. Runs inside
+// one write transaction so concurrent openers see either no tables or all of them.
+void ensure_schema(Connection& connection) {
+  WriteTransaction transaction(connection);
+  std::set<std::string> tables;
+  auto list = connection.prepare("SELECT name FROM sqlite_master WHERE type = 'table'");
+  while (list.step()) tables.insert(list.column_text(0));
+
+  if (tables.empty()) {
+    connection.exec(kSchema);
+    connection.prepare("INSERT INTO meta (key, value) VALUES ('schema_version', ?1)")
+        .bind(1, std::to_string(kSchemaVersion))
+        .step();
+  } else if (tables.count("meta") == 0) {
+    std::string names;
+    for (const auto& t : tables) names += (names.empty() ? "" : ", ") + t;
+    throw SqliteError(SQLITE_NOTADB, connection.path() + " is an SQLite database without sparsejit's meta table (tables: " +
+                                         names + ")");
+  } else {
+    auto version = connection.prepare("SELECT value FROM meta WHERE key = 'schema_version'");
+    const std::string found = version.step() ? version.column_text(0) : "<none>";
+    if (found != std::to_string(kSchemaVersion)) {
+      throw SqliteError(SQLITE_NOTADB, connection.path() + " has cache schema_version " + found +
+                                           "; this build uses " + std::to_string(kSchemaVersion));
+    }
+  }
+  transaction.commit();
+}
+
+}  // namespace
+
+std::string move_aside(const std::string& path, const FileId& file, const std::string& reason) {
+  const FileId now = identify(path);
+  if (!now.valid || (file.valid && (now.device != file.device || now.inode != file.inode))) return "";
+  const std::string suffix = ".corrupt-" + std::to_string(now_ms()) + "-" + std::to_string(::getpid());
+  std::error_code ec;
+  fs::rename(path, path + suffix, ec);
+  if (ec) {
+    log(LogLevel::Warn, "kernel cache " + path + " is unusable (" + reason + ") and could not be moved aside (" +
+                            ec.message() + ")");
+    return "";
+  }
+  fs::rename(path + "-wal", path + suffix + "-wal", ec);
+  fs::remove(path + "-shm", ec);
+  log(LogLevel::Warn, "kernel cache " + path + " is unusable (" + reason + "); moved it to " + path + suffix +
+                          " and started a fresh one");
+  return path + suffix;
+}
+
+OpenedDatabase open_cache_database(const std::string& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw IoError("cannot create cache directory " + dir + ": " + ec.message());
+  const std::string path = database_path(dir);
+  // A second attempt only follows moving a bad file aside.
+  for (int attempt = 0;; ++attempt) {
+    OpenedDatabase opened;
+    try {
+      opened.connection = std::make_unique<Connection>(path, /*create=*/true);
+      opened.file = identify(path);
+      enable_wal(*opened.connection);
+      ensure_schema(*opened.connection);
+      return opened;
+    } catch (const SqliteError& e) {
+      if (!e.is_corruption() || attempt > 0) throw;
+      opened.connection.reset();
+      move_aside(path, opened.file, e.what());
+    }
+  }
+}
+
+OpenedDatabase open_memory_database() {
+  OpenedDatabase opened;
+  opened.connection = std::make_unique<Connection>(":memory:", /*create=*/true);
+  ensure_schema(*opened.connection);
+  return opened;
+}
+
+}  // namespace sparsejit::cache

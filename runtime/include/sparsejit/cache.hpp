@@ -1,0 +1,113 @@
+// The compile cache on disk: what identifies a cached kernel, where the cache lives, and the
+// management operations behind `sparsejit cache stats|list|verify|prune|clear`.
+//
+// Location (first that applies):
+//   SPARSEJIT_CACHE_DIR=DIR   DIR/kernels.db; set but empty disables the disk cache
+//   XDG_CACHE_HOME=DIR        DIR/sparsejit/kernels.db
+//   HOME                      ~/.cache/sparsejit/kernels.db
+// Timestamps are unix milliseconds.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace sparsejit::cache {
+
+// Bumped whenever the tables change; a database with another value is moved aside.
+constexpr int kSchemaVersion = 1;
+
+// What identifies a compiled kernel. Each field is its own column of the kernels table, so a
+// lookup that misses can say which part differed.
+struct KernelKey {
+  int schema_version = 0;
+  std::string library_version;  // sparsejit version that rendered the source
+  std::string template_name;    // e.g. "spmm_csr_rowwarp.cu"
+  std::string source_sha256;    // of the rendered source, 64 hex digits
+  std::string options;          // normalized NVRTC options, space separated
+  std::string arch;             // "sm_90"
+  std::string nvrtc_version;    // "13.0"
+
+  bool operator==(const KernelKey& other) const;
+  bool operator!=(const KernelKey& other) const { return !(*this == other); }
+  bool operator<(const KernelKey& other) const;
+  // "spmm_csr_rowwarp.cu sm_90 sha256=1a2b3c4d5e6f... nvrtc 13.0 lib 0.1.0 schema 1 [options]"
+  std::string to_string() const;
+};
+
+// How a kernel binary was obtained.
+enum class KernelSource {
+  Memory,    // this process already had it (or waited for another thread's compile)
+  Disk,      // loaded from the SQLite cache
+  Compiled,  // compiled by NVRTC in this call
+};
+const char* to_string(KernelSource source);
+
+// "column: entry X, wanted Y" for each column of entry that differs from wanted. Empty
+// strings (and schema_version 0) in wanted match anything.
+std::vector<std::string> key_mismatches(const KernelKey& entry, const KernelKey& wanted);
+
+// This process's side of a key: schema, library and NVRTC versions, and the arch of sm when
+// sm > 0. Template, source hash and options are left empty (they match anything).
+KernelKey current_key_context(int sm = 0);
+
+// The cache directory from the environment (see the top of this file); nullopt when
+// SPARSEJIT_CACHE_DIR is set to "" (disk cache disabled) or no HOME is known.
+std::optional<std::string> default_cache_dir();
+// DIR/kernels.db
+std::string database_path(const std::string& dir);
+
+struct CacheStats {
+  std::string path;            // the database file
+  bool exists = false;         // false: nothing cached yet (the other counts are 0)
+  int64_t entries = 0;         // compiled kernels
+  int64_t bytes = 0;           // sum of their cubin sizes
+  int64_t hits = 0;            // disk hits over all kernels
+  int64_t tuning_records = 0;
+  int64_t models = 0;
+  int64_t file_bytes = 0;      // the database file (and its WAL) on disk
+};
+
+struct CacheEntry {
+  KernelKey key;
+  int64_t bytes = 0;
+  double compile_ms = 0;
+  int64_t created = 0;
+  int64_t last_used = 0;
+  int64_t hits = 0;
+  std::vector<std::string> mismatches;  // key_mismatches(key, wanted) from cache_list
+};
+
+struct VerifyReport {
+  bool ok = true;
+  int64_t entries_checked = 0;
+  std::vector<std::string> problems;  // integrity_check messages, empty or non-ELF blobs
+};
+
+struct PruneOptions {
+  // Remove kernels whose library or NVRTC version differs from current's.
+  bool mismatched_versions = true;
+  KernelKey current = current_key_context();
+  // Remove kernels not used for this many days.
+  std::optional<double> older_than_days;
+  // Then remove least recently used kernels until their cubins total at most this.
+  std::optional<int64_t> max_bytes;
+};
+
+struct PruneReport {
+  int64_t removed = 0;
+  int64_t bytes_freed = 0;
+};
+
+// All of these take the cache directory (default_cache_dir() for the user's cache). A
+// database that is corrupt or foreign is moved aside with a warning, as on any open, except
+// by cache_verify, which only reports. IoError when the directory cannot be used at all.
+CacheStats cache_stats(const std::string& dir);
+std::vector<CacheEntry> cache_list(const std::string& dir, const KernelKey& wanted = {});
+VerifyReport cache_verify(const std::string& dir);
+PruneReport cache_prune(const std::string& dir, const PruneOptions& options);
+// Removes every compiled kernel (and the tuning records and models too when
+// include_tuning); returns the number of kernels removed.
+int64_t cache_clear(const std::string& dir, bool include_tuning = false);
+
+}  // namespace sparsejit::cache
