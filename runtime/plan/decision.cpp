@@ -56,7 +56,7 @@ nlohmann::json to_json(const Decision& d) {
           {"source", to_string(d.source)}, {"model_id", d.model_id}, {"model_version", d.model_version},
           {"features", d.features}, {"path", path}, {"candidates", candidates},
           {"device", d.device}, {"sm", d.sm}, {"kernel_origin", to_string(d.kernel_origin)},
-          {"compile_ms", d.compile_ms}, {"load_ms", d.load_ms}, {"plan_cached", d.plan_cached}, {"ran", d.ran}};
+          {"compile_ms", d.compile_ms}, {"load_ms", d.load_ms}};
 }
 
 std::string describe(const Decision& d) {
@@ -81,8 +81,8 @@ std::string describe(const Decision& d) {
   }
   out << "  kernel: " << to_string(d.kernel_origin);
   if (d.kernel_origin == KernelOrigin::Compiled) out << " in " << d.compile_ms << " ms";
-  if (d.kernel_origin == KernelOrigin::Disk) out << ", loaded in " << d.load_ms << " ms";
-  out << (d.plan_cached ? ", plan from the handle's cache" : "") << (d.ran ? ", ran" : ", not run") << "\n";
+  if (d.kernel_origin == KernelOrigin::Disk || d.kernel_origin == KernelOrigin::Memory) out << ", loaded in " << d.load_ms << " ms";
+  out << "\n";
   return out.str();
 }
 

@@ -1,6 +1,7 @@
 // The Decision record: everything about how one call was dispatched. Every plan carries one;
 // `sparsejit explain` prints it and the library returns it from every operation.
 #pragma once
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -64,9 +65,14 @@ struct Decision {
   int sm = 0;
   KernelOrigin kernel_origin = KernelOrigin::None;
   double compile_ms = 0;       // NVRTC time when compiled now
-  double load_ms = 0;          // cache read + module load when loaded
-  bool plan_cached = false;    // the plan came from the handle's plan cache
-  bool ran = false;            // a kernel was launched
+  double load_ms = 0;          // cache lookup + module load when the plan was prepared
+};
+
+// What one call reports: the plan it ran (shared by every later call that reuses it, so a
+// repeated call copies nothing) and whether this call made the plan or reused it.
+struct CallInfo {
+  std::shared_ptr<const Decision> decision;
+  bool plan_reused = false;
 };
 
 nlohmann::json to_json(const Decision& decision);
