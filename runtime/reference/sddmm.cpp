@@ -45,9 +45,12 @@ void sddmm(const Csr<T>& s, const Dense<T>& a, const Dense<T>& b, Csr<T>& p) {
   const int32_t k = a.cols;
   detail::parallel_for_rows(s.row_ptr.data(), s.rows, std::max<int32_t>(1, k), 1,
                             [&](int, int64_t begin, int64_t end) {
+    const int32_t last = s.row_ptr[std::size_t(end)];
     for (int64_t r = begin; r < end; ++r) {
       const auto* a_row = a_values.data() + std::size_t(r) * std::size_t(k);
       for (int32_t e = s.row_ptr[std::size_t(r)]; e < s.row_ptr[std::size_t(r) + 1]; ++e) {
+        if (e + detail::kPrefetchDistance < last)
+          detail::prefetch_row(b_values.data() + std::size_t(s.col_idx[std::size_t(e + detail::kPrefetchDistance)]) * std::size_t(k));
         const auto* b_row = b_values.data() + std::size_t(s.col_idx[std::size_t(e)]) * std::size_t(k);
         const double scale = detail::to_double(s.values[std::size_t(e)]);
         out.values[std::size_t(e)] = detail::from_double<T>(scale * dot(a_row, b_row, k));

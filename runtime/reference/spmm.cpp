@@ -18,9 +18,12 @@ using detail::loop_type_t;
 template <class T>
 void multiply_rows(const Csr<T>& a, const loop_type_t<T>* b, int32_t n, T* c, int64_t begin, int64_t end) {
   std::vector<double> acc(static_cast<std::size_t>(n));
+  const int32_t last = a.row_ptr[std::size_t(end)];
   for (int64_t r = begin; r < end; ++r) {
     std::fill(acc.begin(), acc.end(), 0.0);
     for (int32_t e = a.row_ptr[std::size_t(r)]; e < a.row_ptr[std::size_t(r) + 1]; ++e) {
+      if (e + detail::kPrefetchDistance < last)
+        detail::prefetch_row(b + std::size_t(a.col_idx[std::size_t(e + detail::kPrefetchDistance)]) * std::size_t(n));
       const double v = detail::to_double(a.values[std::size_t(e)]);
       const loop_type_t<T>* b_row = b + std::size_t(a.col_idx[std::size_t(e)]) * std::size_t(n);
       for (int32_t j = 0; j < n; ++j) acc[std::size_t(j)] += v * double(b_row[j]);
