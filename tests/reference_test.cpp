@@ -194,6 +194,35 @@ TYPED_TEST(ReferenceTyped, SddmmMatchesMaskedDenseProduct) {
   }
 }
 
+// C = A·B must have the boolean product's pattern and the dense product's values.
+template <class T>
+void check_spgemm(const Csr<T>& a, const Csr<T>& b, const std::string& what) {
+  const int m = a.rows, k = a.cols, n = b.cols;
+  const Csr<T> c = reference::spgemm(a, b);
+  EXPECT_NO_THROW(validate(c, /*require_sorted=*/true));
+  ASSERT_EQ(c.rows, m);
+  ASSERT_EQ(c.cols, n);
+  // Boolean product of the patterns, computed densely.
+  Naive a_ones(m, k), b_ones(k, n);
+  for (int r = 0; r < a.rows; ++r)
+    for (int e = a.row_ptr[r]; e < a.row_ptr[r + 1]; ++e) a_ones.at(r, a.col_idx[e]) = 1.0;
+  for (int r = 0; r < b.rows; ++r)
+    for (int e = b.row_ptr[r]; e < b.row_ptr[r + 1]; ++e) b_ones.at(r, b.col_idx[e]) = 1.0;
+  const Naive reachable = multiply(a_ones, b_ones).value;
+  const NaiveProduct ref = multiply(naive(a), naive(b));
+  Naive in_c(m, n);
+  for (int r = 0; r < c.rows; ++r)
+    for (int e = c.row_ptr[r]; e < c.row_ptr[r + 1]; ++e) {
+      const int j = c.col_idx[e];
+      in_c.at(r, j) = 1.0;
+      ASSERT_NEAR(as_double(c.values[e]), ref.value.at(r, j), 2 * unit_roundoff<T>() * ref.magnitude.at(r, j))
+          << what << " at (" << r << ", " << j << ")";
+    }
+  for (int i = 0; i < m; ++i)
+    for (int j = 0; j < n; ++j)
+      ASSERT_EQ(in_c.at(i, j) != 0.0, reachable.at(i, j) != 0.0) << what << " at (" << i << ", " << j << ")";
+}
+
 TYPED_TEST(ReferenceTyped, SpgemmPatternIsBooleanProductAndValuesMatch) {
   using T = TypeParam;
   const uint64_t seed = test::fresh_seed();
@@ -201,30 +230,12 @@ TYPED_TEST(ReferenceTyped, SpgemmPatternIsBooleanProductAndValuesMatch) {
   for (const Shape& s : kShapes) {
     const Csr<T> a = random_csr<T>(s.m, s.k, s.density, s.empty_rows, rng);
     const Csr<T> b = random_csr<T>(s.k, s.n, 0.4, false, rng);
-    const Csr<T> c = reference::spgemm(a, b);
-    EXPECT_NO_THROW(validate(c, /*require_sorted=*/true));
-    ASSERT_EQ(c.rows, s.m);
-    ASSERT_EQ(c.cols, s.n);
-    // Boolean product of the patterns, computed densely.
-    Naive a_ones(s.m, s.k), b_ones(s.k, s.n);
-    for (int r = 0; r < a.rows; ++r)
-      for (int e = a.row_ptr[r]; e < a.row_ptr[r + 1]; ++e) a_ones.at(r, a.col_idx[e]) = 1.0;
-    for (int r = 0; r < b.rows; ++r)
-      for (int e = b.row_ptr[r]; e < b.row_ptr[r + 1]; ++e) b_ones.at(r, b.col_idx[e]) = 1.0;
-    const Naive reachable = multiply(a_ones, b_ones).value;
-    const NaiveProduct ref = multiply(naive(a), naive(b));
-    Naive in_c(s.m, s.n);
-    for (int r = 0; r < c.rows; ++r)
-      for (int e = c.row_ptr[r]; e < c.row_ptr[r + 1]; ++e) {
-        const int j = c.col_idx[e];
-        in_c.at(r, j) = 1.0;
-        ASSERT_NEAR(as_double(c.values[e]), ref.value.at(r, j), 2 * unit_roundoff<T>() * ref.magnitude.at(r, j))
-            << describe(s, seed) << " at (" << r << ", " << j << ")";
-      }
-    for (int i = 0; i < s.m; ++i)
-      for (int j = 0; j < s.n; ++j)
-        ASSERT_EQ(in_c.at(i, j) != 0.0, reachable.at(i, j) != 0.0) << describe(s, seed) << " at (" << i << ", " << j << ")";
+    check_spgemm(a, b, describe(s, seed));
   }
+  // Wide and sparse: output rows few enough to be sorted rather than scanned.
+  const Csr<T> a = random_csr<T>(30, 40, 0.1, true, rng);
+  const Csr<T> b = random_csr<T>(40, 3000, 0.004, false, rng);
+  check_spgemm(a, b, "wide sparse seed " + std::to_string(seed));
 }
 
 TYPED_TEST(ReferenceTyped, SpammWithZeroThresholdIsTheExactProduct) {
