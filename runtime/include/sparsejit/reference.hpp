@@ -1,12 +1,19 @@
 // CPU reference implementations of every operation. They accumulate in double and define
 // the semantics the GPU kernels must reproduce; tests and `--check` compare against them.
+// half/bfloat16 inputs are widened exactly to float, results are rounded once to T.
+// Every function checks its operands first (CSR structure, dense sizes, shapes) and throws
+// InvalidInputError naming the operation and both shapes ("spmm: A is 3x4 but B has 5 rows").
+// Outputs are built aside and then assigned, so an output may alias an input.
+// Work is split over std::thread::hardware_concurrency() threads by row blocks balanced by
+// nonzeros; results do not depend on the thread count.
 #pragma once
 #include "sparsejit/matrix.hpp"
 
 namespace sparsejit::reference {
 
 // C = A·B (A m×k sparse, B k×n dense, C m×n), or C = Aᵀ·B when transpose_a (B m×n, C k×n).
-// C is resized and overwritten.
+// C is resized and overwritten. A's rows need not be sorted. The transposed product forms Aᵀ
+// once (one pass over the nonzeros) and runs the row-parallel product on it.
 template <class T>
 void spmm(const Csr<T>& a, const Dense<T>& b, Dense<T>& c, bool transpose_a = false);
 
@@ -16,12 +23,15 @@ template <class T>
 void sddmm(const Csr<T>& s, const Dense<T>& a, const Dense<T>& b, Csr<T>& p);
 
 // C = A·B, both sparse; C has sorted rows, no duplicates, and keeps numerically zero
-// products that the pattern produces (structural result).
+// products that the pattern produces (structural result): its pattern is the boolean product
+// of the patterns. Throws InvalidInputError when C would need more than 2^31-1 nonzeros.
 template <class T>
 Csr<T> spgemm(const Csr<T>& a, const Csr<T>& b);
 
 // SpAMM: C ≈ A·B for dense square-tiled A (m×k) and B (k×n) with tile size `tile`: the
 // tile product A_ik·B_kj is added iff ‖A_ik‖F·‖B_kj‖F ≥ tau (tau = 0 gives the exact product).
+// Tiles at the bottom/right edges are partial when a size is not a multiple of `tile`; norms
+// are computed in double. tile must be ≥ 1 and tau finite and ≥ 0.
 template <class T>
 void spamm(const Dense<T>& a, const Dense<T>& b, Dense<T>& c, int tile, double tau);
 

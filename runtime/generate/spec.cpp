@@ -1,0 +1,138 @@
+// Generator specs ("band:200000:64:256") as used by the CLI and the benchmarks.
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "sparsejit/error.hpp"
+#include "sparsejit/generate.hpp"
+
+namespace sparsejit::generate {
+namespace {
+
+class SpecReader;
+
+// One accepted form: its kind, the names of its fields after the kind, and how to build it.
+struct SpecForm {
+  const char* kind;
+  std::vector<const char*> fields;
+  const char* meaning;
+  Csr<double> (*build)(const SpecReader& fields, uint64_t seed);
+};
+
+const std::vector<SpecForm>& spec_forms();
+
+std::string usage(const SpecForm& form) {
+  std::string text = form.kind;
+  for (const char* field : form.fields) text += std::string(":") + field;
+  return text;
+}
+
+std::vector<std::string> split_fields(const std::string& spec) {
+  std::vector<std::string> fields(1);
+  for (char ch : spec) {
+    if (ch == ':') fields.emplace_back();
+    else fields.back() += ch;
+  }
+  return fields;
+}
+
+// Reads the fields of one spec, each error naming the spec and the field.
+class SpecReader {
+ public:
+  SpecReader(const std::string& spec, const SpecForm& form, std::vector<std::string> values)
+      : spec_(spec), form_(form), values_(std::move(values)) {}
+
+  int32_t integer(std::size_t index) const {
+    const std::string& text = values_[index];
+    int64_t value = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (text.empty() || ec != std::errc() || end != text.data() + text.size())
+      fail(index, "is not an integer");
+    if (value < 0) fail(index, "must not be negative");
+    if (value > std::numeric_limits<int32_t>::max()) fail(index, "exceeds 2147483647");
+    return int32_t(value);
+  }
+
+  int64_t wide_integer(std::size_t index) const {
+    const std::string& text = values_[index];
+    int64_t value = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (text.empty() || ec != std::errc() || end != text.data() + text.size())
+      fail(index, "is not an integer");
+    if (value < 0) fail(index, "must not be negative");
+    return value;
+  }
+
+  double fraction(std::size_t index) const {
+    const std::string& text = values_[index];
+    double value = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (text.empty() || ec != std::errc() || end != text.data() + text.size()) fail(index, "is not a number");
+    if (!(value >= 0.0 && value <= 1.0)) fail(index, "is outside [0, 1]");
+    return value;
+  }
+
+ private:
+  [[noreturn]] void fail(std::size_t index, const std::string& problem) const {
+    throw InvalidInputError("generator spec \"" + spec_ + "\": field " + form_.fields[index] + " = \"" +
+                            values_[index] + "\" " + problem + " (form " + usage(form_) + ")");
+  }
+
+  const std::string& spec_;
+  const SpecForm& form_;
+  std::vector<std::string> values_;
+};
+
+const std::vector<SpecForm>& spec_forms() {
+  static const std::vector<SpecForm> forms = {
+      {"uniform", {"N", "R"}, "N×N, R distinct uniform columns per row",
+       [](const SpecReader& f, uint64_t seed) { return uniform(f.integer(0), f.integer(0), f.integer(1), seed); }},
+      {"band", {"N", "R", "H"}, "N×N, R draws per row from columns [i-H, i+H), duplicates merged",
+       [](const SpecReader& f, uint64_t seed) { return banded(f.integer(0), f.integer(1), f.integer(2), seed); }},
+      {"rmat", {"N", "EDGES"}, "N×N R-MAT power-law graph (a=0.57 b=0.19 c=0.19), duplicates merged",
+       [](const SpecReader& f, uint64_t seed) { return rmat(f.integer(0), f.wide_integer(1), seed); }},
+      {"clustered", {"N", "R", "FRAC", "RUN"}, "N×N, R per row, FRAC of them in RUN-column runs shared by 32-row groups",
+       [](const SpecReader& f, uint64_t seed) {
+         return clustered(f.integer(0), f.integer(0), f.integer(1), f.fraction(2), f.integer(3), seed);
+       }},
+      {"blockdiag", {"N", "B", "NOISE"}, "N×N, dense B×B diagonal blocks plus NOISE uniform columns per row",
+       [](const SpecReader& f, uint64_t seed) { return block_diagonal(f.integer(0), f.integer(1), f.integer(2), seed); }},
+  };
+  return forms;
+}
+
+}  // namespace
+
+Csr<double> from_spec(const std::string& spec, uint64_t seed) {
+  std::vector<std::string> fields = split_fields(spec);
+  const std::string kind = fields.front();
+  fields.erase(fields.begin());
+  for (const SpecForm& form : spec_forms()) {
+    if (kind != form.kind) continue;
+    if (fields.size() != form.fields.size())
+      throw InvalidInputError("generator spec \"" + spec + "\": " + std::to_string(fields.size()) + " fields after \"" +
+                              kind + "\", expected " + std::to_string(form.fields.size()) + " (form " + usage(form) + ")");
+    const SpecReader reader(spec, form, std::move(fields));
+    try {
+      return form.build(reader, seed);
+    } catch (const InvalidInputError& e) {
+      const std::string message = e.what();
+      if (message.rfind("generator spec", 0) == 0) throw;
+      throw InvalidInputError("generator spec \"" + spec + "\": " + message);
+    }
+  }
+  std::string kinds;
+  for (const SpecForm& form : spec_forms()) kinds += (kinds.empty() ? "" : ", ") + std::string(form.kind);
+  throw InvalidInputError("generator spec \"" + spec + "\": unknown generator \"" + kind + "\" (expected one of " +
+                          kinds + ")");
+}
+
+std::string spec_help() {
+  std::string text;
+  for (const SpecForm& form : spec_forms()) text += usage(form) + "  " + form.meaning + "\n";
+  return text;
+}
+
+}  // namespace sparsejit::generate
