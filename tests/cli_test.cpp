@@ -40,7 +40,7 @@ TEST(Cli, InspectEverySharedMatrix) {
     const auto j = nlohmann::json::parse(r.out);
     EXPECT_GT(j["features"]["rows"].get<int64_t>(), 0) << file;
     EXPECT_GT(j["features"]["nnz"].get<int64_t>(), 0) << file;
-    EXPECT_EQ(j["features"]["fingerprint"].get<std::string>().size(), 16u) << file;
+    EXPECT_EQ(j["features"]["fingerprint"].get<std::string>().rfind("0x", 0), 0u) << file;
   }
 }
 
