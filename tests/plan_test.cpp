@@ -93,15 +93,15 @@ TEST(Plan, OptionsForceVariantAndParams) {
 
 TEST(Plan, EnvironmentForcesOnlyItsOp) {
   ForceEnv env("sddmm:cusparse");
-  EXPECT_EQ(plan::plan_sddmm(small_features(), {64, DType::F32}, {}, {}).source, DecisionSource::Forced);
-  EXPECT_EQ(plan::plan_sddmm(small_features(), {64, DType::F32}, {}, {}).variant, "cusparse");
+  EXPECT_EQ(plan::plan_sddmm(small_features(), {64, DType::F32, 64, 64}, {}, {}).source, DecisionSource::Forced);
+  EXPECT_EQ(plan::plan_sddmm(small_features(), {64, DType::F32, 64, 64}, {}, {}).variant, "cusparse");
   EXPECT_EQ(plan::plan_spmm(small_features(), {64, DType::F32, false}, {}, {}).source, DecisionSource::Model);
 }
 
 TEST(Plan, SddmmVectorWidthAndGroupFollowK) {
   Options o;
   o.variant = "coo_flat";
-  auto params = [&](int k, DType t) { return plan::plan_sddmm(small_features(), {k, t}, {}, o).params; };
+  auto params = [&](int k, DType t) { return plan::plan_sddmm(small_features(), {k, t, k, k}, {}, o).params; };
   EXPECT_EQ(params(128, DType::F32)["vector_width"], 4);
   EXPECT_EQ(params(128, DType::F32)["group_size"], 32);
   EXPECT_EQ(params(33, DType::F32)["vector_width"], 1);

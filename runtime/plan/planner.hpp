@@ -32,6 +32,8 @@ struct SpmmProblem {
 struct SddmmProblem {
   int32_t k = 0;           // inner dimension: columns of A and B
   DType dtype = DType::F32;
+  int64_t lda = 0;         // leading dimensions of A and B: vector loads need them divisible
+  int64_t ldb = 0;
 };
 
 Decision plan_spmm(const Features& features, const SpmmProblem& problem, const DeviceTarget& device, const Options& options);

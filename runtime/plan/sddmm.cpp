@@ -9,11 +9,12 @@ namespace sparsejit::plan {
 
 namespace {
 
-// Widest vector load that divides K (rows of A and B start 16-byte aligned when K allows).
+// Widest 16-byte-or-less vector that divides K and both leading dimensions, so every row of
+// A and B starts aligned (device allocations are 256-byte aligned).
 int vector_width(const SddmmProblem& p) {
   const int widest = p.dtype == DType::F64 ? 2 : 4;
   for (int w = widest; w > 1; w /= 2)
-    if (p.k % w == 0) return w;
+    if (p.k % w == 0 && p.lda % w == 0 && p.ldb % w == 0) return w;
   return 1;
 }
 
@@ -47,7 +48,7 @@ nlohmann::json sddmm_terms(const Features& f, const SddmmProblem& p) {
 
 std::vector<std::string> sddmm_variants() {
   std::vector<std::string> names;
-  for (const auto& v : sddmm_candidates({1, DType::F32})) names.push_back(v.name);
+  for (const auto& v : sddmm_candidates({1, DType::F32, 1, 1})) names.push_back(v.name);
   return names;
 }
 

@@ -13,7 +13,10 @@ namespace {
 std::vector<VariantSpec> spmm_candidates(const SpmmProblem& p) {
   const bool supported_type = p.dtype == DType::F32 || p.dtype == DType::F64;
   const std::string type_reason = supported_type ? "" : std::string("value type ") + to_string(p.dtype) + " not supported";
-  VariantSpec rowwarp{"csr_rowwarp", {{"warps_per_block", 4}}, type_reason};
+  // Each lane keeps cols_per_lane columns of C in registers, so one pass over a row covers
+  // 32 * cols_per_lane columns; past 128 columns a second pass beats register pressure.
+  const int cols_per_lane = std::clamp((p.k + 31) / 32, 1, 4);
+  VariantSpec rowwarp{"csr_rowwarp", {{"warps_per_block", 4}, {"cols_per_lane", cols_per_lane}}, type_reason};
   if (rowwarp.rejected_because.empty() && p.transpose_a) rowwarp.rejected_because = "computes A·B only (Aᵀ·B needs the split variants)";
   // CSR_ALG2 is cuSPARSE's row-major CSR algorithm with deterministic results.
   VariantSpec vendor{"cusparse", {{"alg", 2}}, type_reason};

@@ -1,0 +1,60 @@
+// The sparsejit runtime: one object per GPU that plans, compiles (NVRTC, cached in SQLite)
+// and launches sparse products. Thread-safe: any thread may call any method; calls on one
+// stream run in call order.
+//
+//   sparsejit::Runtime rt;                                  // device 0
+//   sparsejit::DeviceCsr<float> a(rt.context(), host_a);    // uploaded once; caches attach here
+//   sparsejit::DeviceDense<float> b(rt.context(), host_b), c(rt.context(), m, k);
+//   sparsejit::CallInfo call = rt.spmm(a, b, c);            // auto: planned on the first call
+//   std::cout << sparsejit::describe(*call.decision);
+//
+// What a call caches on the matrix handle (valid for the handle's life: its pattern never
+// changes): the features, and one prepared plan per (op, value type, K, transpose, forced
+// choice, runtime). A repeated call with the same arguments looks the plan up and launches.
+#pragma once
+#include <cstdint>
+#include <memory>
+
+#include "sparsejit/decision.hpp"
+#include "sparsejit/device.hpp"
+#include "sparsejit/device_matrix.hpp"
+#include "sparsejit/options.hpp"
+#include "sparsejit/types.hpp"
+
+namespace sparsejit {
+
+namespace detail { struct RuntimeState; }
+
+class Runtime {
+ public:
+  // Uses GPU `device`; throws UnsupportedError without a driver or GPU.
+  explicit Runtime(int device = 0);
+  ~Runtime();
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  const Context& context() const;
+  const DeviceInfo& device() const;
+
+  // C = A·B (A m×n, B n×k, C m×k), or C = Aᵀ·B with options.transpose_a (B m×k, C n×k).
+  // C is overwritten. T: float or double (others: UnsupportedError).
+  template <class T>
+  CallInfo spmm(const DeviceCsr<T>& a, const DeviceDense<T>& b, DeviceDense<T>& c, const Options& options = {});
+
+  // P = S ∘ (A·Bᵀ): A m×k and B n×k row-major, S m×n; p receives nnz(S) values in S's
+  // order (p_e = s_e · dot(A[row_e], B[col_e])). T: float or double.
+  template <class T>
+  CallInfo sddmm(const DeviceCsr<T>& s, const DeviceDense<T>& a, const DeviceDense<T>& b, DeviceBuffer& p,
+                 const Options& options = {});
+
+ private:
+  std::shared_ptr<detail::RuntimeState> state_;
+};
+
+// Plan (and compile, when the chosen variant is one of ours) without running anything and
+// without needing a GPU: the plan is for GPU `device` when one exists, else for a nominal
+// sm_90 part. This is what `sparsejit explain` prints.
+Decision explain_spmm(PatternView a, int32_t k, DType dtype, const Options& options = {}, int device = 0);
+Decision explain_sddmm(PatternView s, int32_t k, DType dtype, const Options& options = {}, int device = 0);
+
+}  // namespace sparsejit

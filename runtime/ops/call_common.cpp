@@ -1,0 +1,30 @@
+#include "ops/call_common.hpp"
+
+#include <cstdlib>
+
+#include "sparsejit/error.hpp"
+
+namespace sparsejit::ops {
+
+std::string plan_key(Op op, DType dtype, int32_t k, bool transpose, const Options& options, uint64_t runtime_id) {
+  std::string key = std::string("plan:") + to_string(op) + ":" + to_string(dtype) + ":k" + std::to_string(k) +
+                    (transpose ? ":t" : ":n") + ":rt" + std::to_string(runtime_id);
+  if (!options.variant.empty() && options.variant != "auto") key += ":force=" + options.variant + options.params.dump();
+  if (const char* env = std::getenv("SPARSEJIT_FORCE"); env != nullptr && *env != '\0') key += ":env=" + std::string(env);
+  return key;
+}
+
+void record_kernel(Decision& decision, const LoadedKernel& loaded) {
+  decision.kernel_origin = loaded.origin;
+  decision.compile_ms = loaded.compile_ms;
+  decision.load_ms = loaded.load_ms;
+}
+
+unsigned blocks_for(int64_t work, int64_t per_block) {
+  const int64_t blocks = (work + per_block - 1) / per_block;
+  if (blocks > 0x7fffffffLL)
+    throw UnsupportedError("launch needs " + std::to_string(blocks) + " blocks, more than the grid limit 2^31-1");
+  return unsigned(std::max<int64_t>(blocks, 1));
+}
+
+}  // namespace sparsejit::ops

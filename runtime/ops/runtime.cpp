@@ -1,0 +1,40 @@
+#include "sparsejit/runtime.hpp"
+
+#include "ops/runtime_state.hpp"
+
+namespace sparsejit {
+
+namespace detail {
+
+namespace {
+std::atomic<uint64_t> next_runtime_id{1};
+}  // namespace
+
+RuntimeState::RuntimeState(int device)
+    : context(device), target(target_of(context.info())), loader(context), cusparse(context), id(next_runtime_id++) {}
+
+plan::DeviceTarget target_of(const DeviceInfo& info) {
+  plan::DeviceTarget t;
+  t.name = info.name;
+  t.sm = info.sm;
+  t.multiprocessors = info.multiprocessors;
+  t.shared_per_block_optin = info.shared_mem_per_block_optin;
+  t.shared_per_sm = info.shared_mem_per_sm;
+  t.present = true;
+  return t;
+}
+
+plan::DeviceTarget explain_target(int device) {
+  if (driver_available() && device >= 0 && device < device_count()) return target_of(device_info(device));
+  return plan::DeviceTarget{};
+}
+
+}  // namespace detail
+
+Runtime::Runtime(int device) : state_(std::make_shared<detail::RuntimeState>(device)) {}
+Runtime::~Runtime() = default;
+
+const Context& Runtime::context() const { return state_->context; }
+const DeviceInfo& Runtime::device() const { return state_->context.info(); }
+
+}  // namespace sparsejit

@@ -1,0 +1,227 @@
+// The runtime end to end on the GPU: every SpMM and SDDMM variant (forced) and auto, f32 and
+// f64, K = 1, 3, 7, 32, 33, 100, 128, 512, on generated and shared matrices, against the CPU
+// reference with fresh random values and outputs poisoned with NaN before every run.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <thread>
+
+#include "sparsejit/error.hpp"
+#include "sparsejit/generate.hpp"
+#include "sparsejit/io.hpp"
+#include "sparsejit/reference.hpp"
+#include "sparsejit/runtime.hpp"
+#include "support/test_support.hpp"
+
+namespace sparsejit {
+namespace {
+
+class RuntimeGpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!driver_available()) GTEST_SKIP() << driver_unavailable_reason();
+    if (!runtime_) runtime_ = std::make_unique<Runtime>(0);
+    seed_ = test::fresh_seed();
+  }
+  static Runtime& rt() { return *runtime_; }
+  uint64_t next_seed() { return seed_++; }
+  static inline std::unique_ptr<Runtime> runtime_;
+  uint64_t seed_ = 0;
+};
+
+template <class T>
+double tolerance() { return std::is_same_v<T, float> ? 1e-5 : 1e-12; }
+
+template <class T>
+std::vector<double> as_double(const std::vector<T>& v) { return std::vector<double>(v.begin(), v.end()); }
+
+// Matrices with structure that stresses different paths: uniform, banded, power-law (long
+// rows), clustered, empty rows, rectangular.
+std::vector<std::pair<std::string, Csr<double>>> generated_matrices() {
+  std::vector<std::pair<std::string, Csr<double>>> out;
+  for (const char* spec : {"uniform:3000:9", "band:2000:16:40", "rmat:4096:40000", "clustered:2048:24:0.6:16", "blockdiag:1500:30:2"})
+    out.emplace_back(spec, generate::from_spec(spec, 7));
+  Csr<double> rect = generate::uniform(700, 1900, 5, 3);
+  for (int32_t r = 0; r < rect.rows; r += 7)  // empty every 7th row
+    for (int32_t e = rect.row_ptr[r]; e < rect.row_ptr[r + 1]; ++e) rect.values[e] = 0;
+  out.emplace_back("uniform 700x1900", rect);
+  return out;
+}
+
+std::vector<std::pair<std::string, Csr<double>>> shared_matrices() {
+  std::vector<std::pair<std::string, Csr<double>>> out;
+  for (const auto& file : test::shared_matrix_files()) {
+    for (const char* name : {"cora.mtx", "bcsstk13.mtx", "Groebner_id2003_aug.mtx", "wiki-Vote.mtx", "0.9/bottleneck_2_block_group3_3_1.smtx"}) {
+      if (file.find(name) != std::string::npos && file.find("random_pruning") == std::string::npos &&
+          file.find("variational") == std::string::npos)
+        out.emplace_back(file.substr(file.find_last_of('/') + 1), io::read_csr<double>(file));
+    }
+  }
+  return out;
+}
+
+template <class T>
+void check_spmm(Runtime& rt, const std::string& name, const Csr<double>& pattern, int32_t k, const Options& options,
+                uint64_t seed) {
+  SCOPED_TRACE(name + " k=" + std::to_string(k) + " variant=" + (options.variant.empty() ? "auto" : options.variant) +
+               (options.transpose_a ? " Aᵀ·B" : "") + " seed=" + std::to_string(seed));
+  Csr<T> a = cast<T>(pattern);
+  generate::fill_random(a.values, seed);
+  const int32_t inner = options.transpose_a ? a.rows : a.cols;
+  const int32_t outer = options.transpose_a ? a.cols : a.rows;
+  Dense<T> b(inner, k);
+  generate::fill_random(b, seed + 1);
+  Dense<T> expected;
+  reference::spmm(a, b, expected, options.transpose_a);
+
+  DeviceCsr<T> da(rt.context(), a);
+  DeviceDense<T> db(rt.context(), b);
+  DeviceDense<T> dc(rt.context(), outer, k);
+  for (int round = 0; round < 2; ++round) {  // the second call reuses the plan
+    dc.buffer().fill_bytes(0xFF);
+    const CallInfo call = rt.spmm(da, db, dc, options);
+    rt.context().synchronize();
+    ASSERT_TRUE(call.decision);
+    EXPECT_EQ(call.plan_reused, round == 1);
+    if (!options.variant.empty()) {
+      EXPECT_EQ(call.decision->variant, options.variant);
+    }
+    const Dense<T> got = dc.download();
+    ASSERT_LE(test::relative_error(as_double(got.data), as_double(expected.data)), tolerance<T>());
+  }
+}
+
+template <class T>
+void check_sddmm(Runtime& rt, const std::string& name, const Csr<double>& pattern, int32_t k, const Options& options,
+                 uint64_t seed) {
+  SCOPED_TRACE(name + " k=" + std::to_string(k) + " variant=" + (options.variant.empty() ? "auto" : options.variant) +
+               " seed=" + std::to_string(seed));
+  Csr<T> s = cast<T>(pattern);
+  generate::fill_random(s.values, seed);
+  Dense<T> a(s.rows, k), b(s.cols, k);
+  generate::fill_random(a, seed + 1);
+  generate::fill_random(b, seed + 2);
+  Csr<T> expected;
+  reference::sddmm(s, a, b, expected);
+
+  DeviceCsr<T> ds(rt.context(), s);
+  DeviceDense<T> da(rt.context(), a), db(rt.context(), b);
+  DeviceBuffer dp(rt.context(), std::max<std::size_t>(1, s.values.size()) * sizeof(T));
+  for (int round = 0; round < 2; ++round) {
+    dp.fill_bytes(0xFF);
+    const CallInfo call = rt.sddmm(ds, da, db, dp, options);
+    rt.context().synchronize();
+    EXPECT_EQ(call.plan_reused, round == 1);
+    if (!options.variant.empty()) {
+      EXPECT_EQ(call.decision->variant, options.variant);
+    }
+    const auto got = dp.download_as<T>(s.values.size());
+    ASSERT_LE(test::relative_error(as_double(got), as_double(expected.values)), tolerance<T>());
+  }
+}
+
+Options variant(const std::string& name, bool transpose = false) {
+  Options o;
+  o.variant = name;
+  o.transpose_a = transpose;
+  return o;
+}
+
+TEST_F(RuntimeGpu, SpmmEveryVariantTypeAndK) {
+  for (const auto& [name, m] : generated_matrices()) {
+    for (int32_t k : {1, 3, 7, 32, 33, 100, 128, 512}) {
+      for (const std::string v : {"csr_rowwarp", "cusparse", ""}) {
+        check_spmm<float>(rt(), name, m, k, variant(v), next_seed());
+        check_spmm<double>(rt(), name, m, k, variant(v), next_seed());
+      }
+      check_spmm<float>(rt(), name, m, k, variant("", true), next_seed());
+      check_spmm<double>(rt(), name, m, k, variant("cusparse", true), next_seed());
+    }
+  }
+}
+
+TEST_F(RuntimeGpu, SpmmSharedMatrices) {
+  const auto matrices = shared_matrices();
+  if (matrices.empty()) GTEST_SKIP() << "no shared matrices";
+  for (const auto& [name, m] : matrices)
+    for (int32_t k : {1, 33, 128, 512})
+      for (const std::string v : {"csr_rowwarp", "cusparse", ""}) check_spmm<float>(rt(), name, m, k, variant(v), next_seed());
+}
+
+TEST_F(RuntimeGpu, SddmmEveryVariantTypeAndK) {
+  for (const auto& [name, m] : generated_matrices()) {
+    for (int32_t k : {1, 3, 32, 33, 100, 128}) {
+      for (const std::string v : {"coo_flat", "cusparse", ""}) {
+        check_sddmm<float>(rt(), name, m, k, variant(v), next_seed());
+        check_sddmm<double>(rt(), name, m, k, variant(v), next_seed());
+      }
+    }
+  }
+}
+
+TEST_F(RuntimeGpu, SddmmSharedMatrices) {
+  const auto matrices = shared_matrices();
+  if (matrices.empty()) GTEST_SKIP() << "no shared matrices";
+  for (const auto& [name, m] : matrices)
+    for (int32_t k : {1, 33, 128})
+      for (const std::string v : {"coo_flat", "cusparse", ""}) check_sddmm<float>(rt(), name, m, k, variant(v), next_seed());
+}
+
+TEST_F(RuntimeGpu, EmptyMatrixGivesZeroOutput) {
+  Csr<float> empty;
+  empty.rows = 5;
+  empty.cols = 4;
+  empty.row_ptr.assign(6, 0);
+  DeviceCsr<float> da(rt().context(), empty);
+  DeviceDense<float> db(rt().context(), Dense<float>(4, 8, 1.0f));
+  DeviceDense<float> dc(rt().context(), 5, 8);
+  dc.buffer().fill_bytes(0xFF);
+  rt().spmm(da, db, dc);
+  for (float v : dc.download().data) ASSERT_EQ(v, 0.0f);
+}
+
+TEST_F(RuntimeGpu, ShapeMismatchIsInvalidInput) {
+  const Csr<float> a = cast<float>(generate::uniform(10, 20, 3, 1));
+  DeviceCsr<float> da(rt().context(), a);
+  DeviceDense<float> db(rt().context(), 19, 8), dc(rt().context(), 10, 8);
+  EXPECT_THROW(rt().spmm(da, db, dc), InvalidInputError);
+  DeviceDense<float> sa(rt().context(), 10, 8), sb(rt().context(), 20, 7);
+  DeviceBuffer p(rt().context(), a.values.size() * sizeof(float));
+  EXPECT_THROW(rt().sddmm(da, sa, sb, p), InvalidInputError);
+  DeviceCsr<half> ha(rt().context(), cast<half>(a));
+  DeviceDense<half> hb(rt().context(), 20, 8), hc(rt().context(), 10, 8);
+  EXPECT_THROW(rt().spmm(ha, hb, hc), UnsupportedError);
+}
+
+TEST_F(RuntimeGpu, ConcurrentCallsOnOneHandleAgree) {
+  const Csr<float> a = cast<float>(generate::from_spec("rmat:8192:80000", 3));
+  Dense<float> b(a.cols, 64);
+  generate::fill_random(b, next_seed());
+  Dense<float> expected;
+  reference::spmm(a, b, expected);
+  DeviceCsr<float> da(rt().context(), a);
+  DeviceDense<float> db(rt().context(), b);
+  std::vector<std::thread> threads;
+  std::vector<double> errors(8, -1);
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      DeviceDense<float> dc(rt().context(), a.rows, 64);
+      Stream stream(rt().context());
+      Options o;
+      o.stream = stream.handle();
+      o.variant = t % 2 ? "cusparse" : "";
+      for (int i = 0; i < 5; ++i) {
+        dc.buffer().fill_bytes_async(0xFF, stream.handle());
+        rt().spmm(da, db, dc, o);
+      }
+      stream.synchronize();
+      const Dense<float> got = dc.download();
+      errors[std::size_t(t)] = test::relative_error(as_double(got.data), as_double(expected.data));
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (double e : errors) EXPECT_LE(e, 1e-5);
+}
+
+}  // namespace
+}  // namespace sparsejit
