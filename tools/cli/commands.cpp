@@ -6,6 +6,8 @@ void register_commands(CLI::App& app) {
   add_info_command(app);
   add_inspect_command(app);
   add_demo_command(app);
+  add_explain_command(app);
+  add_run_command(app);
 }
 
 }  // namespace sparsejit::cli

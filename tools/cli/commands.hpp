@@ -8,5 +8,7 @@ void register_commands(CLI::App& app);
 void add_info_command(CLI::App& app);
 void add_inspect_command(CLI::App& app);
 void add_demo_command(CLI::App& app);
+void add_explain_command(CLI::App& app);
+void add_run_command(CLI::App& app);
 
 }  // namespace sparsejit::cli

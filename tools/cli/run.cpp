@@ -1,0 +1,152 @@
+// `sparsejit run`: one operation on one matrix, as a user would call it (auto unless forced),
+// timed, optionally checked against the CPU reference, next to the vendor's time.
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+
+#include "cli/commands.hpp"
+#include "cli/matrix_input.hpp"
+#include "sparsejit/error.hpp"
+#include "sparsejit/generate.hpp"
+#include "sparsejit/reference.hpp"
+#include "sparsejit/runtime.hpp"
+#include "tuner/measure.hpp"
+#include "vendor/cusparse_sddmm.hpp"
+#include "vendor/cusparse_spmm.hpp"
+
+namespace sparsejit::cli {
+
+namespace {
+
+struct RunArgs {
+  std::string input, op = "spmm", dtype = "f32", variant;
+  int32_t k = 128;
+  int repeat = 20;
+  bool check = false, transpose = false;
+};
+
+double relative_error(const std::vector<double>& got, const std::vector<double>& want) {
+  double diff = 0, norm = 0;
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    diff += (got[i] - want[i]) * (got[i] - want[i]);
+    norm += want[i] * want[i];
+  }
+  return std::isnan(diff) ? INFINITY : std::sqrt(diff / (norm > 0 ? norm : 1));
+}
+
+// Wall-clock microseconds per call for `calls` back-to-back calls (host side only: launches
+// are asynchronous), after the plan exists.
+template <class F>
+double host_us_per_call(const Context& context, int calls, F&& call) {
+  context.synchronize();
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < calls; ++i) call();
+  const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+  context.synchronize();
+  return us / calls;
+}
+
+void report(const RunArgs& args, const Csr<double>& shape, const Decision& d, double ms, double vendor_ms, double host_us,
+            const std::string& check) {
+  const double flops = 2.0 * double(shape.nnz()) * args.k;
+  std::printf("%s %s k=%d %s: %s %s\n", args.op.c_str(), matrix_name(args.input).c_str(), args.k, args.dtype.c_str(),
+              d.variant.c_str(), d.params.dump().c_str());
+  std::printf("  time %.4f ms, %.1f GFLOP/s; host %.2f us per repeated call\n", ms, flops / ms * 1e-6, host_us);
+  std::printf("  vendor (cuSPARSE) %.4f ms; speedup %.2fx\n", vendor_ms, vendor_ms / ms);
+  std::printf("  kernel %s, compile %.1f ms, load %.2f ms%s\n", to_string(d.kernel_origin), d.compile_ms, d.load_ms, check.c_str());
+}
+
+template <class T>
+void run_spmm(const RunArgs& args) {
+  Csr<T> a = load_matrix<T>(args.input, 1);
+  Runtime rt;
+  const int32_t inner = args.transpose ? a.rows : a.cols, outer = args.transpose ? a.cols : a.rows;
+  Dense<T> b(inner, args.k);
+  generate::fill_random(b, 2);
+  DeviceCsr<T> da(rt.context(), a);
+  DeviceDense<T> db(rt.context(), b), dc(rt.context(), outer, args.k);
+  Options options;
+  options.variant = args.variant;
+  options.transpose_a = args.transpose;
+  std::string check;
+  if (args.check) {
+    dc.buffer().fill_bytes(0xFF);
+    rt.spmm(da, db, dc, options);
+    Dense<T> want;
+    reference::spmm(a, b, want, args.transpose);
+    const double err = relative_error(std::vector<double>(dc.download().data.begin(), dc.download().data.end()),
+                                      std::vector<double>(want.data.begin(), want.data.end()));
+    const double limit = std::is_same_v<T, float> ? 1e-4 : 1e-10;
+    check = "; check " + std::string(err <= limit ? "passed" : "FAILED") + " (relative error " + std::to_string(err) + ")";
+    if (err > limit) throw Error(ErrorCategory::Cuda, "check failed: relative error " + std::to_string(err) + check);
+  }
+  const CallInfo call = rt.spmm(da, db, dc, options);
+  const tuner::TimingOptions timing{3, args.repeat};
+  const double ms = tuner::time_on_stream(rt.context(), nullptr, 1, timing, [&](int, CUstream) { rt.spmm(da, db, dc, options); }).median_ms;
+  const double host_us = host_us_per_call(rt.context(), 200, [&] { rt.spmm(da, db, dc, options); });
+  vendor::CusparseHandle handle(rt.context());
+  vendor::CusparseSpmm<T> vendor_call(handle, da, args.transpose, db, dc, vendor::SpmmAlgorithm::CsrAlg2, nullptr);
+  const double vendor_ms = tuner::time_on_stream(rt.context(), nullptr, 1, timing, [&](int, CUstream s) { vendor_call.run(s); }).median_ms;
+  report(args, cast<double>(a), *call.decision, ms, vendor_ms, host_us, check);
+}
+
+template <class T>
+void run_sddmm(const RunArgs& args) {
+  Csr<T> s = load_matrix<T>(args.input, 1);
+  Runtime rt;
+  Dense<T> a(s.rows, args.k), b(s.cols, args.k);
+  generate::fill_random(a, 2);
+  generate::fill_random(b, 3);
+  DeviceCsr<T> ds(rt.context(), s);
+  DeviceDense<T> da(rt.context(), a), db(rt.context(), b);
+  DeviceBuffer dp(rt.context(), std::max<std::size_t>(1, s.values.size()) * sizeof(T));
+  Options options;
+  options.variant = args.variant;
+  std::string check;
+  if (args.check) {
+    dp.fill_bytes(0xFF);
+    rt.sddmm(ds, da, db, dp, options);
+    Csr<T> want;
+    reference::sddmm(s, a, b, want);
+    const auto got = dp.download_as<T>(s.values.size());
+    const double err = relative_error(std::vector<double>(got.begin(), got.end()), std::vector<double>(want.values.begin(), want.values.end()));
+    const double limit = std::is_same_v<T, float> ? 1e-4 : 1e-10;
+    check = "; check " + std::string(err <= limit ? "passed" : "FAILED") + " (relative error " + std::to_string(err) + ")";
+    if (err > limit) throw Error(ErrorCategory::Cuda, "check failed: relative error " + std::to_string(err));
+  }
+  const CallInfo call = rt.sddmm(ds, da, db, dp, options);
+  const tuner::TimingOptions timing{3, args.repeat};
+  const double ms = tuner::time_on_stream(rt.context(), nullptr, 1, timing, [&](int, CUstream) { rt.sddmm(ds, da, db, dp, options); }).median_ms;
+  const double host_us = host_us_per_call(rt.context(), 200, [&] { rt.sddmm(ds, da, db, dp, options); });
+  vendor::CusparseHandle handle(rt.context());
+  vendor::CusparseSampledDots<T> vendor_call(handle, ds, da, db, dp, nullptr);
+  const double vendor_ms = tuner::time_on_stream(rt.context(), nullptr, 1, timing, [&](int, CUstream st) { vendor_call.run(st); }).median_ms;
+  report(args, cast<double>(s), *call.decision, ms, vendor_ms, host_us, check);
+}
+
+}  // namespace
+
+void add_run_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("run", "Run one operation on one matrix (auto unless --variant), timed next to cuSPARSE");
+  static RunArgs args;
+  cmd->add_option("matrix", args.input, "Matrix file or gen:SPEC")->required();
+  cmd->add_option("--op", args.op, "spmm | sddmm")->capture_default_str();
+  cmd->add_option("-k", args.k, "Columns of the dense operands")->capture_default_str();
+  cmd->add_option("--dtype", args.dtype, "f32 | f64")->capture_default_str();
+  cmd->add_option("--variant", args.variant, "Force a variant (`sparsejit explain --list --op OP` lists them)");
+  cmd->add_option("--repeat", args.repeat, "Timed repetitions (the median is printed); `sparsejit bench` rotates operands, this does not")->capture_default_str();
+  cmd->add_flag("--check", args.check, "Compare with the CPU reference first (output poisoned before the run)");
+  cmd->add_flag("--transpose", args.transpose, "SpMM: C = Aᵀ·B");
+  cmd->callback([] {
+    const Op op = parse_op(args.op);
+    const DType type = parse_dtype(args.dtype);
+    if (args.k < 1) throw InvalidInputError("-k " + std::to_string(args.k) + " must be >= 1");
+    if (args.repeat < 1) throw InvalidInputError("--repeat " + std::to_string(args.repeat) + " must be >= 1");
+    if (type != DType::F32 && type != DType::F64) throw UnsupportedError(std::string("run supports f32 and f64, not ") + to_string(type));
+    if (!driver_available()) throw UnsupportedError(driver_unavailable_reason());
+    if (op == Op::SpMM) type == DType::F32 ? run_spmm<float>(args) : run_spmm<double>(args);
+    else type == DType::F32 ? run_sddmm<float>(args) : run_sddmm<double>(args);
+  });
+}
+
+}  // namespace sparsejit::cli
