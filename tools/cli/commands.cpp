@@ -8,6 +8,7 @@ void register_commands(CLI::App& app) {
   add_demo_command(app);
   add_explain_command(app);
   add_run_command(app);
+  add_cache_command(app);
 }
 
 }  // namespace sparsejit::cli

@@ -10,5 +10,6 @@ void add_inspect_command(CLI::App& app);
 void add_demo_command(CLI::App& app);
 void add_explain_command(CLI::App& app);
 void add_run_command(CLI::App& app);
+void add_cache_command(CLI::App& app);
 
 }  // namespace sparsejit::cli

@@ -9,6 +9,8 @@
 int main(int argc, char** argv) {
   CLI::App app{"sparsejit: JIT-compiled sparse matrix products on NVIDIA GPUs"};
   app.require_subcommand(1);
+  // Errors are one line (the CLI's rule for every failure), without CLI11's help hint.
+  app.failure_message([](const CLI::App*, const CLI::Error& e) { return std::string(e.what()) + "\n"; });
   sparsejit::cli::register_commands(app);
   try {
     app.parse(argc, argv);
