@@ -9,6 +9,7 @@ void register_commands(CLI::App& app) {
   add_explain_command(app);
   add_run_command(app);
   add_cache_command(app);
+  add_bench_command(app);
 }
 
 }  // namespace sparsejit::cli

@@ -11,5 +11,6 @@ void add_demo_command(CLI::App& app);
 void add_explain_command(CLI::App& app);
 void add_run_command(CLI::App& app);
 void add_cache_command(CLI::App& app);
+void add_bench_command(CLI::App& app);
 
 }  // namespace sparsejit::cli

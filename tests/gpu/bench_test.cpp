@@ -1,0 +1,212 @@
+// `sparsejit bench` end to end on the GPU: tiny SpMM and SDDMM runs with --check, every JSON
+// line parsed and its numbers checked against each other (speedup, oracle, GFLOP/s), the
+// --json-out copy, the closing table, f64 with --variants auto, and a failing input skipped.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "plan/planner.hpp"
+#include "sparsejit/device.hpp"
+#include "support/test_support.hpp"
+
+namespace sparsejit {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+struct Result {
+  int status = -1;
+  std::vector<json> records;  // one per stdout line
+  std::string err;
+};
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+class BenchGpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!driver_available()) GTEST_SKIP() << driver_unavailable_reason();
+    dir_ = fs::temp_directory_path() / ("sparsejit_bench_" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    if (!dir_.empty()) fs::remove_all(dir_);
+  }
+
+  // Runs the CLI; every stdout line must parse as JSON.
+  Result bench(const std::string& args) {
+    Result r;
+    const fs::path err = dir_ / "stderr.txt";
+    const std::string cmd = test::cli_path() + " bench " + args + " 2>'" + err.string() + "'";
+    FILE* pipe = popen(cmd.c_str(), "r");
+    if (pipe == nullptr) return r;
+    std::string out;
+    std::array<char, 4096> buf{};
+    std::size_t n;
+    while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) out.append(buf.data(), n);
+    const int raw = pclose(pipe);
+    r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+    r.err = read_text(err);
+    std::istringstream lines(out);
+    for (std::string line; std::getline(lines, line);) {
+      EXPECT_NO_THROW(r.records.push_back(json::parse(line))) << "not a JSON line: " << line;
+    }
+    return r;
+  }
+
+  fs::path dir_;
+};
+
+double min_number(const json& object, const std::vector<std::string>& keys) {
+  double best = std::numeric_limits<double>::infinity();
+  for (const auto& key : keys)
+    if (object.contains(key) && object[key].is_number()) best = std::min(best, object[key].get<double>());
+  return best;
+}
+
+std::vector<std::string> keys_of(const json& object) {
+  std::vector<std::string> keys;
+  for (const auto& [key, value] : object.items()) keys.push_back(key);
+  return keys;
+}
+
+// Every field of a record with --variants all and --check, and the relations between them.
+void check_record(const json& r, const std::string& op, const std::string& matrix, int64_t rows, int32_t k,
+                  const std::vector<std::string>& our_variants, const std::vector<std::string>& vendor_algs) {
+  SCOPED_TRACE(r.dump());
+  EXPECT_FALSE(r["device"].get<std::string>().empty());
+  const std::string date = r["date"].get<std::string>();
+  ASSERT_EQ(date.size(), 20u);
+  EXPECT_EQ(date[10], 'T');
+  EXPECT_EQ(date.back(), 'Z');
+  EXPECT_EQ(r["op"], op);
+  EXPECT_EQ(r["dtype"], "f32");
+  EXPECT_EQ(r["matrix"], matrix);
+  EXPECT_EQ(r["rows"].get<int64_t>(), rows);
+  EXPECT_EQ(r["cols"].get<int64_t>(), rows);
+  const int64_t nnz = r["nnz"].get<int64_t>();
+  EXPECT_GT(nnz, 0);
+  EXPECT_EQ(r["k"].get<int32_t>(), k);
+  EXPECT_GE(r["sets"].get<int>(), 1);
+
+  const double auto_ms = r["auto"]["ms"].get<double>();
+  EXPECT_GT(auto_ms, 0);
+  EXPECT_FALSE(r["auto"]["variant"].get<std::string>().empty());
+  EXPECT_TRUE(r["auto"]["params"].is_object());
+  EXPECT_NEAR(r["auto"]["gflops"].get<double>(), 2.0 * double(nnz) * k / (auto_ms * 1e6), 1e-9 * r["auto"]["gflops"].get<double>());
+
+  // Every variant of ours but cusparse, each a time or "unsupported".
+  EXPECT_EQ(keys_of(r["variants"]), our_variants);
+  for (const auto& [name, value] : r["variants"].items())
+    EXPECT_TRUE((value.is_number() && value.get<double>() > 0) || value == "unsupported") << name;
+
+  const json& vendor = r["vendor"];
+  for (const auto& alg : vendor_algs)
+    EXPECT_TRUE((vendor[alg].is_number() && vendor[alg].get<double>() > 0) || vendor[alg] == "unsupported") << alg;
+  const double vendor_best = min_number(vendor, vendor_algs);
+  ASSERT_TRUE(std::isfinite(vendor_best)) << "no vendor algorithm ran";
+  EXPECT_EQ(vendor["best"].get<double>(), vendor_best);
+  EXPECT_EQ(vendor[vendor["best_alg"].get<std::string>()].get<double>(), vendor_best);
+  EXPECT_GT(r["speedup"].get<double>(), 0);
+  EXPECT_NEAR(r["speedup"].get<double>(), vendor_best / auto_ms, 1e-9 * vendor_best / auto_ms);
+
+  // The oracle is the fastest forced variant or vendor algorithm.
+  const double oracle = std::min(min_number(r["variants"], our_variants), vendor_best);
+  EXPECT_EQ(r["oracle"]["ms"].get<double>(), oracle);
+  EXPECT_FALSE(r["oracle"]["variant"].get<std::string>().empty());
+  EXPECT_NEAR(r["auto_over_oracle"].get<double>(), auto_ms / oracle, 1e-9 * auto_ms / oracle);
+
+  EXPECT_TRUE(r["check"]["ok"].get<bool>());
+  EXPECT_LT(r["check"]["rel_error"].get<double>(), 1e-4);
+}
+
+std::vector<std::string> without_cusparse(std::vector<std::string> names) {
+  names.erase(std::remove(names.begin(), names.end(), "cusparse"), names.end());
+  return names;
+}
+
+// nlohmann::json orders object keys alphabetically.
+std::vector<std::string> sorted(std::vector<std::string> names) {
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+TEST_F(BenchGpu, SpmmTinyRunWithCheck) {
+  const fs::path json_out = dir_ / "spmm.jsonl";
+  const Result r = bench("gen:uniform:2000:8 gen:band:2000:16:40 --op spmm -k 32 --repeat 3 --warmup 1 --check --json-out '" +
+                         json_out.string() + "'");
+  ASSERT_EQ(r.status, 0) << r.err;
+  ASSERT_EQ(r.records.size(), 2u) << r.err;
+  const auto ours = sorted(without_cusparse(plan::spmm_variants()));
+  const std::vector<std::string> algs = {"csr_alg1", "csr_alg2", "csr_alg3"};
+  check_record(r.records[0], "spmm", "gen:uniform:2000:8", 2000, 32, ours, algs);
+  EXPECT_EQ(r.records[0]["nnz"].get<int64_t>(), 2000 * 8);
+  check_record(r.records[1], "spmm", "gen:band:2000:16:40", 2000, 32, ours, algs);
+
+  // --json-out holds the same lines; stderr ends with the table and the K=32 summary.
+  std::istringstream saved(read_text(json_out));
+  std::vector<json> saved_records;
+  for (std::string line; std::getline(saved, line);) saved_records.push_back(json::parse(line));
+  EXPECT_EQ(saved_records, r.records);
+  EXPECT_NE(r.err.find("auto ms"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("gen:band:2000:16:40"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("K=32: 2 matrices"), std::string::npos) << r.err;
+}
+
+TEST_F(BenchGpu, SddmmTinyRunWithCheck) {
+  const Result r = bench("gen:uniform:2000:8 gen:band:2000:16:40 --op sddmm -k 32 --repeat 3 --warmup 1 --check");
+  ASSERT_EQ(r.status, 0) << r.err;
+  ASSERT_EQ(r.records.size(), 2u) << r.err;
+  const auto ours = sorted(without_cusparse(plan::sddmm_variants()));
+  check_record(r.records[0], "sddmm", "gen:uniform:2000:8", 2000, 32, ours, {"sddmm_alg_default"});
+  check_record(r.records[1], "sddmm", "gen:band:2000:16:40", 2000, 32, ours, {"sddmm_alg_default"});
+}
+
+TEST_F(BenchGpu, F64AutoOnlyHasNoOracle) {
+  const Result r = bench("gen:uniform:1000:5 --op spmm -k 7,33 --dtype f64 --variants auto --repeat 2 --warmup 1 --check");
+  ASSERT_EQ(r.status, 0) << r.err;
+  ASSERT_EQ(r.records.size(), 2u) << r.err;
+  for (const json& record : r.records) {
+    EXPECT_EQ(record["dtype"], "f64");
+    EXPECT_TRUE(record["variants"].empty());
+    EXPECT_TRUE(record["oracle"].is_null());
+    EXPECT_TRUE(record["check"]["ok"].get<bool>());
+    EXPECT_LT(record["check"]["rel_error"].get<double>(), 1e-10);
+  }
+  EXPECT_EQ(r.records[0]["k"], 7);
+  EXPECT_EQ(r.records[1]["k"], 33);
+}
+
+TEST_F(BenchGpu, TransposedSpmmChecks) {
+  const Result r = bench("gen:uniform:1500:6 --op spmm -k 32 --transpose --repeat 2 --warmup 1 --check");
+  ASSERT_EQ(r.status, 0) << r.err;
+  ASSERT_EQ(r.records.size(), 1u);
+  EXPECT_TRUE(r.records[0]["transpose"].get<bool>());
+  EXPECT_TRUE(r.records[0]["check"]["ok"].get<bool>()) << r.records[0].dump();
+}
+
+TEST_F(BenchGpu, FailingInputIsReportedAndSkipped) {
+  const Result r = bench("gen:nosuchgenerator:10 gen:uniform:500:4 --op spmm -k 16 --repeat 2 --warmup 1");
+  EXPECT_EQ(r.status, 1) << r.err;
+  ASSERT_EQ(r.records.size(), 1u) << r.err;
+  EXPECT_EQ(r.records[0]["matrix"], "gen:uniform:500:4");
+  EXPECT_NE(r.err.find("bench: gen:nosuchgenerator:10: "), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace sparsejit

@@ -1,0 +1,290 @@
+// `sparsejit bench INPUT... --op spmm|sddmm -k 32,128,512`: our runtime (auto and each variant
+// forced) against cuSPARSE, one JSON line per (matrix, K) on stdout (and appended to
+// --json-out), then a table and a per-K summary on stderr. Progress and failures go to stderr
+// too, so stdout holds nothing but JSON lines.
+//
+// Every argument is checked before any GPU work; a bad one is a one-line error and exit 1.
+// A matrix that fails to load or run is reported on one line and skipped; the exit status is
+// 1 when any did, or when a --check failed.
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <type_traits>
+
+#include "cli/bench.hpp"
+#include "cli/commands.hpp"
+#include "sparsejit/error.hpp"
+#include "sparsejit/generate.hpp"
+#include "sparsejit/io.hpp"
+
+namespace sparsejit::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::ordered_json;
+
+// The command line as typed; bench::Config is its validated form.
+struct BenchArgs {
+  std::vector<std::string> inputs;
+  std::string op = "spmm";
+  std::string ks = "32,128,512";
+  std::string dtype = "f32";
+  int repeat = 20;
+  int warmup = 5;
+  std::string variants = "all";
+  bool transpose = false;
+  bool check = false;
+  std::string json_out;
+  uint64_t seed = 1;
+};
+
+// One matrix to measure: a file, or a generator spec (the text after "gen:").
+struct MatrixSource {
+  std::string name;  // what the record and the table call it
+  std::string path;
+  std::string spec;
+};
+
+constexpr const char* kGeneratorPrefix = "gen:";
+
+bool ends_with(const std::string& text, const std::string& suffix) {
+  return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+bool is_matrix_file(const std::string& name) {
+  for (const char* suffix : {".mtx", ".mtx.gz", ".smtx", ".smtx.gz"})
+    if (ends_with(name, suffix)) return true;
+  return false;
+}
+
+// A file's name in records: its path without the .gz and .mtx/.smtx endings.
+std::string matrix_name(std::string path) {
+  for (const char* suffix : {".gz", ".smtx", ".mtx"})
+    if (ends_with(path, suffix)) path.resize(path.size() - std::string(suffix).size());
+  return path;
+}
+
+std::vector<int32_t> parse_ks(const std::string& text) {
+  std::vector<int32_t> ks;
+  std::size_t pos = 0;
+  while (pos <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', pos), text.size());
+    const std::string item = text.substr(pos, comma - pos);
+    std::size_t used = 0;
+    long long k = 0;
+    try {
+      k = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (item.empty() || used != item.size()) throw InvalidInputError("bench: -k '" + item + "' is not an integer (expected e.g. -k 32,128,512)");
+    if (k < 1 || k > (1 << 20)) throw InvalidInputError("bench: -k " + item + " must be in [1, 1048576]");
+    ks.push_back(int32_t(k));
+    pos = comma + 1;
+  }
+  return ks;
+}
+
+bench::Config validated(const BenchArgs& args) {
+  bench::Config config;
+  if (args.op != "spmm" && args.op != "sddmm")
+    throw InvalidInputError("bench: unknown --op '" + args.op + "' (expected spmm or sddmm)");
+  config.op = parse_op(args.op);
+  config.ks = parse_ks(args.ks);
+  if (args.dtype != "f32" && args.dtype != "f64")
+    throw InvalidInputError("bench: --dtype '" + args.dtype + "' not measured (expected f32 or f64)");
+  config.dtype = parse_dtype(args.dtype);
+  if (args.repeat < 1) throw InvalidInputError("bench: --repeat " + std::to_string(args.repeat) + " must be >= 1");
+  if (args.warmup < 0) throw InvalidInputError("bench: --warmup " + std::to_string(args.warmup) + " must be >= 0");
+  config.timing = {args.warmup, args.repeat};
+  if (args.variants != "auto" && args.variants != "all")
+    throw InvalidInputError("bench: --variants '" + args.variants + "' (expected auto or all)");
+  config.all_variants = args.variants == "all";
+  if (args.transpose && config.op != Op::SpMM) throw InvalidInputError("bench: --transpose applies to --op spmm only");
+  config.transpose = args.transpose;
+  config.check = args.check;
+  config.seed = args.seed;
+  return config;
+}
+
+// Every matrix file below `dir`, sorted, named by its path relative to `dir`.
+std::vector<MatrixSource> directory_sources(const std::string& dir) {
+  std::vector<std::string> files;
+  for (const auto& entry : fs::recursive_directory_iterator(dir))
+    if (entry.is_regular_file() && is_matrix_file(entry.path().filename().string())) files.push_back(entry.path().string());
+  if (files.empty()) throw InvalidInputError("bench: directory '" + dir + "' holds no .mtx/.smtx(.gz) files");
+  std::sort(files.begin(), files.end());
+  std::vector<MatrixSource> sources;
+  for (const std::string& file : files)
+    sources.push_back({matrix_name(fs::relative(file, dir).string()), file, ""});
+  return sources;
+}
+
+std::vector<MatrixSource> resolve_inputs(const std::vector<std::string>& inputs) {
+  if (inputs.empty()) throw InvalidInputError("bench: no inputs (give matrix files, directories or gen: specs)");
+  std::vector<MatrixSource> sources;
+  for (const std::string& input : inputs) {
+    if (input.rfind(kGeneratorPrefix, 0) == 0) {
+      const std::string spec = input.substr(std::string(kGeneratorPrefix).size());
+      if (spec.empty()) throw InvalidInputError("bench: '" + input + "' names no generator spec");
+      sources.push_back({input, "", spec});
+    } else if (fs::is_directory(input)) {
+      for (MatrixSource& source : directory_sources(input)) sources.push_back(std::move(source));
+    } else if (fs::is_regular_file(input)) {
+      sources.push_back({matrix_name(fs::path(input).filename().string()), input, ""});
+    } else {
+      throw InvalidInputError("bench: input '" + input + "' does not exist (nor is it a gen: spec)");
+    }
+  }
+  return sources;
+}
+
+// Pattern files get random values, so no product runs on all-ones (or zero) data.
+template <class T>
+Csr<T> load(const MatrixSource& source, uint64_t seed) {
+  if (!source.spec.empty()) {
+    Csr<double> generated = generate::from_spec(source.spec, seed);
+    if constexpr (std::is_same_v<T, double>) return generated;
+    else return cast<T>(generated);
+  }
+  io::ReadOptions options;
+  options.pattern_values = io::PatternValues::Random;
+  options.seed = seed;
+  return io::read_csr<T>(source.path, options);
+}
+
+std::string utc_now() {
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buffer[32];
+  std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buffer;
+}
+
+std::string without_final_newline(std::string text) {
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  return text;
+}
+
+// The first line of an error message (compile errors carry a log after it).
+std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+// The driver's reason without its closing clause about what still works without a GPU.
+std::string without_consequence(const std::string& reason) { return reason.substr(0, reason.rfind(": ")); }
+
+// Runs every K of every source, printing a JSON line per (matrix, K); returns the records.
+class BenchRun {
+ public:
+  BenchRun(const bench::Config& config, std::ofstream* json_out)
+      : config_(config), json_out_(json_out), rt_(0), cusparse_(rt_.context()) {}
+
+  void measure_all(const std::vector<MatrixSource>& sources) {
+    for (std::size_t i = 0; i < sources.size(); ++i) {
+      if (config_.dtype == DType::F64) measure_source<double>(sources[i], i, sources.size());
+      else measure_source<float>(sources[i], i, sources.size());
+    }
+  }
+
+  const std::vector<ordered_json>& records() const { return records_; }
+  bool failed() const { return failed_; }
+
+ private:
+  template <class T>
+  void measure_source(const MatrixSource& source, std::size_t index, std::size_t count) {
+    Csr<T> a;
+    try {
+      a = load<T>(source, config_.seed);
+    } catch (const Error& e) {
+      fail(source.name, std::string(to_string(e.category())) + " error: " + e.what());
+      return;
+    }
+    std::cerr << "bench: [" << index + 1 << "/" << count << "] " << source.name << ": " << a.rows << "x" << a.cols << ", "
+              << a.nnz() << " nonzeros" << std::endl;
+    for (const int32_t k : config_.ks) {
+      try {
+        std::vector<std::string> failures;
+        const ordered_json measured = bench::measure(rt_, cusparse_, a, k, config_, failures);
+        emit(record_header(source, a.rows, a.cols, a.nnz(), k), measured);
+        for (const std::string& failure : failures) fail(source.name + " k=" + std::to_string(k), failure);
+      } catch (const Error& e) {
+        fail(source.name + " k=" + std::to_string(k), std::string(to_string(e.category())) + " error: " + e.what());
+      }
+    }
+  }
+
+  ordered_json record_header(const MatrixSource& source, int32_t rows, int32_t cols, int64_t nnz, int32_t k) const {
+    return {{"device", rt_.device().name}, {"date", utc_now()}, {"op", to_string(config_.op)},
+            {"dtype", to_string(config_.dtype)}, {"matrix", source.name}, {"rows", rows}, {"cols", cols},
+            {"nnz", nnz}, {"k", k}, {"transpose", config_.transpose}, {"seed", config_.seed},
+            {"warmup", config_.timing.warmup}, {"repeat", config_.timing.repeat}};
+  }
+
+  void emit(ordered_json record, const ordered_json& measured) {
+    for (const auto& [key, value] : measured.items()) record[key] = value;
+    const std::string line = record.dump();
+    std::cout << line << std::endl;
+    if (json_out_) *json_out_ << line << std::endl;
+    records_.push_back(std::move(record));
+  }
+
+  void fail(const std::string& what, const std::string& message) {
+    std::cerr << "bench: " << what << ": " << first_line(message) << std::endl;
+    failed_ = true;
+  }
+
+  const bench::Config& config_;
+  std::ofstream* json_out_;
+  Runtime rt_;
+  vendor::CusparseHandle cusparse_;
+  std::vector<ordered_json> records_;
+  bool failed_ = false;
+};
+
+void run_bench(const BenchArgs& args) {
+  const bench::Config config = validated(args);
+  const std::vector<MatrixSource> sources = resolve_inputs(args.inputs);
+  std::unique_ptr<std::ofstream> json_out;
+  if (!args.json_out.empty()) {
+    json_out = std::make_unique<std::ofstream>(args.json_out, std::ios::app);
+    if (!*json_out) throw IoError("bench: cannot open --json-out '" + args.json_out + "' for appending");
+  }
+  if (!driver_available()) {
+    std::cerr << "sparsejit bench: " << without_consequence(driver_unavailable_reason()) << ": nothing to measure" << std::endl;
+    throw CLI::RuntimeError(1);
+  }
+  BenchRun run(config, json_out.get());
+  run.measure_all(sources);
+  bench::print_report(std::cerr, run.records());
+  if (json_out && !*json_out) throw IoError("bench: writing --json-out '" + args.json_out + "' failed");
+  if (run.failed()) throw CLI::RuntimeError(1);
+}
+
+}  // namespace
+
+void add_bench_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("bench", "Time our SpMM/SDDMM (auto and every variant) against cuSPARSE; JSON lines out");
+  static BenchArgs args;
+  cmd->add_option("inputs", args.inputs,
+                  "Matrix files (.mtx/.smtx, optionally .gz), directories (searched recursively) or generator specs "
+                  "prefixed with gen: (e.g. gen:uniform:200000:50). Specs:\n" + without_final_newline(generate::spec_help()));
+  cmd->add_option("--op", args.op, "spmm (C = A·B) or sddmm (P = S ∘ (A·Bᵀ))")->capture_default_str();
+  cmd->add_option("-k", args.ks, "Comma-separated dense widths K")->capture_default_str();
+  cmd->add_option("--dtype", args.dtype, "f32 or f64")->capture_default_str();
+  cmd->add_option("--repeat", args.repeat, "Timed runs; the median is reported")->capture_default_str();
+  cmd->add_option("--warmup", args.warmup, "Untimed runs before timing")->capture_default_str();
+  cmd->add_option("--variants", args.variants, "auto: the planner's choice and the vendor; all: also every variant forced (oracle)")
+      ->capture_default_str();
+  cmd->add_flag("--transpose", args.transpose, "SpMM: C = Aᵀ·B");
+  cmd->add_flag("--check", args.check, "Check every result of ours against the CPU reference (once per matrix and K)");
+  cmd->add_option("--json-out", args.json_out, "Also append the JSON lines to this file");
+  cmd->add_option("--seed", args.seed, "Seed of generated matrices and random values")->capture_default_str();
+  cmd->callback([] { run_bench(args); });
+}
+
+}  // namespace sparsejit::cli

@@ -1,0 +1,358 @@
+// Timing one (matrix, K): auto, each forced candidate and the vendor, on rotated operand sets,
+// and the --check of every result of ours against the CPU reference.
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <type_traits>
+
+#include "cli/bench.hpp"
+#include "plan/planner.hpp"
+#include "sparsejit/error.hpp"
+#include "sparsejit/generate.hpp"
+#include "sparsejit/reference.hpp"
+#include "vendor/cusparse_sddmm.hpp"
+#include "vendor/cusparse_spmm.hpp"
+
+namespace sparsejit::cli::bench {
+
+using nlohmann::ordered_json;
+
+std::string ForcedCandidate::label() const { return params.empty() ? variant : variant + params.dump(); }
+
+std::vector<ForcedCandidate> forced_candidates(Op op) {
+  const std::vector<std::string> names = op == Op::SpMM ? plan::spmm_variants() : plan::sddmm_variants();
+  std::vector<ForcedCandidate> candidates;
+  for (const std::string& name : names)
+    if (name != "cusparse") candidates.push_back({name, nlohmann::json::object()});
+  return candidates;
+}
+
+namespace {
+
+using Launch = std::function<void(int set, CUstream stream)>;
+
+// METHOD.md's bounds for a float or double product accumulated in the kernel's precision.
+template <class T>
+double tolerance() { return std::is_same_v<T, float> ? 1e-4 : 1e-10; }
+
+// ||got - want|| / ||want|| (||got|| when want is all zeros); infinite when got holds a NaN,
+// which is what an element the run never wrote reads as after poisoning.
+template <class T>
+double relative_error(const std::vector<T>& got, const std::vector<T>& want) {
+  if (got.size() != want.size()) return std::numeric_limits<double>::infinity();
+  double diff = 0, norm = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double g = double(got[i]), w = double(want[i]);
+    if (std::isnan(g)) return std::numeric_limits<double>::infinity();
+    diff += (g - w) * (g - w);
+    norm += w * w;
+  }
+  return norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
+}
+
+template <class T>
+int64_t csr_bytes(const Csr<T>& a) { return a.nnz() * int64_t(4 + sizeof(T)) + (int64_t(a.rows) + 1) * 4; }
+template <class T>
+int64_t dense_bytes(const Dense<T>& d) { return int64_t(d.data.size() * sizeof(T)); }
+
+// The op-specific half of a measurement: operand sets on the device (each set its own
+// DeviceCsr, so every copy prepares its plan in the untimed first run), one runtime call, the
+// vendor's algorithms and a checked run. The shared half is measure_op() below.
+class OpBench {
+ public:
+  virtual ~OpBench() = default;
+  virtual int sets() const = 0;
+  virtual CallInfo run(const Options& options, int set) = 0;
+  virtual std::vector<std::string> vendor_algorithms() const = 0;
+  // The vendor's algorithm prepared on every set (cuSPARSE preprocess); UnsupportedError when
+  // cuSPARSE rejects the combination.
+  virtual Launch prepare_vendor(const std::string& algorithm, CUstream stream) = 0;
+  // Poisons set 0's output with NaN, runs ours with `options`, and returns the relative error
+  // of the result against the CPU reference (computed on the first check).
+  virtual double checked_error(const Options& options) = 0;
+};
+
+template <class T>
+class SpmmBench final : public OpBench {
+ public:
+  SpmmBench(Runtime& rt, const vendor::CusparseHandle& handle, const Csr<T>& a, int32_t k, bool transpose,
+            uint64_t seed)
+      : rt_(rt), handle_(handle), a_(a), transpose_(transpose), b_(transpose ? a.rows : a.cols, k) {
+    generate::fill_random(b_, seed);
+    Dense<T> c(transpose ? a.cols : a.rows, k);
+    generate::fill_random(c, seed + 1);  // never time on zeros, even in an output
+    const int count = tuner::operand_sets(csr_bytes(a) + dense_bytes(b_) + dense_bytes(c), rt.device().l2_bytes);
+    for (int i = 0; i < count; ++i) sets_.push_back(std::make_unique<Set>(rt.context(), a, b_, c));
+  }
+
+  int sets() const override { return int(sets_.size()); }
+
+  CallInfo run(const Options& options, int set) override {
+    Set& s = *sets_[std::size_t(set)];
+    return rt_.spmm(s.a, s.b, s.c, options);
+  }
+
+  std::vector<std::string> vendor_algorithms() const override {
+    std::vector<std::string> names;
+    for (const auto algorithm : kAlgorithms) names.push_back(vendor::to_string(algorithm));
+    return names;
+  }
+
+  Launch prepare_vendor(const std::string& name, CUstream stream) override {
+    vendor::SpmmAlgorithm algorithm = kAlgorithms[0];
+    for (const auto candidate : kAlgorithms)
+      if (name == vendor::to_string(candidate)) algorithm = candidate;
+    auto calls = std::make_shared<std::vector<std::unique_ptr<vendor::CusparseSpmm<T>>>>();
+    for (auto& s : sets_)
+      calls->push_back(std::make_unique<vendor::CusparseSpmm<T>>(handle_, s->a, transpose_, s->b, s->c, algorithm, stream));
+    return [calls](int set, CUstream on) { (*calls)[std::size_t(set)]->run(on); };
+  }
+
+  double checked_error(const Options& options) override {
+    Set& s = *sets_[0];
+    s.c.buffer().fill_bytes(0xFF);
+    rt_.spmm(s.a, s.b, s.c, options);
+    rt_.context().synchronize();
+    if (!expected_) {
+      expected_.emplace();
+      reference::spmm(a_, b_, *expected_, transpose_);
+    }
+    return relative_error(s.c.download().data, expected_->data);
+  }
+
+ private:
+  static constexpr vendor::SpmmAlgorithm kAlgorithms[] = {vendor::SpmmAlgorithm::CsrAlg1, vendor::SpmmAlgorithm::CsrAlg2,
+                                                          vendor::SpmmAlgorithm::CsrAlg3};
+  struct Set {
+    Set(const Context& context, const Csr<T>& a_host, const Dense<T>& b_host, const Dense<T>& c_host)
+        : a(context, a_host), b(context, b_host), c(context, c_host) {}
+    DeviceCsr<T> a;
+    DeviceDense<T> b;
+    DeviceDense<T> c;
+  };
+
+  Runtime& rt_;
+  const vendor::CusparseHandle& handle_;
+  const Csr<T>& a_;
+  bool transpose_;
+  Dense<T> b_;  // kept for the reference
+  std::optional<Dense<T>> expected_;
+  std::vector<std::unique_ptr<Set>> sets_;
+};
+
+template <class T>
+class SddmmBench final : public OpBench {
+ public:
+  SddmmBench(Runtime& rt, const vendor::CusparseHandle& handle, const Csr<T>& s, int32_t k, uint64_t seed)
+      : rt_(rt), handle_(handle), s_(s), a_(s.rows, k), b_(s.cols, k) {
+    generate::fill_random(a_, seed);
+    generate::fill_random(b_, seed + 1);
+    const int64_t p_bytes = s.nnz() * int64_t(sizeof(T));
+    const int count = tuner::operand_sets(csr_bytes(s) + dense_bytes(a_) + dense_bytes(b_) + p_bytes, rt.device().l2_bytes);
+    std::vector<T> p_values(std::size_t(s.nnz()));
+    generate::fill_random(p_values, seed + 2);  // never time on zeros, even in an output
+    for (int i = 0; i < count; ++i) sets_.push_back(std::make_unique<Set>(rt.context(), s, a_, b_, p_values));
+  }
+
+  int sets() const override { return int(sets_.size()); }
+
+  CallInfo run(const Options& options, int set) override {
+    Set& s = *sets_[std::size_t(set)];
+    return rt_.sddmm(s.s, s.a, s.b, s.p, options);
+  }
+
+  std::vector<std::string> vendor_algorithms() const override { return {"sddmm_alg_default"}; }
+
+  Launch prepare_vendor(const std::string&, CUstream stream) override {
+    auto calls = std::make_shared<std::vector<std::unique_ptr<vendor::CusparseSampledDots<T>>>>();
+    for (auto& s : sets_)
+      calls->push_back(std::make_unique<vendor::CusparseSampledDots<T>>(handle_, s->s, s->a, s->b, s->p, stream));
+    return [calls](int set, CUstream on) { (*calls)[std::size_t(set)]->run(on); };
+  }
+
+  double checked_error(const Options& options) override {
+    Set& s = *sets_[0];
+    s.p.fill_bytes(0xFF);
+    rt_.sddmm(s.s, s.a, s.b, s.p, options);
+    rt_.context().synchronize();
+    if (!expected_) {
+      expected_.emplace();
+      reference::sddmm(s_, a_, b_, *expected_);
+    }
+    return relative_error(s.p.template download_as<T>(std::size_t(s_.nnz())), expected_->values);
+  }
+
+ private:
+  struct Set {
+    // P gets at least one element so an empty pattern still has a buffer to pass.
+    Set(const Context& context, const Csr<T>& s_host, const Dense<T>& a_host, const Dense<T>& b_host,
+        const std::vector<T>& p_values)
+        : s(context, s_host), a(context, a_host), b(context, b_host),
+          p(context, std::max<std::size_t>(1, p_values.size()) * sizeof(T)) {
+      p.upload(p_values);
+    }
+    DeviceCsr<T> s;
+    DeviceDense<T> a;
+    DeviceDense<T> b;
+    DeviceBuffer p;
+  };
+
+  Runtime& rt_;
+  const vendor::CusparseHandle& handle_;
+  const Csr<T>& s_;
+  Dense<T> a_, b_;  // kept for the reference
+  std::optional<Csr<T>> expected_;
+  std::vector<std::unique_ptr<Set>> sets_;
+};
+
+// The fastest of several named times.
+struct Fastest {
+  std::string name;
+  double ms = std::numeric_limits<double>::infinity();
+  void offer(const std::string& candidate, double candidate_ms) {
+    if (candidate_ms < ms) {
+      name = candidate;
+      ms = candidate_ms;
+    }
+  }
+  bool found() const { return !name.empty(); }
+};
+
+// A ratio, or null when either side is missing or zero (JSON has no infinity).
+ordered_json ratio(double numerator, double denominator) {
+  const double r = numerator / denominator;
+  return std::isfinite(r) && r > 0 ? ordered_json(r) : ordered_json(nullptr);
+}
+
+class Measurement {
+ public:
+  Measurement(Runtime& rt, OpBench& bench, const Config& config)
+      : rt_(rt), bench_(bench), config_(config), stream_(rt.context()) {}
+
+  CUstream stream() const { return stream_.handle(); }
+
+  // One untimed run on every operand set first (plan preparation, kernel loads and
+  // UnsupportedError surface there), then the median of the timed runs.
+  double time(const Launch& launch) {
+    for (int set = 0; set < bench_.sets(); ++set) launch(set, stream_.handle());
+    return tuner::time_on_stream(rt_.context(), stream_.handle(), bench_.sets(), config_.timing, launch).median_ms;
+  }
+
+  // Our runtime with fixed options (the stream already in them, so a timed launch copies nothing).
+  Launch ours(const Options& options) {
+    return [this, &options](int set, CUstream) { bench_.run(options, set); };
+  }
+
+ private:
+  Runtime& rt_;
+  OpBench& bench_;
+  const Config& config_;
+  Stream stream_;
+};
+
+ordered_json measure_op(Runtime& rt, OpBench& bench, const Config& config, int64_t nnz, int32_t k, double tol,
+                        std::vector<std::string>& failures) {
+  Measurement m(rt, bench, config);
+  const auto gflops = [&](double ms) { return 2.0 * double(nnz) * double(k) / (ms * 1e6); };
+  ordered_json record;
+  record["sets"] = bench.sets();
+
+  Options auto_options;
+  auto_options.stream = m.stream();
+  const CallInfo chosen = bench.run(auto_options, 0);
+  const double auto_ms = m.time(m.ours(auto_options));
+  record["auto"] = {{"ms", auto_ms}, {"variant", chosen.decision->variant},
+                    {"params", ordered_json(chosen.decision->params)}, {"gflops", gflops(auto_ms)}};
+
+  // Forced candidates: the record's "variants" and, with the vendor's algorithms, the oracle.
+  std::vector<std::pair<std::string, Options>> to_check = {{"auto", auto_options}};
+  ordered_json variants = ordered_json::object();
+  Fastest oracle;
+  if (config.all_variants) {
+    for (const ForcedCandidate& candidate : forced_candidates(config.op)) {
+      Options forced = auto_options;
+      forced.variant = candidate.variant;
+      forced.params = candidate.params;
+      const std::string label = candidate.label();
+      try {
+        const double ms = m.time(m.ours(forced));
+        variants[label] = ms;
+        oracle.offer(label, ms);
+        to_check.emplace_back(label, forced);
+      } catch (const UnsupportedError&) {
+        variants[label] = "unsupported";
+      } catch (const Error& e) {
+        variants[label] = "failed";
+        failures.push_back("variant " + label + ": " + e.what());
+      }
+    }
+  }
+  record["variants"] = variants;
+
+  ordered_json vendor = ordered_json::object();
+  Fastest vendor_best;
+  for (const std::string& algorithm : bench.vendor_algorithms()) {
+    try {
+      const double ms = m.time(bench.prepare_vendor(algorithm, m.stream()));
+      vendor[algorithm] = ms;
+      vendor_best.offer(algorithm, ms);
+      if (config.all_variants) oracle.offer("cusparse:" + algorithm, ms);
+    } catch (const UnsupportedError&) {
+      vendor[algorithm] = "unsupported";
+    } catch (const Error& e) {
+      vendor[algorithm] = "failed";
+      failures.push_back("vendor " + algorithm + ": " + e.what());
+    }
+  }
+  vendor["best"] = vendor_best.found() ? ordered_json(vendor_best.ms) : ordered_json(nullptr);
+  vendor["best_alg"] = vendor_best.found() ? ordered_json(vendor_best.name) : ordered_json(nullptr);
+  record["vendor"] = vendor;
+  record["speedup"] = ratio(vendor_best.ms, auto_ms);
+  record["oracle"] = oracle.found() ? ordered_json{{"ms", oracle.ms}, {"variant", oracle.name}} : ordered_json(nullptr);
+  record["auto_over_oracle"] = oracle.found() ? ratio(auto_ms, oracle.ms) : ordered_json(nullptr);
+
+  record["check"] = nullptr;
+  if (config.check) {
+    bool ok = true;
+    double worst = 0;
+    std::string worst_label = "auto";
+    for (const auto& [label, options] : to_check) {
+      const double error = bench.checked_error(options);
+      if (!(error < tol)) {
+        ok = false;
+        failures.push_back("check of " + label + ": relative error " + std::to_string(error) + " over " + std::to_string(tol));
+      }
+      if (error > worst) {
+        worst = error;
+        worst_label = label;
+      }
+    }
+    // A non-finite error (a NaN left in the output) is written as null.
+    record["check"] = {{"ok", ok}, {"rel_error", std::isfinite(worst) ? ordered_json(worst) : ordered_json(nullptr)},
+                       {"worst", worst_label}, {"tolerance", tol}};
+  }
+  return record;
+}
+
+}  // namespace
+
+template <class T>
+ordered_json measure(Runtime& rt, const vendor::CusparseHandle& handle, const Csr<T>& a, int32_t k, const Config& config,
+                     std::vector<std::string>& failures) {
+  std::unique_ptr<OpBench> bench;
+  if (config.op == Op::SpMM)
+    bench = std::make_unique<SpmmBench<T>>(rt, handle, a, k, config.transpose, config.seed + 101);
+  else
+    bench = std::make_unique<SddmmBench<T>>(rt, handle, a, k, config.seed + 101);
+  return measure_op(rt, *bench, config, a.nnz(), k, tolerance<T>(), failures);
+}
+
+template ordered_json measure<float>(Runtime&, const vendor::CusparseHandle&, const Csr<float>&, int32_t, const Config&,
+                                     std::vector<std::string>&);
+template ordered_json measure<double>(Runtime&, const vendor::CusparseHandle&, const Csr<double>&, int32_t, const Config&,
+                                      std::vector<std::string>&);
+
+}  // namespace sparsejit::cli::bench
