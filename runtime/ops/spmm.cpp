@@ -88,12 +88,21 @@ plan::SplitStatsSource cached_split_stats(const DeviceCsr<T>& a) {
   };
 }
 
+// gridDim.y: the K slices, at most 65535 of them.
+unsigned k_slices(int32_t k, int slice) {
+  const int64_t n = (int64_t(k) + slice - 1) / slice;
+  if (n > 65535)
+    throw UnsupportedError("spmm: K = " + std::to_string(k) + " needs " + std::to_string(n) + " slices of " +
+                           std::to_string(slice) + " columns, more than the grid's 65535");
+  return unsigned(n);
+}
+
 Launch light_launch(detail::RuntimeState& rt, Decision& d, DType dtype, bool transpose, int32_t rows, int32_t k) {
   const ops::LoadedKernel loaded = rt.loader.load(ops::light_spec(d.params, dtype, transpose));
   ops::record_kernel(d, loaded);
   const int threads = d.params.at("block_threads").get<int>();
   const int rows_per_block = threads / d.params.at("lanes_per_row").get<int>();
-  return {loaded.kernel, {ops::blocks_for(rows, rows_per_block), unsigned(ops::blocks_for(k, ops::light_slice(d.params))), 1},
+  return {loaded.kernel, {ops::blocks_for(rows, rows_per_block), k_slices(k, ops::light_slice(d.params)), 1},
           {unsigned(threads), 1, 1}, 0};
 }
 
@@ -102,8 +111,10 @@ Launch heavy_launch(detail::RuntimeState& rt, Decision& d, DType dtype, bool tra
   d.compile_ms += loaded.compile_ms;
   d.load_ms += loaded.load_ms;
   const unsigned shared = ops::heavy_shared_bytes(d.params, dtype);
-  loaded.kernel.set_max_dynamic_shared(int(shared));
-  return {loaded.kernel, {1, unsigned(ops::blocks_for(k, ops::heavy_slice(d.params))), 1},
+  // The limit goes to the device's maximum, not this plan's need: the kernel object is shared
+  // by every plan with the same template parameters, and the panel width is not one of them.
+  loaded.kernel.set_max_dynamic_shared(int(rt.target.shared_per_block_optin));
+  return {loaded.kernel, {1, k_slices(k, ops::heavy_slice(d.params)), 1},
           {unsigned(d.params.at("heavy_threads").get<int>()), 1, 1}, shared};
 }
 

@@ -70,6 +70,10 @@ int cf_for(const SpmmProblem& p, int vec, int lanes) {
   return cf >= 4 ? 4 : cf >= 2 ? 2 : 1;
 }
 
+// Tile rows read ahead by the heavy kernel: 4 vectors in flight per lane whatever cf_v is, so
+// the registers fit the 64 per thread that two 512-thread blocks per SM leave.
+int heavy_unroll_for(int cf_v) { return std::max(1, kUnroll / std::max(1, cf_v)); }
+
 int slice_columns(int lanes, int vec, int cf) { return lanes * vec * cf; }
 int64_t slices(int32_t k, int slice) { return (k + slice - 1) / slice; }
 
@@ -100,7 +104,7 @@ nlohmann::json rs_base_params(const Features& f, const SpmmProblem& p, const Dev
   const int lanes = lanes_for(vector_units(p, vec));
   params["heavy_lanes"] = lanes;
   params["cf_v"] = cf_for(p, vec, lanes);
-  params["heavy_unroll"] = kUnroll;
+  params["heavy_unroll"] = heavy_unroll_for(params.at("cf_v").get<int>());
   params["heavy_threads"] = heavy_threads_for(blocks_per_sm);
   params["blocks_per_sm"] = blocks_per_sm;
   params["panel_width"] = panel_width_for(device, f.basic.cols, int64_t(heavy_slice(params)) * value_bytes(p), blocks_per_sm);
@@ -293,9 +297,12 @@ std::vector<VariantSpec> spmm_candidates(const SpmmProblem& p, const nlohmann::j
   return {rowwarp, vector, rs, vendor};
 }
 
-// A forced rs choice without a panel width gets the formula's width for its own slice.
+// A forced rs choice without a panel width (or read-ahead) gets the formula's width (and
+// read-ahead) for its own slice.
 void finish_rs_params(Decision& d, const Features& f, const SpmmProblem& p, const DeviceTarget& device,
                       const std::optional<ForcedChoice>& forced) {
+  if (forced && !forced->params.contains("heavy_unroll"))
+    d.params["heavy_unroll"] = heavy_unroll_for(d.params.at("cf_v").get<int>());
   if (forced && !forced->params.contains("panel_width")) {
     const int64_t row_bytes = int64_t(heavy_slice(d.params)) * value_bytes(p);
     d.params["panel_width"] = panel_width_for(device, f.basic.cols, row_bytes, d.params.at("blocks_per_sm").get<int>());
@@ -372,6 +379,7 @@ std::vector<std::pair<std::string, nlohmann::json>> spmm_search_space(const Feat
           const int lanes = params.at("heavy_lanes").get<int>();
           if (!useful_cf(lanes, cf_v) || !useful_cf(params.at("lanes_per_row").get<int>(), cf_h)) continue;
           params["cf_v"] = cf_v;
+          params["heavy_unroll"] = heavy_unroll_for(cf_v);
           params["cf_h"] = cf_h;
           params["threshold"] = threshold;
           params["panel_width"] = panel_width_for(device, features.basic.cols,
