@@ -1,13 +1,16 @@
 // Planners, forced choices, model evaluation and the Decision record (CPU only).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <set>
 
 #include "models/cost_model.hpp"
 #include "models/decision_tree.hpp"
 #include "models/model_store.hpp"
 #include "plan/planner.hpp"
 #include "sparsejit/error.hpp"
+#include "sparsejit/generate.hpp"
 #include "sparsejit/matrix.hpp"
 
 namespace sparsejit {
@@ -51,10 +54,11 @@ TEST(Plan, ModelPicksTheCheapestEligibleCandidate) {
   const Decision d = plan::plan_spmm(small_features(), {32, DType::F32, false}, {}, {});
   EXPECT_EQ(d.source, DecisionSource::Model);
   EXPECT_EQ(d.model_id, "spmm-default");
-  ASSERT_EQ(d.candidates.size(), 2u);
+  ASSERT_EQ(d.candidates.size(), 4u);  // csr_rowwarp, csr_vector, rs (no split source: rejected), cusparse
   double best = 1e300;
   std::string best_name;
   for (const auto& c : d.candidates) {
+    if (!c.rejected_because.empty()) continue;
     EXPECT_GT(c.predicted_ms, 0.0) << c.variant;
     if (c.predicted_ms < best) { best = c.predicted_ms; best_name = c.variant; }
   }
@@ -65,7 +69,7 @@ TEST(Plan, ModelPicksTheCheapestEligibleCandidate) {
 
 TEST(Plan, TransposeRejectsRowwarp) {
   const Decision d = plan::plan_spmm(small_features(), {32, DType::F32, true}, {}, {});
-  EXPECT_EQ(d.variant, "cusparse");
+  EXPECT_NE(d.variant, "csr_rowwarp");
   EXPECT_FALSE(d.candidates[0].rejected_because.empty());
   Options forced;
   forced.variant = "csr_rowwarp";
@@ -120,7 +124,7 @@ TEST(Plan, DecisionJsonAndDescriptionNameTheChoice) {
   const auto j = to_json(d);
   EXPECT_EQ(j["variant"], d.variant);
   EXPECT_EQ(j["source"], "model");
-  EXPECT_EQ(j["candidates"].size(), 2u);
+  EXPECT_EQ(j["candidates"].size(), 4u);
   const std::string text = describe(d);
   EXPECT_NE(text.find("* " + d.variant), std::string::npos) << text;
   EXPECT_NE(text.find("spmm-default"), std::string::npos) << text;
@@ -153,6 +157,133 @@ TEST(Models, EveryShippedModelParses) {
     EXPECT_TRUE(m.contains("cost")) << n;
   }
   EXPECT_THROW(models::shipped_model("nope"), InvalidInputError);
+}
+
+// ---------------------------------------------------------------------------------------
+// The RS-SpMM candidates (csr_vector, rs) and their parameters.
+
+struct Planned {
+  Features features;
+  plan::SplitStatsSource split;
+  Csr<double> matrix;
+};
+
+Planned planned(Csr<double> m) {
+  Planned p{inspect(m.pattern()), {}, std::move(m)};
+  const Csr<double>* a = &p.matrix;
+  p.split = [a](int32_t w, int32_t t) { return row_segment_split(a->pattern(), w, t); };
+  return p;
+}
+
+double predicted(const Decision& d, const std::string& variant) {
+  for (const auto& c : d.candidates)
+    if (c.variant == variant) {
+      EXPECT_TRUE(c.rejected_because.empty()) << variant << ": " << c.rejected_because;
+      return c.predicted_ms;
+    }
+  ADD_FAILURE() << "no candidate " << variant;
+  return 0;
+}
+
+plan::DeviceTarget h200() {
+  plan::DeviceTarget t;
+  t.name = "NVIDIA H200";
+  t.multiprocessors = 132;
+  t.shared_per_sm = 233472;
+  t.shared_per_block_optin = 232448;
+  return t;
+}
+
+TEST(PlanRs, ClusteredMatrixMakesTheSplitCheaperThanRowwarp) {
+  const Planned p = planned(generate::clustered(32768, 32768, 48, 0.9, 64, 3));
+  const Decision d = plan::plan_spmm(p.features, {128, DType::F32, false, 128, 128}, h200(), {}, p.split);
+  EXPECT_LT(predicted(d, "rs"), predicted(d, "csr_rowwarp"));
+  const auto& rs = *std::find_if(d.candidates.begin(), d.candidates.end(), [](const Candidate& c) { return c.variant == "rs"; });
+  // Two blocks of a 512-byte K slice per SM: (233472 / 2 - 1024) / 512 = 226 rows, 224 after rounding.
+  EXPECT_EQ(rs.params["panel_width"], 224);
+  EXPECT_EQ(rs.params["vec_width"], 4);
+  EXPECT_EQ(rs.params["heavy_lanes"], 32);
+  EXPECT_EQ(rs.params["cf_v"], 1);
+}
+
+TEST(PlanRs, UniformRandomMatrixDoesNotPayForTheSplit) {
+  const Planned p = planned(generate::uniform(100000, 100000, 16, 5));
+  const Decision d = plan::plan_spmm(p.features, {128, DType::F32, false, 128, 128}, h200(), {}, p.split);
+  EXPECT_NE(d.variant, "rs");
+  EXPECT_LE(predicted(d, "csr_vector"), predicted(d, "rs"));
+}
+
+TEST(PlanRs, VectorWidthLanesAndCoarseningFollowKAndLeadingDimensions) {
+  const Planned p = planned(generate::uniform(300, 300, 5, 1));
+  Options o;
+  o.variant = "csr_vector";
+  auto params = [&](int32_t k, DType t, int64_t ld) {
+    return plan::plan_spmm(p.features, {k, t, false, ld, ld}, h200(), o, p.split).params;
+  };
+  EXPECT_EQ(params(128, DType::F32, 128)["vec_width"], 4);
+  EXPECT_EQ(params(128, DType::F32, 128)["lanes_per_row"], 32);
+  EXPECT_EQ(params(128, DType::F32, 128)["cf_h"], 1);
+  EXPECT_EQ(params(128, DType::F32, 129)["vec_width"], 1);  // a padded row breaks 16-byte alignment
+  EXPECT_EQ(params(128, DType::F32, 130)["vec_width"], 1);  // only 16-byte vectors or single values
+  EXPECT_EQ(params(32, DType::F32, 32)["lanes_per_row"], 8);
+  EXPECT_EQ(params(64, DType::F64, 64)["lanes_per_row"], 32);
+  EXPECT_EQ(params(512, DType::F32, 512)["cf_h"], 1);       // capped at 512 bytes per group row
+  EXPECT_EQ(params(7, DType::F32, 7)["vec_width"], 1);
+  EXPECT_EQ(params(7, DType::F32, 7)["lanes_per_row"], 8);
+  EXPECT_EQ(params(100, DType::F32, 100)["cf_h"], 1);       // 25 float4 over 32 lanes
+  EXPECT_EQ(params(99, DType::F32, 99)["cf_h"], 4);         // scalar: 99 columns over 32 lanes
+}
+
+TEST(PlanRs, ForcedParametersAreCheckedAndThePanelFollowsTheSlice) {
+  const Planned p = planned(generate::clustered(4096, 4096, 24, 0.6, 16, 2));
+  Options o;
+  o.variant = "rs";
+  o.params = {{"cf_v", 2}};
+  const Decision d = plan::plan_spmm(p.features, {128, DType::F32, false, 128, 128}, h200(), o, p.split);
+  EXPECT_EQ(d.params["panel_width"], 96);  // a 1 KiB slice row: (233472 / 2 - 1024) / 1024 = 113 -> 96
+  o.params = {{"vec_width", 4}};
+  EXPECT_THROW(plan::plan_spmm(p.features, {7, DType::F32, false, 7, 7}, h200(), o, p.split), InvalidInputError);
+  o.params = {{"panel_width", 4096}};
+  EXPECT_THROW(plan::plan_spmm(p.features, {128, DType::F32, false, 128, 128}, h200(), o, p.split), InvalidInputError);
+  o.params = {{"threshold", 0}};
+  EXPECT_THROW(plan::plan_spmm(p.features, {128, DType::F32, false, 128, 128}, h200(), o, p.split), InvalidInputError);
+  o.params = {{"lanes_per_row", 12}};
+  EXPECT_THROW(plan::plan_spmm(p.features, {128, DType::F32, false, 128, 128}, h200(), o, p.split), InvalidInputError);
+  // Without a split source rs cannot be priced and is not offered.
+  o.params = nlohmann::json::object();
+  EXPECT_THROW(plan::plan_spmm(p.features, {128, DType::F32, false, 128, 128}, h200(), o), UnsupportedError);
+}
+
+TEST(PlanRs, SearchSpaceEntriesAreValidWhenForced) {
+  const Planned p = planned(generate::clustered(2048, 3000, 24, 0.6, 16, 2));
+  for (DType t : {DType::F32, DType::F64}) {
+    for (int32_t k : {1, 33, 128, 512}) {
+      for (bool transpose : {false, true}) {
+        const plan::SpmmProblem problem{k, t, transpose, k, k};
+        const auto space = plan::spmm_search_space(p.features, problem, h200());
+        std::set<int> thresholds;
+        std::set<std::string> variants;
+        for (const auto& [variant, params] : space) {
+          variants.insert(variant);
+          Options o;
+          o.variant = variant;
+          o.params = params;
+          const Decision d = plan::plan_spmm(p.features, problem, h200(), o, p.split);
+          EXPECT_EQ(d.params, params) << variant << " " << params.dump();
+          if (variant == "rs") {
+            thresholds.insert(params["threshold"].get<int>());
+            const int w = params["panel_width"].get<int>();
+            EXPECT_TRUE(w % 32 == 0 || w == 3000) << w;
+          }
+        }
+        EXPECT_EQ(thresholds, (std::set<int>{2, 4, 8, 16, 32}));
+        EXPECT_EQ(variants.count("rs"), 1u);
+        EXPECT_EQ(variants.count("csr_vector"), 1u);
+        EXPECT_EQ(variants.count("cusparse"), 1u);
+        EXPECT_EQ(variants.count("csr_rowwarp"), transpose ? 0u : 1u);
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -1,10 +1,26 @@
 // SpMM executor: plan -> prepare -> compile -> launch for C = A·B and C = Aᵀ·B.
+//
+// Launch order on the caller's stream, per variant:
+//   csr_rowwarp  A·B: one kernel, plain stores.
+//   csr_vector   A·B: spmm_rs_light over A, plain stores of every row of C.
+//                Aᵀ·B: memset C, spmm_rs_light_t over A (global atomics).
+//   rs           A·B: spmm_rs_light over the split's light CSR (all rows: plain stores, so no
+//                memset and no light atomics), then spmm_rs_heavy adding the heavy segments
+//                atomically (skipped when the split has no heavy segment).
+//                Aᵀ·B: memset C, spmm_rs_light_t, spmm_rs_heavy_t.
+//   cusparse     the vendor's prepared call.
+// Preparation (once per handle, K, value type, transpose, vector alignment and forced
+// choice): plan, load the kernels, opt the heavy kernel in to its shared memory, and build
+// and upload the split (cached on the handle per (W, T, dtype, S); rebuilt when the values
+// change). A call after that does one plan-cache lookup and the launches.
 #include <map>
 #include <mutex>
 #include <tuple>
 
+#include "formats/device_row_segments.hpp"
 #include "ops/call_common.hpp"
 #include "ops/runtime_state.hpp"
+#include "ops/spmm_kernels.hpp"
 #include "sparsejit/error.hpp"
 #include "sparsejit/runtime.hpp"
 #include "vendor/cusparse_spmm.hpp"
@@ -13,30 +29,33 @@ namespace sparsejit {
 
 namespace {
 
+// The value types cuSPARSE is wrapped for and the split is built for.
 template <class T>
-constexpr bool kVendorType = std::is_same_v<T, float> || std::is_same_v<T, double>;
+constexpr bool kFloatOrDouble = std::is_same_v<T, float> || std::is_same_v<T, double>;
 
-// A plan ready to launch: our kernel with its launch shape, or the vendor with its
+struct Launch {
+  cuda::Kernel kernel;
+  cuda::Dim3 grid, block;
+  unsigned shared_bytes = 0;
+};
+
+enum class Path { Rowwarp, Vector, Rs, Vendor };
+
+// A plan ready to launch: our kernels with their launch shapes, or the vendor with its
 // per-operand prepared calls (cuSPARSE binds B and C at preparation).
 template <class T>
 struct PreparedSpmm {
   std::shared_ptr<const Decision> decision;
-  std::optional<cuda::Kernel> kernel;
-  cuda::Dim3 grid, block;
+  Path path = Path::Vendor;
+  bool transpose = false;
+  std::optional<Launch> main;   // rowwarp, or the light kernel of csr_vector / rs
+  std::optional<Launch> heavy;  // rs: grid.x is the split's work items, set per call
+  std::shared_ptr<CachedRowSegments<T>> split;
 
   using OperandKey = std::tuple<const void*, int64_t, const void*, int64_t, int32_t>;
   std::mutex vendor_mutex;
   std::map<OperandKey, std::unique_ptr<vendor::CusparseSpmm<T>>> vendor_calls;
 };
-
-jit::KernelSpec rowwarp_spec(const Decision& d, DType dtype) {
-  const bool f64 = dtype == DType::F64;
-  return {"spmm_csr_rowwarp.cu", "sj_spmm_csr_rowwarp",
-          {{"value_t", cuda_type_name(dtype)}, {"acc_t", f64 ? "double" : "float"},
-           {"warps_per_block", d.params.at("warps_per_block")}, {"cols_per_lane", d.params.at("cols_per_lane")},
-           {"fp16", dtype == DType::F16}, {"bf16", dtype == DType::BF16}},
-          {}};
-}
 
 void check_spmm_shapes(int32_t a_rows, int32_t a_cols, bool transpose, int32_t b_rows, int32_t b_cols,
                        int32_t c_rows, int32_t c_cols) {
@@ -51,27 +70,123 @@ void check_spmm_shapes(int32_t a_rows, int32_t a_cols, bool transpose, int32_t b
                             std::to_string(outer) + "x" + std::to_string(b_cols));
 }
 
+// The largest of 4, 2, 1 dividing both leading dimensions: all the planner's vector choice
+// depends on besides K, so plans are shared between operands that agree on it.
+int64_t ld_alignment(int64_t ldb, int64_t ldc) {
+  for (int64_t w : {4, 2})
+    if (ldb % w == 0 && ldc % w == 0) return w;
+  return 1;
+}
+
+// Split statistics for the planner, measured once per (W, T) and cached on the handle.
 template <class T>
-std::shared_ptr<PreparedSpmm<T>> prepare_spmm(detail::RuntimeState& rt, const Features& f, const plan::SpmmProblem& problem,
-                                              const Options& options) {
+plan::SplitStatsSource cached_split_stats(const DeviceCsr<T>& a) {
+  return [&a](int32_t w, int32_t t) {
+    return *a.template get_or_create<SplitStats>("rs_stats:" + std::to_string(w) + ":" + std::to_string(t), [&] {
+      return std::make_shared<SplitStats>(row_segment_split(a.host_pattern(), w, t));
+    });
+  };
+}
+
+// gridDim.y: the K slices, at most 65535 of them.
+unsigned k_slices(int32_t k, int slice) {
+  const int64_t n = (int64_t(k) + slice - 1) / slice;
+  if (n > 65535)
+    throw UnsupportedError("spmm: K = " + std::to_string(k) + " needs " + std::to_string(n) + " slices of " +
+                           std::to_string(slice) + " columns, more than the grid's 65535");
+  return unsigned(n);
+}
+
+Launch light_launch(detail::RuntimeState& rt, Decision& d, DType dtype, bool transpose, int32_t rows, int32_t k) {
+  const ops::LoadedKernel loaded = rt.loader.load(ops::light_spec(d.params, dtype, transpose));
+  ops::record_kernel(d, loaded);
+  const int threads = d.params.at("block_threads").get<int>();
+  const int rows_per_block = threads / d.params.at("lanes_per_row").get<int>();
+  return {loaded.kernel, {ops::blocks_for(rows, rows_per_block), k_slices(k, ops::light_slice(d.params)), 1},
+          {unsigned(threads), 1, 1}, 0};
+}
+
+Launch heavy_launch(detail::RuntimeState& rt, Decision& d, DType dtype, bool transpose, int32_t k) {
+  const ops::LoadedKernel loaded = rt.loader.load(ops::heavy_spec(d.params, dtype, transpose));
+  d.compile_ms += loaded.compile_ms;
+  d.load_ms += loaded.load_ms;
+  const unsigned shared = ops::heavy_shared_bytes(d.params, dtype);
+  // The limit goes to the device's maximum, not this plan's need: the kernel object is shared
+  // by every plan with the same template parameters, and the panel width is not one of them.
+  loaded.kernel.set_max_dynamic_shared(int(rt.target.shared_per_block_optin));
+  return {loaded.kernel, {1, k_slices(k, ops::heavy_slice(d.params)), 1},
+          {unsigned(d.params.at("heavy_threads").get<int>()), 1, 1}, shared};
+}
+
+template <class T>
+std::shared_ptr<PreparedSpmm<T>> prepare_spmm(detail::RuntimeState& rt, const DeviceCsr<T>& a, const Features& f,
+                                              const plan::SpmmProblem& problem, const Options& options) {
   auto prepared = std::make_shared<PreparedSpmm<T>>();
-  Decision d = plan::plan_spmm(f, problem, rt.target, options);
+  prepared->transpose = problem.transpose_a;
+  Decision d = plan::plan_spmm(f, problem, rt.target, options, cached_split_stats(a));
   if (d.variant == "csr_rowwarp") {
-    const ops::LoadedKernel loaded = rt.loader.load(rowwarp_spec(d, problem.dtype));
+    const ops::LoadedKernel loaded = rt.loader.load(ops::rowwarp_spec(d.params, problem.dtype));
     ops::record_kernel(d, loaded);
     const int warps = d.params.at("warps_per_block").get<int>();
-    prepared->kernel = loaded.kernel;
-    prepared->block = {unsigned(32 * warps), 1, 1};
-    prepared->grid = {ops::blocks_for(f.basic.rows, warps), 1, 1};
+    prepared->path = Path::Rowwarp;
+    prepared->main = Launch{loaded.kernel, {ops::blocks_for(f.basic.rows, warps), 1, 1}, {unsigned(32 * warps), 1, 1}, 0};
+  } else if (d.variant == "csr_vector") {
+    prepared->path = Path::Vector;
+    prepared->main = light_launch(rt, d, problem.dtype, problem.transpose_a, a.rows(), problem.k);
+  } else if (d.variant == "rs") {
+    if constexpr (kFloatOrDouble<T>) {  // the planner offers rs for f32 and f64 only
+      prepared->path = Path::Rs;
+      prepared->main = light_launch(rt, d, problem.dtype, problem.transpose_a, a.rows(), problem.k);
+      prepared->heavy = heavy_launch(rt, d, problem.dtype, problem.transpose_a, problem.k);
+      prepared->split = cached_row_segments(a, d.params.at("panel_width").get<int32_t>(),
+                                            d.params.at("threshold").get<int32_t>(),
+                                            d.params.at("segments_per_block").get<int32_t>());
+      prepared->split->current(a);  // build and upload now, not in the first timed call
+    }
   }
   prepared->decision = std::make_shared<const Decision>(std::move(d));
   return prepared;
 }
 
+// One launch of a CSR kernel (rowwarp or light, either direction): all take
+// (m, k, row_ptr, col_idx, values, b, ldb, c, ldc).
+void launch_csr(const Launch& l, int m, int k, CUdeviceptr row_ptr, CUdeviceptr col_idx, CUdeviceptr values,
+                CUdeviceptr b, long long ldb, CUdeviceptr c, long long ldc, CUstream stream) {
+  void* args[] = {&m, &k, &row_ptr, &col_idx, &values, &b, &ldb, &c, &ldc};
+  l.kernel.launch(l.grid, l.block, l.shared_bytes, stream, args);
+}
+
+template <class T>
+void launch_heavy(const Launch& l, const DeviceRowSegments<T>& s, int k, CUdeviceptr b, long long ldb, CUdeviceptr c,
+                  long long ldc, CUstream stream) {
+  int cols = s.cols, width = s.panel_width;
+  CUdeviceptr panel = s.block_panel.ptr(), seg_begin = s.block_seg_begin.ptr(), seg_end = s.block_seg_end.ptr();
+  CUdeviceptr seg_row = s.seg_row.ptr(), seg_ptr = s.seg_ptr.ptr(), col = s.heavy_col.ptr(), val = s.heavy_val.ptr();
+  void* args[] = {&k, &cols, &width, &panel, &seg_begin, &seg_end, &seg_row, &seg_ptr, &col, &val, &b, &ldb, &c, &ldc};
+  l.kernel.launch({unsigned(s.items), l.grid.y, 1}, l.block, l.shared_bytes, stream, args);
+}
+
+template <class T>
+void run_ours(PreparedSpmm<T>& p, const DeviceCsr<T>& a, const DeviceDense<T>& b, DeviceDense<T>& c, CUstream stream) {
+  const int k = b.cols();
+  const CUdeviceptr bp = b.buffer().ptr(), cp = c.buffer().ptr();
+  const long long ldb = b.ld(), ldc = c.ld();
+  if (p.transpose) c.buffer().fill_bytes_async(0, stream);  // the transposed kernels add into C
+  if (p.path != Path::Rs) {
+    launch_csr(*p.main, a.rows(), k, a.row_ptr().ptr(), a.col_idx().ptr(), a.values().ptr(), bp, ldb, cp, ldc, stream);
+    return;
+  }
+  if constexpr (kFloatOrDouble<T>) {
+    const std::shared_ptr<const DeviceRowSegments<T>> s = p.split->current(a);
+    launch_csr(*p.main, a.rows(), k, s->light_ptr.ptr(), s->light_col.ptr(), s->light_val.ptr(), bp, ldb, cp, ldc, stream);
+    if (s->items > 0) launch_heavy(*p.heavy, *s, k, bp, ldb, cp, ldc, stream);
+  }
+}
+
 template <class T>
 void run_vendor(detail::RuntimeState& rt, PreparedSpmm<T>& p, const DeviceCsr<T>& a, const DeviceDense<T>& b,
                 DeviceDense<T>& c, bool transpose, CUstream stream) {
-  if constexpr (kVendorType<T>) {
+  if constexpr (kFloatOrDouble<T>) {
     const auto alg = vendor::SpmmAlgorithm(p.decision->params.at("alg").template get<int>() - 1);
     std::lock_guard<std::mutex> lock(rt.cusparse_mutex);
     auto& call = p.vendor_calls[{b.data(), b.ld(), c.data(), c.ld(), b.cols()}];
@@ -95,26 +210,25 @@ template <class T>
 CallInfo Runtime::spmm(const DeviceCsr<T>& a, const DeviceDense<T>& b, DeviceDense<T>& c, const Options& options) {
   check_spmm_shapes(a.rows(), a.cols(), options.transpose_a, b.rows(), b.cols(), c.rows(), c.cols());
   detail::RuntimeState& rt = *state_;
-  const plan::SpmmProblem problem{b.cols(), dtype_of<T>::value, options.transpose_a};
+  const plan::SpmmProblem problem{b.cols(), dtype_of<T>::value, options.transpose_a, b.ld(), c.ld()};
   const auto features = ops::cached_features(a);
-  bool reused = true;
-  const auto prepared = a.template get_or_create<PreparedSpmm<T>>(
-      ops::plan_key(Op::SpMM, problem.dtype, problem.k, problem.transpose_a, options, rt.id), [&] {
-        reused = false;
-        return prepare_spmm<T>(rt, *features, problem, options);
-      });
+  const std::string key = ops::plan_key(Op::SpMM, problem.dtype, problem.k, problem.transpose_a, options, rt.id) +
+                          ":ld" + std::to_string(ld_alignment(b.ld(), c.ld()));
+  // Prepared outside the handle's cache lock: preparing caches split statistics and the split
+  // on the same handle. Two threads racing here both prepare; the first one stored is kept.
+  auto prepared = std::static_pointer_cast<PreparedSpmm<T>>(a.find(key));
+  const bool reused = bool(prepared);
+  if (!prepared) {
+    auto fresh = prepare_spmm<T>(rt, a, *features, problem, options);
+    prepared = a.template get_or_create<PreparedSpmm<T>>(key, [&] { return fresh; });
+  }
   const CUstream stream = static_cast<CUstream>(options.stream);
   if (a.nnz() == 0 && c.rows() > 0) {  // nothing to multiply: C = 0
     c.buffer().fill_bytes_async(0, stream);
-  } else if (prepared->kernel) {
-    int m = a.rows(), k = b.cols();
-    CUdeviceptr row_ptr = a.row_ptr().ptr(), col_idx = a.col_idx().ptr(), values = a.values().ptr();
-    CUdeviceptr bp = b.buffer().ptr(), cp = c.buffer().ptr();
-    long long ldb = b.ld(), ldc = c.ld();
-    void* args[] = {&m, &k, &row_ptr, &col_idx, &values, &bp, &ldb, &cp, &ldc};
-    prepared->kernel->launch(prepared->grid, prepared->block, 0, stream, args);
-  } else {
+  } else if (prepared->path == Path::Vendor) {
     run_vendor(rt, *prepared, a, b, c, options.transpose_a, stream);
+  } else {
+    run_ours(*prepared, a, b, c, stream);
   }
   return {prepared->decision, reused};
 }
@@ -122,12 +236,13 @@ CallInfo Runtime::spmm(const DeviceCsr<T>& a, const DeviceDense<T>& b, DeviceDen
 Decision explain_spmm(PatternView a, int32_t k, DType dtype, const Options& options, int device) {
   if (k < 1) throw InvalidInputError("spmm: k = " + std::to_string(k) + " must be >= 1");
   const plan::DeviceTarget target = detail::explain_target(device);
-  Decision d = plan::plan_spmm(inspect(a), {k, dtype, options.transpose_a}, target, options);
-  if (d.variant == "csr_rowwarp") {
-    const jit::CompiledKernel compiled = ops::compile_only(rowwarp_spec(d, dtype), target.sm);
+  Decision d = plan::plan_spmm(inspect(a), {k, dtype, options.transpose_a, k, k}, target, options,
+                               [&a](int32_t w, int32_t t) { return row_segment_split(a, w, t); });
+  for (const jit::KernelSpec& spec : ops::spmm_kernel_specs(d, dtype, options.transpose_a)) {
+    const jit::CompiledKernel compiled = ops::compile_only(spec, target.sm);
     d.kernel_origin = ops::to_origin(compiled.source);
-    d.compile_ms = compiled.compile_ms;
-    d.load_ms = compiled.load_ms;
+    d.compile_ms += compiled.compile_ms;
+    d.load_ms += compiled.load_ms;
   }
   return d;
 }

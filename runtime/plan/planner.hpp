@@ -3,7 +3,10 @@
 // runtime lives in a planner, so templates and executors only carry out a Decision.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "sparsejit/decision.hpp"
 #include "sparsejit/features.hpp"
@@ -27,7 +30,14 @@ struct SpmmProblem {
   int32_t k = 0;           // columns of B and C
   DType dtype = DType::F32;
   bool transpose_a = false;
+  int64_t ldb = 0;         // leading dimensions of B and C (0: = k); 16-byte vector loads
+  int64_t ldc = 0;         // need them divisible by the vector width
 };
+
+// Heavy/light split statistics of the matrix being planned for a panel width W and a
+// threshold T (row_segment_split of features.hpp); the caller may cache them. The split
+// variant is priced with them; without a source it is not offered.
+using SplitStatsSource = std::function<SplitStats(int32_t panel_width, int32_t threshold)>;
 
 struct SddmmProblem {
   int32_t k = 0;           // inner dimension: columns of A and B
@@ -36,11 +46,18 @@ struct SddmmProblem {
   int64_t ldb = 0;
 };
 
-Decision plan_spmm(const Features& features, const SpmmProblem& problem, const DeviceTarget& device, const Options& options);
+Decision plan_spmm(const Features& features, const SpmmProblem& problem, const DeviceTarget& device, const Options& options,
+                   const SplitStatsSource& split_stats = {});
 Decision plan_sddmm(const Features& features, const SddmmProblem& problem, const DeviceTarget& device, const Options& options);
 
 // Names of every variant an op knows, for `explain --list` and error messages.
 std::vector<std::string> spmm_variants();
 std::vector<std::string> sddmm_variants();
+
+// Every (variant, params) combination of our SpMM kernels worth measuring for this problem on
+// this device (the tuner and the benchmark's oracle run each one forced), plus cusparse. Each
+// params object is complete (forcing it leaves no default in play) and valid for the problem.
+std::vector<std::pair<std::string, nlohmann::json>> spmm_search_space(const Features& features, const SpmmProblem& problem,
+                                                                      const DeviceTarget& device);
 
 }  // namespace sparsejit::plan

@@ -1,48 +1,326 @@
-// SpMM planner: C = A·B (or Aᵀ·B). Candidates: our csr_rowwarp kernel and cuSPARSE.
+// SpMM planner: C = A·B (or Aᵀ·B). Candidates:
+//   csr_rowwarp  one warp per row, scalar loads (A·B only)
+//   csr_vector   the RS light (horizontal) kernel over the whole matrix: groups of 8/16/32
+//                lanes per row, 16-byte loads of B, plain stores (Aᵀ·B: C cleared, then
+//                atomics)
+//   rs           the RS-SpMM split: light kernel over the light part (plain stores), then
+//                the heavy (vertical, shared-memory panel) kernel adding atomically
+//   cusparse     the vendor
 // Order of precedence (DESIGN.md): forced, tuned record, model (cost formulas), default.
+//
+// Parameter defaults (all derived from K, the value size and the device):
+//   vec_width      16 / value size when that divides K, ldb and ldc, else 1
+//   lanes          8, 16 or 32: the fewest lanes whose vectors cover K (a row's group)
+//   cf_h, cf_v     vectors per lane: enough to cover K, at most kMaxRowBytes per group row
+//   panel_width    RS-SpMM 3.1: W * slice bytes * blocks_per_sm = shared memory per SM
+//                  (less the 1 KiB the hardware reserves per block), rounded down to a
+//                  multiple of 32, at most cols, at most the per-block opt-in limit
+//   threshold      the model's "threshold_tree" leaf when models/spmm.json has one, else
+//                  the cheapest of kThresholdGrid by the cost formulas
+//   segments_per_block  heavy segments per work item: enough items for two waves of
+//                  blocks, at least 2 and at most 16 segments per lane group
 #include <algorithm>
+#include <cmath>
+#include <limits>
+#include <optional>
 
+#include "models/cost_model.hpp"
+#include "models/decision_tree.hpp"
 #include "models/model_store.hpp"
 #include "plan/choose.hpp"
 #include "plan/planner.hpp"
+#include "sparsejit/error.hpp"
 
 namespace sparsejit::plan {
 
 namespace {
 
-std::vector<VariantSpec> spmm_candidates(const SpmmProblem& p) {
-  const bool supported_type = p.dtype == DType::F32 || p.dtype == DType::F64;
-  const std::string type_reason = supported_type ? "" : std::string("value type ") + to_string(p.dtype) + " not supported";
+constexpr int kMaxRowBytes = 512;        // bytes of C one lane group covers per pass
+constexpr int kLightThreads = 256;
+// Heavy blocks: 512 threads at two per SM, 256 past that, so the register budget per thread
+// (65536 / resident threads) never drops below 64.
+int heavy_threads_for(int blocks_per_sm) { return blocks_per_sm <= 2 ? 512 : 256; }
+constexpr int kDefaultBlocksPerSm = 2;   // RS-SpMM 3.1: two resident heavy blocks per SM
+constexpr int kReservedSharedPerBlock = 1024;
+constexpr int kUnroll = 4;
+const int kThresholdGrid[] = {2, 4, 8, 16};
+const int kSearchThresholds[] = {2, 4, 8, 16, 32};
+
+int value_bytes(const SpmmProblem& p) { return int(size_of(p.dtype)); }
+int64_t ld_or_k(int64_t ld, int32_t k) { return ld > 0 ? ld : k; }
+
+// The 16-byte vector when it divides K and both leading dimensions (so every row of B and C
+// starts aligned: device allocations are 256-byte aligned), else single values.
+int vector_width(const SpmmProblem& p) {
+  const int w = 16 / value_bytes(p);
+  return p.k % w == 0 && ld_or_k(p.ldb, p.k) % w == 0 && ld_or_k(p.ldc, p.k) % w == 0 ? w : 1;
+}
+
+int vector_units(const SpmmProblem& p, int vec) { return (p.k + vec - 1) / vec; }
+
+// The fewest lanes (8, 16, 32) whose vectors cover K in one step.
+int lanes_for(int units) { return units <= 8 ? 8 : units <= 16 ? 16 : 32; }
+
+// Vectors per lane: enough to cover K, capped so one group's row stays within kMaxRowBytes
+// (registers, and the shared tile's row for the heavy kernel), and within {1, 2, 4}.
+int cf_for(const SpmmProblem& p, int vec, int lanes) {
+  const int needed = (vector_units(p, vec) + lanes - 1) / lanes;
+  const int cap = std::max(1, kMaxRowBytes / (lanes * vec * value_bytes(p)));
+  const int cf = std::min({needed, cap, 4});
+  return cf >= 4 ? 4 : cf >= 2 ? 2 : 1;
+}
+
+// Tile rows read ahead by the heavy kernel: 4 vectors in flight per lane whatever cf_v is, so
+// the registers fit the 64 per thread that two 512-thread blocks per SM leave.
+int heavy_unroll_for(int cf_v) { return std::max(1, kUnroll / std::max(1, cf_v)); }
+
+int slice_columns(int lanes, int vec, int cf) { return lanes * vec * cf; }
+int64_t slices(int32_t k, int slice) { return (k + slice - 1) / slice; }
+
+// RS-SpMM's panel width for a tile row of row_bytes and blocks_per_sm resident blocks.
+int32_t panel_width_for(const DeviceTarget& device, int32_t cols, int64_t row_bytes, int blocks_per_sm) {
+  const int64_t per_block = std::min<int64_t>(device.shared_per_sm / blocks_per_sm - kReservedSharedPerBlock,
+                                              device.shared_per_block_optin);
+  int64_t w = per_block / row_bytes / 32 * 32;
+  w = std::max<int64_t>(w, 32);
+  return int32_t(std::max<int64_t>(1, std::min<int64_t>(w, cols)));
+}
+
+nlohmann::json light_params(const SpmmProblem& p) {
+  const int vec = vector_width(p);
+  const int lanes = lanes_for(vector_units(p, vec));
+  return {{"vec_width", vec}, {"lanes_per_row", lanes}, {"cf_h", cf_for(p, vec, lanes)},
+          {"unroll", kUnroll}, {"block_threads", kLightThreads}};
+}
+
+int heavy_slice(const nlohmann::json& params) {
+  return slice_columns(params.at("heavy_lanes").get<int>(), params.at("vec_width").get<int>(), params.at("cf_v").get<int>());
+}
+
+// The rs parameters except threshold and segments_per_block (which need split statistics).
+nlohmann::json rs_base_params(const Features& f, const SpmmProblem& p, const DeviceTarget& device, int blocks_per_sm) {
+  nlohmann::json params = light_params(p);
+  const int vec = params.at("vec_width").get<int>();
+  const int lanes = lanes_for(vector_units(p, vec));
+  params["heavy_lanes"] = lanes;
+  params["cf_v"] = cf_for(p, vec, lanes);
+  params["heavy_unroll"] = heavy_unroll_for(params.at("cf_v").get<int>());
+  params["heavy_threads"] = heavy_threads_for(blocks_per_sm);
+  params["blocks_per_sm"] = blocks_per_sm;
+  params["panel_width"] = panel_width_for(device, f.basic.cols, int64_t(heavy_slice(params)) * value_bytes(p), blocks_per_sm);
+  params["threshold"] = 4;
+  params["segments_per_block"] = 8 * (heavy_threads_for(blocks_per_sm) / lanes);
+  return params;
+}
+
+// Heavy segments per work item: about two waves of blocks over the device, between 2 and 16
+// segments per lane group of a block.
+int segments_per_block(const SplitStats& s, const nlohmann::json& params, const DeviceTarget& device) {
+  const int groups = params.at("heavy_threads").get<int>() / params.at("heavy_lanes").get<int>();
+  const int64_t target_items = 2LL * device.multiprocessors * params.at("blocks_per_sm").get<int>();
+  const int64_t wanted = (s.heavy_segments + target_items - 1) / std::max<int64_t>(target_items, 1);
+  return int(std::clamp<int64_t>(wanted, 2 * groups, 16 * groups));
+}
+
+// Work items of the heavy kernel: one per segments_per_block segments of each panel; the
+// panels holding heavy segments are not counted by the statistics, so every panel is
+// assumed to hold some (an upper bound when heavy segments are few).
+double heavy_items(const SplitStats& s, int spb) {
+  if (s.heavy_segments == 0) return 0;
+  return std::min<double>(double(s.panels), double(s.heavy_segments)) + double(s.heavy_segments) / spb;
+}
+
+// ---------------------------------------------------------------------------------------
+// Cost terms. Every byte count is what the kernel moves, in its class:
+//   sparse_bytes   indices, values and offsets (DRAM, read once per K slice)
+//   gather_bytes   rows of B read per nonzero (from L2 mostly: B usually fits in it)
+//   output_bytes   C written once (plain stores or the memset before atomics)
+//   panel_bytes    B's panel rows staged into shared memory by the heavy kernel
+//   shared_bytes   shared-memory reads of the staged rows (one row slice per heavy nonzero)
+//   shared_atomic_bytes  shared-memory atomics of the transposed heavy kernel
+//   atomic_bytes   bytes added into C with global atomics
+//   critical_nnz   nonzeros one lane group walks in sequence (the longest row it may get)
+//   critical_row   longest row times K (csr_rowwarp's, one warp walks K in passes)
+//   launch         kernel launches and memsets
+nlohmann::json base_terms(const Features& f, const SpmmProblem& p) {
+  const double vb = value_bytes(p);
+  const double nnz = double(f.basic.nnz);
+  const double out_rows = p.transpose_a ? f.basic.cols : f.basic.rows;
+  return {{"launch", 1.0},
+          {"sparse_bytes", nnz * (4.0 + vb) + (f.basic.rows + 1.0) * 4.0},
+          {"gather_bytes", nnz * p.k * vb},
+          {"output_bytes", out_rows * p.k * vb},
+          {"panel_bytes", 0.0},
+          {"shared_bytes", 0.0},
+          {"shared_atomic_bytes", 0.0},
+          {"atomic_bytes", 0.0},
+          {"critical_nnz", double(f.basic.row_max)},
+          {"critical_row", double(f.basic.row_max) * p.k}};
+}
+
+nlohmann::json csr_vector_terms(const Features& f, const SpmmProblem& p, const nlohmann::json& params) {
+  nlohmann::json t = base_terms(f, p);
+  const double vb = value_bytes(p);
+  const double nnz = double(f.basic.nnz);
+  const int64_t k_slices = slices(p.k, slice_columns(params.at("lanes_per_row").get<int>(),
+                                                     params.at("vec_width").get<int>(), params.at("cf_h").get<int>()));
+  t["sparse_bytes"] = nnz * (4.0 + vb) * k_slices + (f.basic.rows + 1.0) * 4.0;
+  if (p.transpose_a) {  // memset C, read each row of B once, scatter every product
+    t["launch"] = 2.0;
+    t["gather_bytes"] = double(f.basic.rows) * p.k * vb;
+    t["atomic_bytes"] = nnz * p.k * vb;
+  }
+  return t;
+}
+
+nlohmann::json rs_terms(const Features& f, const SpmmProblem& p, const nlohmann::json& params, const SplitStats& s) {
+  nlohmann::json t = base_terms(f, p);
+  const double vb = value_bytes(p);
+  const double k = p.k;
+  const double items = heavy_items(s, params.at("segments_per_block").get<int>());
+  const double panel_rows = std::min<double>(params.at("panel_width").get<int>(), f.basic.cols);
+  const double k_slices = double(slices(p.k, heavy_slice(params)));
+  t["sparse_bytes"] = double(f.basic.nnz) * (4.0 + vb) + (f.basic.rows + 1.0) * 4.0 +
+                      (double(s.heavy_segments) * 8.0 + items * 12.0) * k_slices;
+  t["critical_nnz"] = std::min<double>(double(f.basic.row_max), double(s.panels) * (s.threshold - 1));
+  t["launch"] = s.heavy_segments > 0 ? 2.0 : 1.0;
+  if (!p.transpose_a) {
+    t["gather_bytes"] = double(s.light_nnz) * k * vb;
+    t["panel_bytes"] = items * panel_rows * k * vb;
+    t["shared_bytes"] = double(s.heavy_nnz) * k * vb;
+    t["atomic_bytes"] = double(s.heavy_segments) * k * vb;
+  } else {
+    t["launch"] = t["launch"].get<double>() + 1.0;  // the memset
+    t["gather_bytes"] = double(s.light_rows + s.heavy_segments) * k * vb;
+    t["shared_atomic_bytes"] = double(s.heavy_nnz) * k * vb;
+    t["atomic_bytes"] = (double(s.light_nnz) + items * panel_rows) * k * vb;
+  }
+  return t;
+}
+
+// ---------------------------------------------------------------------------------------
+// Checks of (possibly forced) parameters: InvalidInputError naming the value.
+void require_one_of(const std::string& variant, const nlohmann::json& params, const char* key, std::initializer_list<int> allowed) {
+  const int v = params.at(key).get<int>();
+  std::string list;
+  for (int a : allowed) {
+    if (a == v) return;
+    list += (list.empty() ? "" : ", ") + std::to_string(a);
+  }
+  throw InvalidInputError(variant + ": " + key + " = " + std::to_string(v) + " must be one of " + list);
+}
+
+void check_light_params(const std::string& variant, const nlohmann::json& params, const SpmmProblem& p) {
+  require_one_of(variant, params, "lanes_per_row", {8, 16, 32});
+  require_one_of(variant, params, "cf_h", {1, 2, 4});
+  require_one_of(variant, params, "unroll", {1, 2, 4, 8});
+  require_one_of(variant, params, "block_threads", {64, 128, 256, 512, 1024});
+  const int vec = params.at("vec_width").get<int>();
+  if (vec != 1 && vec != 16 / value_bytes(p))
+    throw InvalidInputError(variant + ": vec_width = " + std::to_string(vec) + " must be 1 or " + std::to_string(16 / value_bytes(p)));
+  if (vec > 1 && vector_width(p) < vec)
+    throw InvalidInputError(variant + ": vec_width = " + std::to_string(vec) + " does not divide K = " + std::to_string(p.k) +
+                            ", ldb = " + std::to_string(ld_or_k(p.ldb, p.k)) + " and ldc = " + std::to_string(ld_or_k(p.ldc, p.k)));
+}
+
+void check_rs_params(const nlohmann::json& params, const SpmmProblem& p, const DeviceTarget& device) {
+  check_light_params("rs", params, p);
+  require_one_of("rs", params, "heavy_lanes", {8, 16, 32});
+  require_one_of("rs", params, "cf_v", {1, 2, 4});
+  require_one_of("rs", params, "heavy_unroll", {1, 2, 4, 8});
+  require_one_of("rs", params, "heavy_threads", {64, 128, 256, 512, 1024});
+  for (const char* key : {"threshold", "panel_width", "segments_per_block", "blocks_per_sm"}) {
+    if (params.at(key).get<int64_t>() < 1)
+      throw InvalidInputError(std::string("rs: ") + key + " = " + params.at(key).dump() + " must be >= 1");
+  }
+  const int64_t shared = int64_t(params.at("panel_width").get<int>()) * heavy_slice(params) * value_bytes(p);
+  if (shared > device.shared_per_block_optin)
+    throw InvalidInputError("rs: panel_width = " + params.at("panel_width").dump() + " needs " + std::to_string(shared) +
+                            " bytes of shared memory per block, more than the device's " +
+                            std::to_string(device.shared_per_block_optin));
+}
+
+// The threshold tree's leaf (models/spmm.json "threshold_tree"), recorded in the path.
+std::optional<int> threshold_from_tree(Decision& d, const nlohmann::json& model) {
+  if (!model.contains("threshold_tree")) return std::nullopt;
+  models::TreeResult r = models::evaluate_tree(model.at("threshold_tree"), d.features);
+  d.path.insert(d.path.end(), r.path.begin(), r.path.end());
+  return r.leaf.get<int>();
+}
+
+struct RsChoice {
+  nlohmann::json params;
+  nlohmann::json terms;
+};
+
+// The rs parameters the cost formulas like best over the threshold candidates.
+RsChoice best_rs(Decision& d, const Features& f, const SpmmProblem& p, const DeviceTarget& device,
+                 const nlohmann::json& model, const SplitStatsSource& split_stats) {
+  const nlohmann::json base = rs_base_params(f, p, device, kDefaultBlocksPerSm);
+  std::vector<int> thresholds(std::begin(kThresholdGrid), std::end(kThresholdGrid));
+  if (const auto t = threshold_from_tree(d, model)) thresholds = {*t};
+  const nlohmann::json& costs = model.at("cost");
+  RsChoice best;
+  double best_ms = std::numeric_limits<double>::infinity();
+  for (int t : thresholds) {
+    nlohmann::json params = base;
+    params["threshold"] = t;
+    const SplitStats s = split_stats(params.at("panel_width").get<int>(), t);
+    params["segments_per_block"] = segments_per_block(s, params, device);
+    nlohmann::json terms = rs_terms(f, p, params, s);
+    const double ms = costs.contains("rs") ? models::linear_cost(costs.at("rs"), terms) : 0.0;
+    if (best.params.is_null() || ms < best_ms) {
+      best_ms = ms;
+      best = {params, terms};
+    }
+  }
+  return best;
+}
+
+std::string type_rejection(const SpmmProblem& p) {
+  const bool supported = p.dtype == DType::F32 || p.dtype == DType::F64;
+  return supported ? "" : std::string("value type ") + to_string(p.dtype) + " not supported";
+}
+
+std::vector<VariantSpec> spmm_candidates(const SpmmProblem& p, const nlohmann::json& rs_params, bool have_split) {
+  const std::string type_reason = type_rejection(p);
   // Each lane keeps cols_per_lane columns of C in registers, so one pass over a row covers
   // 32 * cols_per_lane columns; past 128 columns a second pass beats register pressure.
   const int cols_per_lane = std::clamp((p.k + 31) / 32, 1, 4);
   VariantSpec rowwarp{"csr_rowwarp", {{"warps_per_block", 4}, {"cols_per_lane", cols_per_lane}}, type_reason};
   if (rowwarp.rejected_because.empty() && p.transpose_a) rowwarp.rejected_because = "computes A·B only (Aᵀ·B needs the split variants)";
+  VariantSpec vector{"csr_vector", type_reason.empty() ? light_params(p) : nlohmann::json::object(), type_reason};
+  VariantSpec rs{"rs", rs_params, type_reason};
+  if (rs.rejected_because.empty() && !have_split) rs.rejected_because = "needs the matrix pattern to measure the split";
   // CSR_ALG2 is cuSPARSE's row-major CSR algorithm with deterministic results.
   VariantSpec vendor{"cusparse", {{"alg", 2}}, type_reason};
-  return {rowwarp, vendor};
+  return {rowwarp, vector, rs, vendor};
 }
 
-nlohmann::json spmm_terms(const Features& f, const SpmmProblem& p) {
-  const double value_bytes = double(size_of(p.dtype));
-  const double nnz = double(f.basic.nnz);
-  const double out_rows = p.transpose_a ? f.basic.cols : f.basic.rows;
-  return {{"launch", 1.0},
-          {"sparse_bytes", nnz * (4.0 + value_bytes) + (f.basic.rows + 1.0) * 4.0},
-          {"gather_bytes", nnz * p.k * value_bytes},
-          {"output_bytes", out_rows * p.k * value_bytes},
-          {"critical_row", double(f.basic.row_max) * p.k}};
+// A forced rs choice without a panel width (or read-ahead) gets the formula's width (and
+// read-ahead) for its own slice.
+void finish_rs_params(Decision& d, const Features& f, const SpmmProblem& p, const DeviceTarget& device,
+                      const std::optional<ForcedChoice>& forced) {
+  if (forced && !forced->params.contains("heavy_unroll"))
+    d.params["heavy_unroll"] = heavy_unroll_for(d.params.at("cf_v").get<int>());
+  if (forced && !forced->params.contains("panel_width")) {
+    const int64_t row_bytes = int64_t(heavy_slice(d.params)) * value_bytes(p);
+    d.params["panel_width"] = panel_width_for(device, f.basic.cols, row_bytes, d.params.at("blocks_per_sm").get<int>());
+  }
+  check_rs_params(d.params, p, device);
 }
 
 }  // namespace
 
 std::vector<std::string> spmm_variants() {
   std::vector<std::string> names;
-  for (const auto& v : spmm_candidates({})) names.push_back(v.name);
+  for (const auto& v : spmm_candidates({}, nlohmann::json::object(), false)) names.push_back(v.name);
   return names;
 }
 
-Decision plan_spmm(const Features& features, const SpmmProblem& problem, const DeviceTarget& device, const Options& options) {
+Decision plan_spmm(const Features& features, const SpmmProblem& problem, const DeviceTarget& device, const Options& options,
+                   const SplitStatsSource& split_stats) {
+  if (problem.k < 1) throw InvalidInputError("spmm: k = " + std::to_string(problem.k) + " must be >= 1");
   Decision d;
   d.op = Op::SpMM;
   d.device = device.name;
@@ -51,10 +329,68 @@ Decision plan_spmm(const Features& features, const SpmmProblem& problem, const D
   d.features["k"] = problem.k;
   d.features["value_bytes"] = size_of(problem.dtype);
   d.features["transpose_a"] = problem.transpose_a;
-  const nlohmann::json terms = spmm_terms(features, problem);
-  choose(d, spmm_candidates(problem), models::shipped_model("spmm"),
-         [&](const std::string&) { return terms; }, forced_choice(Op::SpMM, options));
+  const nlohmann::json& model = models::shipped_model("spmm");
+  const bool priced = type_rejection(problem).empty();
+  const bool have_split = bool(split_stats) && priced;
+  RsChoice rs;
+  if (have_split) rs = best_rs(d, features, problem, device, model, split_stats);
+  else if (priced) rs.params = rs_base_params(features, problem, device, kDefaultBlocksPerSm);
+  const nlohmann::json base = base_terms(features, problem);
+  const nlohmann::json vector_terms =
+      priced ? csr_vector_terms(features, problem, light_params(problem)) : base;
+  const auto forced = forced_choice(Op::SpMM, options);
+  choose(d, spmm_candidates(problem, rs.params, have_split), model,
+         [&](const std::string& variant) {
+           if (variant == "csr_vector") return vector_terms;
+           if (variant == "rs") return rs.terms;
+           return base;
+         },
+         forced);
+  if (d.variant == "csr_vector") check_light_params("csr_vector", d.params, problem);
+  if (d.variant == "rs") finish_rs_params(d, features, problem, device, forced);
   return d;
+}
+
+std::vector<std::pair<std::string, nlohmann::json>> spmm_search_space(const Features& features, const SpmmProblem& problem,
+                                                                      const DeviceTarget& device) {
+  std::vector<std::pair<std::string, nlohmann::json>> space;
+  if (!type_rejection(problem).empty()) return space;
+  const int vec = vector_width(problem);
+  const int units = vector_units(problem, vec);
+  // A coarsening factor past what covers K only idles lanes, except 1 which is always valid.
+  auto useful_cf = [&](int lanes, int cf) { return cf == 1 || (cf - 1) * lanes < units; };
+  if (!problem.transpose_a) {
+    space.emplace_back("csr_rowwarp", nlohmann::json{{"warps_per_block", 4}, {"cols_per_lane", std::clamp((problem.k + 31) / 32, 1, 4)}});
+  }
+  for (int lanes : {8, 16, 32}) {
+    for (int cf : {1, 2}) {
+      if (!useful_cf(lanes, cf)) continue;
+      nlohmann::json params = light_params(problem);
+      params["lanes_per_row"] = lanes;
+      params["cf_h"] = cf;
+      space.emplace_back("csr_vector", params);
+    }
+  }
+  for (int blocks_per_sm : {2, 3, 4}) {
+    for (int threshold : kSearchThresholds) {
+      for (int cf_v : {1, 2, 4}) {
+        for (int cf_h : {1, 2}) {
+          nlohmann::json params = rs_base_params(features, problem, device, blocks_per_sm);
+          const int lanes = params.at("heavy_lanes").get<int>();
+          if (!useful_cf(lanes, cf_v) || !useful_cf(params.at("lanes_per_row").get<int>(), cf_h)) continue;
+          params["cf_v"] = cf_v;
+          params["heavy_unroll"] = heavy_unroll_for(cf_v);
+          params["cf_h"] = cf_h;
+          params["threshold"] = threshold;
+          params["panel_width"] = panel_width_for(device, features.basic.cols,
+                                                  int64_t(heavy_slice(params)) * value_bytes(problem), blocks_per_sm);
+          space.emplace_back("rs", params);
+        }
+      }
+    }
+  }
+  space.emplace_back("cusparse", nlohmann::json{{"alg", 2}});
+  return space;
 }
 
 }  // namespace sparsejit::plan

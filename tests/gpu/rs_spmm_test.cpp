@@ -1,0 +1,217 @@
+// The RS-SpMM variants end to end on the GPU: csr_vector (the light kernel over the whole
+// matrix) and rs (light + heavy split) forced with many parameter sets, f32 and f64, A·B and
+// Aᵀ·B, K = 1, 7, 32, 33, 100, 128, 512, on generated matrices with and without clustering
+// and on rectangular ones, against the CPU reference with fresh random values and C poisoned
+// with NaN before every call. The second call on a handle must reuse the plan and the split.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "sparsejit/error.hpp"
+#include "sparsejit/generate.hpp"
+#include "sparsejit/io.hpp"
+#include "sparsejit/reference.hpp"
+#include "sparsejit/runtime.hpp"
+#include "support/test_support.hpp"
+
+namespace sparsejit {
+namespace {
+
+class RsSpmmGpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!driver_available()) GTEST_SKIP() << driver_unavailable_reason();
+    if (!runtime_) runtime_ = std::make_unique<Runtime>(0);
+    seed_ = test::fresh_seed();
+  }
+  static Runtime& rt() { return *runtime_; }
+  uint64_t next_seed() { return seed_++; }
+  static inline std::unique_ptr<Runtime> runtime_;
+  uint64_t seed_ = 0;
+};
+
+template <class T>
+double tolerance() { return std::is_same_v<T, float> ? 1e-5 : 1e-12; }
+
+template <class T>
+std::vector<double> as_double(const std::vector<T>& v) { return std::vector<double>(v.begin(), v.end()); }
+
+// Clustered (heavy segments), banded, power-law with empty and very long rows, uniform
+// (almost no heavy segments), block-diagonal, and rectangular shapes both ways.
+std::vector<std::pair<std::string, Csr<double>>> matrices() {
+  std::vector<std::pair<std::string, Csr<double>>> out;
+  for (const char* spec : {"clustered:2048:24:0.6:16", "band:2000:16:40", "rmat:4096:40000", "uniform:3000:9", "blockdiag:1500:30:2"})
+    out.emplace_back(spec, generate::from_spec(spec, 7));
+  out.emplace_back("clustered 900x2500", generate::clustered(900, 2500, 20, 0.7, 8, 5));
+  out.emplace_back("uniform 2500x300", generate::uniform(2500, 300, 6, 3));
+  return out;
+}
+
+const int32_t kWidths[] = {1, 7, 32, 33, 100, 128, 512};
+
+Options forced(const std::string& variant, nlohmann::json params, bool transpose) {
+  Options o;
+  o.variant = variant;
+  o.params = std::move(params);
+  o.transpose_a = transpose;
+  return o;
+}
+
+// C = op(A)·B on the device twice (plan made, then reused), each time against the reference
+// with C poisoned first. ld_pad adds padding columns to B's and C's rows.
+template <class T>
+void check_spmm(Runtime& rt, const std::string& name, const Csr<double>& pattern, int32_t k, const Options& options,
+                uint64_t seed, int64_t ld_pad = 0) {
+  SCOPED_TRACE(name + " k=" + std::to_string(k) + " " + (options.variant.empty() ? "auto" : options.variant) +
+               options.params.dump() + (options.transpose_a ? " Aᵀ·B" : " A·B") + " ld_pad=" + std::to_string(ld_pad) +
+               " seed=" + std::to_string(seed));
+  Csr<T> a = cast<T>(pattern);
+  generate::fill_random(a.values, seed);
+  const int32_t inner = options.transpose_a ? a.rows : a.cols;
+  const int32_t outer = options.transpose_a ? a.cols : a.rows;
+  Dense<T> b(inner, k);
+  generate::fill_random(b, seed + 1);
+  Dense<T> expected;
+  reference::spmm(a, b, expected, options.transpose_a);
+
+  DeviceCsr<T> da(rt.context(), a);
+  DeviceDense<T> db(rt.context(), inner, k, k + ld_pad);
+  db.upload(b);
+  DeviceDense<T> dc(rt.context(), outer, k, k + ld_pad);
+  for (int round = 0; round < 2; ++round) {
+    dc.buffer().fill_bytes(0xFF);
+    const CallInfo call = rt.spmm(da, db, dc, options);
+    rt.context().synchronize();
+    ASSERT_TRUE(call.decision);
+    EXPECT_EQ(call.plan_reused, round == 1);
+    if (!options.variant.empty()) {
+      EXPECT_EQ(call.decision->variant, options.variant);
+      for (const auto& [key, value] : options.params.items()) EXPECT_EQ(call.decision->params.at(key), value) << key;
+    }
+    const Dense<T> got = dc.download();
+    ASSERT_LE(test::relative_error(as_double(got.data), as_double(expected.data)), tolerance<T>());
+  }
+}
+
+// rs parameter sets: small panels (many panels and work items), every threshold regime
+// (T = 1: everything heavy, the light kernel only writes zeros), every coarsening.
+std::vector<nlohmann::json> rs_param_sets() {
+  return {{{"panel_width", 64}, {"threshold", 1}, {"cf_v", 1}, {"cf_h", 1}},
+          {{"panel_width", 64}, {"threshold", 2}, {"cf_v", 2}, {"cf_h", 2}},
+          {{"panel_width", 64}, {"threshold", 8}, {"cf_v", 4}, {"cf_h", 1}, {"segments_per_block", 3}},
+          {{"threshold", 2}, {"cf_v", 1}, {"cf_h", 2}},
+          {{"threshold", 8}, {"cf_v", 2}, {"cf_h", 1}, {"heavy_lanes", 8}, {"lanes_per_row", 16}}};
+}
+
+std::vector<nlohmann::json> vector_param_sets() {
+  return {nlohmann::json::object(),
+          {{"lanes_per_row", 8}, {"cf_h", 1}},
+          {{"lanes_per_row", 16}, {"cf_h", 2}, {"unroll", 1}},
+          {{"lanes_per_row", 32}, {"cf_h", 2}, {"unroll", 8}}};
+}
+
+TEST_F(RsSpmmGpu, RsEveryParameterSetTypeKAndDirection) {
+  for (const auto& [name, m] : matrices()) {
+    for (int32_t k : kWidths) {
+      for (bool transpose : {false, true}) {
+        for (const auto& params : rs_param_sets()) {
+          check_spmm<float>(rt(), name, m, k, forced("rs", params, transpose), next_seed());
+          check_spmm<double>(rt(), name, m, k, forced("rs", params, transpose), next_seed());
+        }
+      }
+    }
+  }
+}
+
+TEST_F(RsSpmmGpu, CsrVectorEveryShapeTypeKAndDirection) {
+  for (const auto& [name, m] : matrices()) {
+    for (int32_t k : kWidths) {
+      for (bool transpose : {false, true}) {
+        for (const auto& params : vector_param_sets()) {
+          check_spmm<float>(rt(), name, m, k, forced("csr_vector", params, transpose), next_seed());
+          check_spmm<double>(rt(), name, m, k, forced("csr_vector", params, transpose), next_seed());
+        }
+      }
+    }
+  }
+}
+
+TEST_F(RsSpmmGpu, PaddedLeadingDimensions) {
+  // ld = k + 1 forbids vectors (the planner falls back to scalar); ld = k + 4 keeps them.
+  const Csr<double> m = generate::from_spec("clustered:2048:24:0.6:16", 11);
+  for (int64_t pad : {1, 4}) {
+    for (bool transpose : {false, true}) {
+      check_spmm<float>(rt(), "clustered", m, 128, forced("rs", {{"panel_width", 64}, {"threshold", 2}}, transpose), next_seed(), pad);
+      check_spmm<double>(rt(), "clustered", m, 100, forced("csr_vector", nlohmann::json::object(), transpose), next_seed(), pad);
+    }
+  }
+}
+
+TEST_F(RsSpmmGpu, AutomaticChoiceOnGeneratedAndSharedMatrices) {
+  auto all = matrices();
+  for (const auto& file : test::shared_matrix_files()) {
+    for (const char* name : {"cora.mtx", "bcsstk13.mtx", "wiki-Vote.mtx", "cyl6.mtx"})
+      if (file.find(name) != std::string::npos) all.emplace_back(name, io::read_csr<double>(file));
+  }
+  for (const auto& [name, m] : all) {
+    for (int32_t k : {32, 128}) {
+      for (bool transpose : {false, true}) {
+        check_spmm<float>(rt(), name, m, k, forced("", nlohmann::json::object(), transpose), next_seed());
+        check_spmm<double>(rt(), name, m, k, forced("", nlohmann::json::object(), transpose), next_seed());
+      }
+    }
+  }
+}
+
+TEST_F(RsSpmmGpu, NewValuesRebuildTheSplit) {
+  Csr<float> a = cast<float>(generate::from_spec("clustered:2048:24:0.6:16", 4));
+  generate::fill_random(a.values, next_seed());
+  Dense<float> b(a.cols, 64);
+  generate::fill_random(b, next_seed());
+  DeviceCsr<float> da(rt().context(), a);
+  DeviceDense<float> db(rt().context(), b);
+  DeviceDense<float> dc(rt().context(), a.rows, 64);
+  const Options o = forced("rs", {{"panel_width", 64}, {"threshold", 2}}, false);
+  for (int round = 0; round < 2; ++round) {
+    if (round == 1) {
+      generate::fill_random(a.values, next_seed());
+      da.update_values(a.values);
+    }
+    Dense<float> expected;
+    reference::spmm(a, b, expected);
+    dc.buffer().fill_bytes(0xFF);
+    const CallInfo call = rt().spmm(da, db, dc, o);
+    rt().context().synchronize();
+    EXPECT_EQ(call.plan_reused, round == 1);
+    ASSERT_LE(test::relative_error(as_double(dc.download().data), as_double(expected.data)), 1e-5) << "round " << round;
+  }
+}
+
+TEST_F(RsSpmmGpu, EmptyMatrixGivesZerosForEveryVariant) {
+  Csr<float> empty;
+  empty.rows = 5;
+  empty.cols = 4;
+  empty.row_ptr.assign(6, 0);
+  DeviceCsr<float> da(rt().context(), empty);
+  for (const char* v : {"rs", "csr_vector"}) {
+    for (bool transpose : {false, true}) {
+      DeviceDense<float> db(rt().context(), Dense<float>(transpose ? 5 : 4, 8, 1.0f));
+      DeviceDense<float> dc(rt().context(), transpose ? 4 : 5, 8);
+      dc.buffer().fill_bytes(0xFF);
+      rt().spmm(da, db, dc, forced(v, nlohmann::json::object(), transpose));
+      for (float x : dc.download().data) ASSERT_EQ(x, 0.0f) << v << (transpose ? " Aᵀ·B" : " A·B");
+    }
+  }
+}
+
+TEST_F(RsSpmmGpu, InvalidForcedParametersAreRejected) {
+  const Csr<float> a = cast<float>(generate::uniform(64, 64, 4, 1));
+  DeviceCsr<float> da(rt().context(), a);
+  DeviceDense<float> db(rt().context(), 64, 7), dc(rt().context(), 64, 7);
+  EXPECT_THROW(rt().spmm(da, db, dc, forced("csr_vector", {{"vec_width", 4}}, false)), InvalidInputError);
+  EXPECT_THROW(rt().spmm(da, db, dc, forced("rs", {{"panel_width", 1 << 20}}, false)), InvalidInputError);
+  EXPECT_THROW(rt().spmm(da, db, dc, forced("rs", {{"cf_v", 3}}, false)), InvalidInputError);
+}
+
+}  // namespace
+}  // namespace sparsejit

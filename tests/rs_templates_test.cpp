@@ -1,0 +1,110 @@
+// The RS-SpMM kernel templates (spmm_rs_light, spmm_rs_light_t, spmm_rs_heavy,
+// spmm_rs_heavy_t): every variant the planner can ask for is rendered from a forced plan and
+// compiled with NVRTC for sm_80 and sm_90 (no GPU needed): f32 and f64, 16-byte and scalar
+// vectors, lanes 8/16/32 with coarsening 1/2/4 and unroll 1/4/8, A·B and Aᵀ·B.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "jit/nvrtc_compiler.hpp"
+#include "jit/render.hpp"
+#include "ops/spmm_kernels.hpp"
+#include "plan/planner.hpp"
+#include "sparsejit/generate.hpp"
+
+namespace sparsejit {
+namespace {
+
+bool is_elf(const std::vector<char>& bytes) {
+  return bytes.size() > 4 && bytes[0] == 0x7f && bytes[1] == 'E' && bytes[2] == 'L' && bytes[3] == 'F';
+}
+
+bool contains(const std::vector<char>& bytes, const std::string& needle) {
+  return std::search(bytes.begin(), bytes.end(), needle.begin(), needle.end()) != bytes.end();
+}
+
+struct Shape {
+  int lanes, cf, unroll;
+};
+
+// A forced rs decision for one shape; the matrix only feeds the split statistics.
+Decision forced_rs(DType dtype, int32_t k, bool transpose, int vec_width, const Shape& s) {
+  const Csr<double> a = generate::clustered(512, 512, 16, 0.5, 8, 1);
+  Options o;
+  o.variant = "rs";
+  o.params = {{"vec_width", vec_width}, {"lanes_per_row", s.lanes}, {"cf_h", s.cf}, {"unroll", s.unroll},
+              {"heavy_lanes", s.lanes}, {"cf_v", s.cf}, {"heavy_unroll", s.unroll}};
+  return plan::plan_spmm(inspect(a.pattern()), {k, dtype, transpose, k, k}, {}, o,
+                         [&](int32_t w, int32_t t) { return row_segment_split(a.pattern(), w, t); });
+}
+
+void expect_compiles(const jit::KernelSpec& spec, const std::string& label) {
+  const std::string source = jit::render(spec);
+  EXPECT_EQ(source.find("{{"), std::string::npos) << label;
+  EXPECT_NE(source.find("extern \"C\" __global__"), std::string::npos) << label;
+  for (int sm : {80, 90}) {
+    const jit::CompileResult result = jit::compile_to_cubin(source, spec.template_name, sm, jit::normalize_options({}));
+    EXPECT_TRUE(is_elf(result.cubin)) << label << " sm_" << sm;
+    EXPECT_TRUE(contains(result.cubin, spec.kernel_name)) << label << ": entry point missing from cubin";
+  }
+}
+
+void compile_all(DType dtype) {
+  const int vector = dtype == DType::F64 ? 2 : 4;
+  for (bool transpose : {false, true}) {
+    for (int vec_width : {vector, 1}) {
+      for (const Shape& s : {Shape{8, 1, 1}, Shape{16, 2, 4}, Shape{32, 4, 8}}) {
+        const Decision d = forced_rs(dtype, 128, transpose, vec_width, s);
+        const auto specs = ops::spmm_kernel_specs(d, dtype, transpose);
+        ASSERT_EQ(specs.size(), 2u);
+        const std::string label = std::string(to_string(dtype)) + (transpose ? " Aᵀ·B" : " A·B") + " vec=" +
+                                  std::to_string(vec_width) + " lanes=" + std::to_string(s.lanes) + " cf=" +
+                                  std::to_string(s.cf) + " unroll=" + std::to_string(s.unroll);
+        for (const auto& spec : specs) expect_compiles(spec, label + " " + spec.template_name);
+      }
+    }
+  }
+}
+
+TEST(RsTemplates, EveryTemplateIsKnown) {
+  const auto names = jit::template_names();
+  for (const char* expected : {"spmm_vec_ops.cuh", "spmm_rs_light.cu", "spmm_rs_light_t.cu", "spmm_rs_heavy.cu", "spmm_rs_heavy_t.cu"})
+    EXPECT_NE(std::find(names.begin(), names.end(), expected), names.end()) << expected;
+}
+
+TEST(RsTemplates, F32VariantsCompileForSm80AndSm90) { compile_all(DType::F32); }
+
+TEST(RsTemplates, F64VariantsCompileForSm80AndSm90) { compile_all(DType::F64); }
+
+TEST(RsTemplates, CsrVectorUsesTheLightKernelInBothDirections) {
+  const Csr<double> a = generate::uniform(64, 64, 4, 2);
+  Options o;
+  o.variant = "csr_vector";
+  for (bool transpose : {false, true}) {
+    const Decision d = plan::plan_spmm(inspect(a.pattern()), {33, DType::F32, transpose, 33, 33}, {}, o);
+    const auto specs = ops::spmm_kernel_specs(d, DType::F32, transpose);
+    ASSERT_EQ(specs.size(), 1u);
+    EXPECT_EQ(specs[0].template_name, transpose ? "spmm_rs_light_t.cu" : "spmm_rs_light.cu");
+    EXPECT_EQ(specs[0].params.at("vec_width"), 1);  // 33 is odd: scalar loads
+    expect_compiles(specs[0], std::string("csr_vector") + (transpose ? " Aᵀ·B" : " A·B"));
+  }
+}
+
+TEST(RsTemplates, RenderedSourceCarriesThePlannedShape) {
+  const Decision d = forced_rs(DType::F32, 128, false, 4, {16, 2, 4});
+  const auto specs = ops::spmm_kernel_specs(d, DType::F32, false);
+  const std::string light = jit::render(specs[0]);
+  EXPECT_NE(light.find("constexpr int kLanes = 16;"), std::string::npos);
+  EXPECT_NE(light.find("constexpr int kCf = 2;"), std::string::npos);
+  EXPECT_NE(light.find("sj_load_vec<float4>"), std::string::npos);
+  const std::string heavy = jit::render(specs[1]);
+  EXPECT_NE(heavy.find("__launch_bounds__(" + std::to_string(d.params.at("heavy_threads").get<int>()) + ", " +
+                       std::to_string(d.params.at("blocks_per_sm").get<int>()) + ")"),
+            std::string::npos);
+  EXPECT_EQ(ops::heavy_shared_bytes(d.params, DType::F32),
+            unsigned(d.params.at("panel_width").get<int>()) * 16u * 4u * 2u * 4u);
+}
+
+}  // namespace
+}  // namespace sparsejit
