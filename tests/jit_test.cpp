@@ -94,7 +94,7 @@ std::vector<Variant> sddmm_variants() {
     for (bool vec4 : {false, true}) {
       for (int group : {4, 32}) {
         json params = half_flags(value_t);
-        params.update({{"value_t", value_t}, {"acc_t", value_t}, {"group_size", group}, {"block_size", 128},
+        params.update({{"value_t", value_t}, {"acc_t", value_t}, {"group_size", group}, {"nnz_per_group", 4}, {"block_size", 128},
                        {"vec4", vec4}});
         if (vec4) params.update({{"vec_t", value_t == "float" ? "float4" : "double2"}, {"vec_width", value_t == "float" ? 4 : 2}});
         out.push_back({value_t + (vec4 ? " vec4" : " scalar") + " group=" + std::to_string(group),

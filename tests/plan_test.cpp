@@ -284,6 +284,168 @@ TEST(PlanRs, SearchSpaceEntriesAreValidWhenForced) {
       }
     }
   }
+
+// ---------------------------------------------------------------------------------------
+// SDDMM planner: the decision tree, reuse gating, model override, forced parameters and the
+// tuner's search space.
+
+Features with_density(double density) {
+  Features f = small_features();
+  f.basic.density = density;
+  return f;
+}
+
+const plan::SddmmProblem kSddmm32{32, DType::F32, 32, 32};
+
+const Candidate& candidate(const Decision& d, const std::string& name) {
+  for (const auto& c : d.candidates)
+    if (c.variant == name) return c;
+  throw InvalidInputError("no candidate " + name);
+}
+
+TEST(SddmmPlan, DenseEnoughPicksTiledAndShowsTheTreePath) {
+  const Decision d = plan::plan_sddmm(with_density(5e-3), kSddmm32, {}, {});
+  EXPECT_EQ(d.source, DecisionSource::Model);
+  EXPECT_EQ(d.model_id, "sddmm-default");
+  EXPECT_EQ(d.variant, "tiled_shared");
+  ASSERT_EQ(d.path.size(), 2u);
+  EXPECT_EQ(d.path[0].feature, "density");
+  EXPECT_DOUBLE_EQ(d.path[0].threshold, 1e-4);
+  EXPECT_DOUBLE_EQ(d.path[0].value, 5e-3);
+  EXPECT_FALSE(d.path[0].taken);
+  EXPECT_EQ(d.path[1].feature, "pattern_reused");
+  EXPECT_TRUE(d.path[1].taken);
+  EXPECT_EQ(d.features["pattern_reused"], 0);
+  ASSERT_EQ(d.candidates.size(), 4u);
+  for (const auto& c : d.candidates) {
+    if (c.rejected_because.empty()) {
+      EXPECT_GT(c.predicted_ms, 0.0) << c.variant;
+    }
+  }
+  EXPECT_NE(describe(d).find("density"), std::string::npos) << describe(d);
+}
+
+TEST(SddmmPlan, VerySparsePicksCoo) {
+  const Decision d = plan::plan_sddmm(with_density(3e-6), kSddmm32, {}, {});
+  EXPECT_EQ(d.variant, "coo_flat");
+  ASSERT_EQ(d.path.size(), 1u);
+  EXPECT_TRUE(d.path[0].taken);
+  EXPECT_EQ(plan::plan_sddmm(with_density(1.01e-4), kSddmm32, {}, {}).variant, "tiled_shared");
+  EXPECT_EQ(plan::plan_sddmm(with_density(0.99e-4), kSddmm32, {}, {}).variant, "coo_flat");
+}
+
+TEST(SddmmPlan, ReindexedOnlyForReusedPatterns) {
+  const Decision once = plan::plan_sddmm(with_density(5e-3), kSddmm32, {}, {});
+  EXPECT_NE(candidate(once, "reindexed_tiled").rejected_because.find("Reuse::Many"), std::string::npos);
+  Options forced;
+  forced.variant = "reindexed_tiled";
+  EXPECT_THROW(plan::plan_sddmm(with_density(5e-3), kSddmm32, {}, forced), UnsupportedError);
+
+  Options many;
+  many.reuse = Reuse::Many;
+  const Decision reused = plan::plan_sddmm(with_density(5e-3), kSddmm32, {}, many);
+  EXPECT_EQ(reused.variant, "reindexed_tiled");
+  EXPECT_TRUE(candidate(reused, "reindexed_tiled").rejected_because.empty());
+  EXPECT_EQ(reused.features["pattern_reused"], 1);
+  EXPECT_FALSE(reused.path[1].taken);
+
+  plan::SddmmProblem seen = kSddmm32;
+  seen.pattern_seen = true;
+  EXPECT_EQ(plan::plan_sddmm(with_density(5e-3), seen, {}, {}).variant, "reindexed_tiled");
+  forced.reuse = Reuse::Many;
+  EXPECT_EQ(plan::plan_sddmm(with_density(5e-3), kSddmm32, {}, forced).source, DecisionSource::Forced);
+  // Below the density threshold the tree keeps COO even for a reused pattern.
+  EXPECT_EQ(plan::plan_sddmm(with_density(1e-6), kSddmm32, {}, many).variant, "coo_flat");
+}
+
+TEST(SddmmPlan, TiledDefaultsFitKAndDensity) {
+  Options o;
+  o.variant = "tiled_shared";
+  const auto k3 = plan::plan_sddmm(with_density(0.1), {3, DType::F32, 3, 3}, {}, o).params;
+  EXPECT_EQ(k3["vector_width"], 1);
+  EXPECT_EQ(k3["group_size"], 4);
+  EXPECT_EQ(k3["slice"], 4);  // K = 3 rounded up to one step of 4 lanes, not a 64-wide slice
+  const auto k128 = plan::plan_sddmm(with_density(0.1), {128, DType::F32, 128, 128}, {}, o).params;
+  EXPECT_EQ(k128["vector_width"], 4);
+  EXPECT_EQ(k128["slice"], 64);
+  // Sparser matrices get taller panels, so a tile still holds several nonzeros per staged row.
+  Features sparse_f = with_density(1e-3), dense_f = with_density(0.1);
+  sparse_f.basic.rows = dense_f.basic.rows = 1 << 20;
+  const auto sparse = plan::plan_sddmm(sparse_f, kSddmm32, {}, o).params;
+  const auto dense = plan::plan_sddmm(dense_f, kSddmm32, {}, o).params;
+  EXPECT_GT(sparse["tile_rows"].get<int>(), dense["tile_rows"].get<int>());
+  EXPECT_EQ(dense["tile_rows"], 128);  // 512 nonzeros / (0.1 * 64 columns) = 80 rows, next power of two
+  // Never taller than the matrix (small_features has 4 rows).
+  EXPECT_EQ(plan::plan_sddmm(with_density(1e-3), kSddmm32, {}, o).params["tile_rows"], 4);
+}
+
+TEST(SddmmPlan, ForcedParamsAreChecked) {
+  Options o;
+  o.variant = "tiled_shared";
+  o.params = {{"slice", 30}};  // not a multiple of vector_width 4 * group_size 4
+  try {
+    plan::plan_sddmm(with_density(0.1), kSddmm32, {}, o);
+    FAIL();
+  } catch (const InvalidInputError& e) {
+    EXPECT_NE(std::string(e.what()).find("slice = 30"), std::string::npos) << e.what();
+  }
+  o.params = {{"combine", "sum"}};
+  EXPECT_THROW(plan::plan_sddmm(with_density(0.1), kSddmm32, {}, o), InvalidInputError);
+  o.params = {{"tile_cols", 4096}, {"slice", 256}};
+  EXPECT_THROW(plan::plan_sddmm(with_density(0.1), kSddmm32, {}, o), UnsupportedError);  // shared memory
+  o.variant = "coo_flat";
+  o.params = {{"nnz_per_group", 8}, {"group_size", 4}};
+  EXPECT_THROW(plan::plan_sddmm(with_density(0.1), kSddmm32, {}, o), InvalidInputError);
+  o.params = {{"vector_width", 4}};
+  EXPECT_THROW(plan::plan_sddmm(with_density(0.1), {33, DType::F32, 33, 33}, {}, o), InvalidInputError);
+}
+
+TEST(SddmmPlan, AModelPassedInOverridesTheShippedTreeAndLaunchShapes) {
+  nlohmann::json model = models::shipped_model("sddmm");
+  model["id"] = "sddmm-tuned";
+  model["tree"] = nlohmann::json::parse(R"({"feature": "k", "threshold": 64, "left": {"leaf": "cusparse"}, "right": {"leaf": "tiled_shared"}})");
+  model["launch"] = {{"tiled_shared", {{"tile_cols", 32}}}};  // the rest falls back to the shipped launch
+  const Decision small_k = plan::plan_sddmm(with_density(1e-6), kSddmm32, {}, {}, model);
+  EXPECT_EQ(small_k.variant, "cusparse");
+  EXPECT_EQ(small_k.model_id, "sddmm-tuned");
+  ASSERT_EQ(small_k.path.size(), 1u);
+  EXPECT_EQ(small_k.path[0].feature, "k");
+  const Decision big_k = plan::plan_sddmm(with_density(1e-6), {128, DType::F32, 128, 128}, {}, {}, model);
+  EXPECT_EQ(big_k.variant, "tiled_shared");
+  EXPECT_EQ(big_k.params["tile_cols"], 32);
+  EXPECT_EQ(big_k.params["threads_per_block"], 256);
+  // A leaf that cannot run the problem falls back to the cheapest eligible candidate.
+  model["tree"] = {{"leaf", "reindexed_tiled"}};
+  const Decision fallback = plan::plan_sddmm(with_density(0.1), kSddmm32, {}, {}, model);
+  EXPECT_NE(fallback.variant, "reindexed_tiled");
+  double cheapest = 1e300;
+  for (const auto& c : fallback.candidates)
+    if (c.rejected_because.empty()) cheapest = std::min(cheapest, c.predicted_ms);
+  EXPECT_DOUBLE_EQ(candidate(fallback, fallback.variant).predicted_ms, cheapest);
+}
+
+TEST(SddmmPlan, SearchSpaceEntriesAreValidAndCoverTheKnobs) {
+  for (const plan::SddmmProblem& p : {kSddmm32, plan::SddmmProblem{3, DType::F64, 3, 3}, plan::SddmmProblem{128, DType::F32, 128, 128}}) {
+    const auto space = plan::sddmm_search_space(with_density(0.01), p, {});
+    std::map<std::string, bool> variants, combines;
+    std::map<int, bool> groups;
+    for (const auto& [variant, params] : space) {
+      variants[variant] = true;
+      if (params.contains("combine")) combines[params["combine"].get<std::string>()] = true;
+      if (params.contains("group_size")) groups[params["group_size"].get<int>()] = true;
+      Options o;
+      o.variant = variant;
+      o.params = params;
+      o.reuse = Reuse::Many;
+      const Decision d = plan::plan_sddmm(with_density(0.01), p, {}, o);
+      EXPECT_EQ(d.params, variant == "cusparse" ? nlohmann::json::object() : params) << variant << " " << params.dump();
+    }
+    EXPECT_EQ(variants.size(), 4u) << p.k;
+    for (const char* v : {"coo_flat", "tiled_shared", "reindexed_tiled", "cusparse"}) EXPECT_TRUE(variants.count(v)) << v;
+    EXPECT_EQ(combines.size(), 2u);
+    EXPECT_GE(groups.size(), 2u);
+  }
+  EXPECT_TRUE(plan::sddmm_search_space(with_density(0.01), {32, DType::F16, 32, 32}, {}).empty());
 }
 
 }  // namespace

@@ -4,7 +4,9 @@
 #include <optional>
 #include <tuple>
 
+#include "cuda/driver_api.hpp"
 #include "formats/coo_rows.hpp"
+#include "formats/sddmm_tiles.hpp"
 #include "ops/call_common.hpp"
 #include "ops/runtime_state.hpp"
 #include "sparsejit/error.hpp"
@@ -16,16 +18,41 @@ namespace sparsejit {
 namespace {
 
 constexpr int kScaleBlock = 256;
+// Handle cache entry present once the handle has served an SDDMM call.
+constexpr const char* kPatternSeenKey = "sddmm:pattern_seen";
 
 template <class T>
 constexpr bool kVendorType = std::is_same_v<T, float> || std::is_same_v<T, double>;
 
+// The tile format of formats/sddmm_tiles.hpp in device memory (one plain or reindexed build
+// per tile shape), cached on the matrix handle: it depends on the pattern only.
+struct DeviceTiles {
+  DeviceBuffer tile_row, tile_col, tile_width, tile_ptr, local, position, staged_cols;
+  int64_t tiles = 0;
+};
+
+std::shared_ptr<DeviceTiles> upload_tiles(const Context& context, const formats::SddmmTiles& host) {
+  auto out = std::make_shared<DeviceTiles>();
+  out->tile_row = DeviceBuffer::from_host(context, host.tile_row);
+  out->tile_col = DeviceBuffer::from_host(context, host.tile_col);
+  out->tile_width = DeviceBuffer::from_host(context, host.tile_width);
+  out->tile_ptr = DeviceBuffer::from_host(context, host.tile_ptr);
+  out->local = DeviceBuffer::from_host(context, host.local);
+  out->position = DeviceBuffer::from_host(context, host.position);
+  out->staged_cols = DeviceBuffer::from_host(context, host.staged_cols);
+  out->tiles = host.tiles();
+  return out;
+}
+
 template <class T>
 struct PreparedSddmm {
   std::shared_ptr<const Decision> decision;
-  std::optional<cuda::Kernel> kernel;  // coo_flat, or the vendor's scale step
+  std::optional<cuda::Kernel> kernel;  // coo_flat, tiled, or the vendor's scale step
   cuda::Dim3 grid, block;
-  std::shared_ptr<const DeviceBuffer> coo_rows;  // coo_flat only
+  unsigned shared_bytes = 0;
+  bool zero_output = false;                       // P is accumulated atomically: zero it first
+  std::shared_ptr<const DeviceBuffer> coo_rows;   // coo_flat only
+  std::shared_ptr<const DeviceTiles> tiles;       // tiled_shared and reindexed_tiled only
 
   using OperandKey = std::tuple<const void*, int64_t, const void*, int64_t, CUdeviceptr>;
   std::mutex vendor_mutex;
@@ -37,9 +64,37 @@ jit::KernelSpec coo_flat_spec(const Decision& d, DType dtype) {
   const int width = d.params.at("vector_width").get<int>();
   return {"sddmm_coo_flat.cu", "sj_sddmm_coo_flat",
           {{"value_t", cuda_type_name(dtype)}, {"acc_t", f64 ? "double" : "float"},
-           {"group_size", d.params.at("group_size")}, {"block_size", d.params.at("threads_per_block")},
+           {"group_size", d.params.at("group_size")}, {"nnz_per_group", d.params.at("nnz_per_group")},
+           {"block_size", d.params.at("threads_per_block")},
            {"vec4", width > 1}, {"vec_t", f64 ? "double2" : "float4"}, {"vec_width", width},
            {"fp16", dtype == DType::F16}, {"bf16", dtype == DType::BF16}},
+          {}};
+}
+
+bool is_tiled(const Decision& d) { return d.variant == "tiled_shared" || d.variant == "reindexed_tiled"; }
+
+int64_t k_slices(const Decision& d, int32_t k) {
+  const int64_t slice = d.params.at("slice").get<int64_t>();
+  return (k + slice - 1) / slice;
+}
+
+// With one K slice and a reduced group, each result has one writer: a plain store.
+bool tiled_stores(const Decision& d, int32_t k) { return d.params.at("combine") == "reduce" && k_slices(d, k) == 1; }
+
+jit::KernelSpec tiled_spec(const Decision& d, DType dtype, int32_t k) {
+  const bool f64 = dtype == DType::F64;
+  const int width = d.params.at("vector_width").get<int>();
+  const int group = d.params.at("group_size").get<int>();
+  const int slice = d.params.at("slice").get<int>();
+  const bool lane_atomic = d.params.at("combine") == "atomic";
+  const std::string vec_t = width == 1 ? cuda_type_name(dtype) : (f64 ? "double2" : "float4");
+  return {"sddmm_tiled.cu", "sj_sddmm_tiled",
+          {{"value_t", cuda_type_name(dtype)}, {"acc_t", f64 ? "double" : "float"}, {"vec_t", vec_t},
+           {"vec_width", width}, {"block_size", d.params.at("threads_per_block")},
+           {"tile_cols", d.params.at("tile_cols")}, {"slice", slice}, {"group_size", group},
+           {"lane_vectors", slice / (width * group)}, {"reindexed", d.variant == "reindexed_tiled"},
+           {"lane_atomic", lane_atomic}, {"group_reduce", !lane_atomic}, {"store_result", tiled_stores(d, k)},
+           {"fp16", false}, {"bf16", false}},
           {}};
 }
 
@@ -63,6 +118,30 @@ void check_sddmm_shapes(const DeviceCsr<T>& s, const DeviceDense<T>& a, const De
 }
 
 template <class T>
+void prepare_tiled(detail::RuntimeState& rt, const DeviceCsr<T>& s, Decision& d, const plan::SddmmProblem& problem,
+                   PreparedSddmm<T>& prepared) {
+  const ops::LoadedKernel loaded = rt.loader.load(tiled_spec(d, problem.dtype, problem.k));
+  ops::record_kernel(d, loaded);
+  prepared.kernel = loaded.kernel;
+  const int32_t tile_rows = d.params.at("tile_rows").get<int32_t>(), tile_cols = d.params.at("tile_cols").get<int32_t>();
+  const bool reindexed = d.variant == "reindexed_tiled";
+  const std::string key = std::string("sddmm_tiles:") + (reindexed ? "reindexed:" : "plain:") + std::to_string(tile_rows) +
+                          "x" + std::to_string(tile_cols);
+  prepared.tiles = s.template get_or_create<DeviceTiles>(key, [&] {
+    return upload_tiles(rt.context, formats::build_sddmm_tiles(s.host_pattern(), tile_rows, tile_cols, reindexed));
+  });
+  const int64_t slices = k_slices(d, problem.k);
+  if (slices > 65535)
+    throw UnsupportedError("sddmm " + d.variant + ": k = " + std::to_string(problem.k) + " needs " + std::to_string(slices) +
+                           " K slices, more than the grid's 65535");
+  prepared.block = {d.params.at("threads_per_block").get<unsigned>(), 1, 1};
+  prepared.grid = {ops::blocks_for(prepared.tiles->tiles, 1), unsigned(slices), 1};
+  prepared.shared_bytes = unsigned(plan::sddmm_tiled_shared_bytes(d.params, problem.dtype));
+  if (prepared.shared_bytes > 48 * 1024) prepared.kernel->set_max_dynamic_shared(int(prepared.shared_bytes));
+  prepared.zero_output = !tiled_stores(d, problem.k);
+}
+
+template <class T>
 std::shared_ptr<PreparedSddmm<T>> prepare_sddmm(detail::RuntimeState& rt, const DeviceCsr<T>& s, const Features& f,
                                                 const plan::SddmmProblem& problem, const Options& options) {
   auto prepared = std::make_shared<PreparedSddmm<T>>();
@@ -74,11 +153,15 @@ std::shared_ptr<PreparedSddmm<T>> prepare_sddmm(detail::RuntimeState& rt, const 
     ops::record_kernel(d, loaded);
     prepared->kernel = loaded.kernel;
     const int threads = d.params.at("threads_per_block").get<int>();
+    const int64_t per_group = d.params.at("nnz_per_group").get<int64_t>();
+    const int64_t groups = (s.nnz() + per_group - 1) / per_group;
     prepared->block = {unsigned(threads), 1, 1};
-    prepared->grid = {ops::blocks_for(s.nnz() * d.params.at("group_size").get<int64_t>(), threads), 1, 1};
+    prepared->grid = {ops::blocks_for(groups * d.params.at("group_size").get<int64_t>(), threads), 1, 1};
     prepared->coo_rows = s.template get_or_create<DeviceBuffer>("coo_rows", [&] {
       return std::make_shared<DeviceBuffer>(DeviceBuffer::from_host(rt.context, formats::coo_row_indices(s.host_pattern())));
     });
+  } else if (is_tiled(d)) {
+    prepare_tiled(rt, s, d, problem, *prepared);
   } else {
     const ops::LoadedKernel loaded = rt.loader.load(scale_spec(problem.dtype));
     ops::record_kernel(d, loaded);
@@ -114,6 +197,23 @@ void run_vendor(detail::RuntimeState& rt, PreparedSddmm<T>& p, const DeviceCsr<T
   }
 }
 
+template <class T>
+void launch_tiled(detail::RuntimeState& rt, const PreparedSddmm<T>& prepared, const DeviceCsr<T>& s, const DeviceDense<T>& a,
+                  const DeviceDense<T>& b, DeviceBuffer& p, CUstream stream) {
+  if (prepared.zero_output) {
+    rt.context.make_current();
+    SPARSEJIT_CU(cuMemsetD8Async, p.ptr(), 0, std::size_t(s.nnz()) * sizeof(T), stream);
+  }
+  const DeviceTiles& t = *prepared.tiles;
+  int k = a.cols();
+  CUdeviceptr tile_row = t.tile_row.ptr(), tile_col = t.tile_col.ptr(), tile_width = t.tile_width.ptr();
+  CUdeviceptr tile_ptr = t.tile_ptr.ptr(), local = t.local.ptr(), position = t.position.ptr(), staged = t.staged_cols.ptr();
+  CUdeviceptr sv = s.values().ptr(), ap = a.buffer().ptr(), bp = b.buffer().ptr(), pp = p.ptr();
+  long long lda = a.ld(), ldb = b.ld();
+  void* args[] = {&k, &tile_row, &tile_col, &tile_width, &tile_ptr, &local, &position, &staged, &sv, &ap, &lda, &bp, &ldb, &pp};
+  prepared.kernel->launch(prepared.grid, prepared.block, prepared.shared_bytes, stream, args);
+}
+
 }  // namespace
 
 template <class T>
@@ -121,18 +221,23 @@ CallInfo Runtime::sddmm(const DeviceCsr<T>& s, const DeviceDense<T>& a, const De
                         const Options& options) {
   check_sddmm_shapes(s, a, b, p);
   detail::RuntimeState& rt = *state_;
-  const plan::SddmmProblem problem{a.cols(), dtype_of<T>::value, a.ld(), b.ld()};
+  // A handle that has served an SDDMM call before has a reused pattern (see SddmmProblem).
+  const bool seen = s.find(kPatternSeenKey) != nullptr;
+  const plan::SddmmProblem problem{a.cols(), dtype_of<T>::value, a.ld(), b.ld(), seen};
   const auto features = ops::cached_features(s);
   bool reused = true;
   const std::string key = ops::plan_key(Op::SDDMM, problem.dtype, problem.k, false, options, rt.id) + ":ld" +
-                          std::to_string(a.ld()) + "," + std::to_string(b.ld());
+                          std::to_string(a.ld()) + "," + std::to_string(b.ld()) + ":reuse=" + to_string(options.reuse);
   const auto prepared = s.template get_or_create<PreparedSddmm<T>>(key, [&] {
     reused = false;
     return prepare_sddmm<T>(rt, s, *features, problem, options);
   });
+  if (!seen) s.attach(kPatternSeenKey, std::make_shared<bool>(true));
   const CUstream stream = static_cast<CUstream>(options.stream);
   if (s.nnz() == 0) return {prepared->decision, reused};
-  if (prepared->coo_rows) {
+  if (prepared->tiles) {
+    launch_tiled(rt, *prepared, s, a, b, p, stream);
+  } else if (prepared->coo_rows) {
     long long nnz = s.nnz();
     int k = a.cols();
     CUdeviceptr rows = prepared->coo_rows->ptr(), cols = s.col_idx().ptr(), sv = s.values().ptr();
@@ -150,8 +255,9 @@ Decision explain_sddmm(PatternView s, int32_t k, DType dtype, const Options& opt
   if (k < 1) throw InvalidInputError("sddmm: k = " + std::to_string(k) + " must be >= 1");
   const plan::DeviceTarget target = detail::explain_target(device);
   Decision d = plan::plan_sddmm(inspect(s), {k, dtype, k, k}, target, options);
-  const jit::CompiledKernel compiled =
-      ops::compile_only(d.variant == "coo_flat" ? coo_flat_spec(d, dtype) : scale_spec(dtype), target.sm);
+  const jit::KernelSpec spec =
+      d.variant == "coo_flat" ? coo_flat_spec(d, dtype) : is_tiled(d) ? tiled_spec(d, dtype, k) : scale_spec(dtype);
+  const jit::CompiledKernel compiled = ops::compile_only(spec, target.sm);
   d.kernel_origin = ops::to_origin(compiled.source);
   d.compile_ms = compiled.compile_ms;
   d.load_ms = compiled.load_ms;

@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "sparsejit/decision.hpp"
 #include "sparsejit/features.hpp"
 #include "sparsejit/options.hpp"
@@ -44,11 +46,35 @@ struct SddmmProblem {
   DType dtype = DType::F32;
   int64_t lda = 0;         // leading dimensions of A and B: vector loads need them divisible
   int64_t ldb = 0;
+  // The matrix handle has already served an SDDMM call (any K or type): its pattern is being
+  // reused, so per-pattern preprocessing (reindexed_tiled) is admitted even for Reuse::Once.
+  // The executor sets it from the handle's cache.
+  bool pattern_seen = false;
 };
 
 Decision plan_spmm(const Features& features, const SpmmProblem& problem, const DeviceTarget& device, const Options& options,
                    const SplitStatsSource& split_stats = {});
 Decision plan_sddmm(const Features& features, const SddmmProblem& problem, const DeviceTarget& device, const Options& options);
+
+// SDDMM with an explicit model instead of the shipped models/sddmm.json: the tuner passes a
+// tuned model of the same form ({"id", "version", "tree", "launch", "cost"}; "launch" entries it
+// lacks fall back to the shipped ones). The variant is the tree's leaf (features: those of
+// to_json(Features) plus k, value_bytes and pattern_reused, 1 when Options::reuse is Many or
+// problem.pattern_seen); every candidate is still priced by "cost". A forced choice wins.
+Decision plan_sddmm(const Features& features, const SddmmProblem& problem, const DeviceTarget& device, const Options& options,
+                    const nlohmann::json& model);
+
+// Dynamic shared memory of one tiled_shared / reindexed_tiled block with these parameters:
+// tile_cols staged B rows of slice elements plus one vector of padding each.
+int64_t sddmm_tiled_shared_bytes(const nlohmann::json& params, DType dtype);
+
+// The (variant, params) combinations of SDDMM worth measuring for this matrix and problem on
+// this device: every variant that can run it (reindexed_tiled included: the tuner measures it
+// for reused patterns), over tile shapes, K slices, group sizes, atomic or reduced combining,
+// nonzeros per group and block sizes. Every entry is valid: forcing it (Options::variant and
+// Options::params) runs. Empty for value types no variant supports.
+std::vector<std::pair<std::string, nlohmann::json>> sddmm_search_space(const Features& features, const SddmmProblem& problem,
+                                                                       const DeviceTarget& device);
 
 // Names of every variant an op knows, for `explain --list` and error messages.
 std::vector<std::string> spmm_variants();

@@ -1,13 +1,40 @@
-// SDDMM planner: P = S ∘ (A·Bᵀ). Candidates: our coo_flat kernel and cuSPARSE.
+// SDDMM planner: P = S ∘ (A·Bᵀ). Candidates (the GPU-Dynamic paper's variants plus the vendor):
+//   coo_flat         GPU-Convert: one pass over the nonzeros, rows of A and B gathered per nonzero
+//   tiled_shared     GPU-Shared: S cut in Ti x Tj tiles, each tile's B rows staged in shared memory
+//   reindexed_tiled  GPU-Preprocessing: like tiled_shared, tiles over each panel's used columns
+//                    only; admitted only for reused patterns (Options::reuse, pattern_seen)
+//   cusparse         cuSPARSE SDDMM (sampled dots) and a scale kernel
+// Order of precedence: a forced choice; else the model's decision tree picks the variant (the
+// shipped models/sddmm.json, or a tuned model passed in); the model's launch defaults give its
+// parameters. Every candidate is priced with the model's cost formulas for the Decision, and when
+// the tree's leaf cannot run the problem the cheapest eligible candidate is taken instead.
 #include <algorithm>
+#include <cmath>
 
+#include "formats/sddmm_tiles.hpp"
+#include "models/decision_tree.hpp"
 #include "models/model_store.hpp"
 #include "plan/choose.hpp"
 #include "plan/planner.hpp"
+#include "sparsejit/error.hpp"
 
 namespace sparsejit::plan {
 
 namespace {
+
+using nlohmann::json;
+
+bool tiled(const std::string& variant) { return variant == "tiled_shared" || variant == "reindexed_tiled"; }
+
+int64_t round_up(int64_t value, int64_t multiple) { return (value + multiple - 1) / multiple * multiple; }
+
+int64_t pow2_at_least(int64_t value) {
+  int64_t p = 1;
+  while (p < value) p *= 2;
+  return p;
+}
+
+bool is_pow2(int64_t value) { return value > 0 && (value & (value - 1)) == 0; }
 
 // Widest 16-byte-or-less vector that divides K and both leading dimensions, so every row of
 // A and B starts aligned (device allocations are 256-byte aligned).
@@ -18,41 +45,195 @@ int vector_width(const SddmmProblem& p) {
   return 1;
 }
 
-// Threads that share one nonzero's dot product: enough to cover K in one vector step,
-// between 4 and 32 (a power of two, so the shuffle reduction is a tree).
-int group_size(const SddmmProblem& p, int width) {
+// coo_flat: threads that share one nonzero's dot product: enough to cover K in one vector
+// step, between 4 and 32 (a power of two, so the shuffle reduction is a tree).
+int coo_group_size(const SddmmProblem& p, int width) {
   const int steps = (p.k + width - 1) / width;
   int g = 4;
   while (g < 32 && g < steps) g *= 2;
   return g;
 }
 
-std::vector<VariantSpec> sddmm_candidates(const SddmmProblem& p) {
+// A launch default of `variant` from the model, else from the shipped model (always complete).
+json launch_value(const json& model, const std::string& variant, const std::string& key) {
+  if (model.contains("launch") && model["launch"].contains(variant) && model["launch"][variant].contains(key))
+    return model["launch"][variant][key];
+  return models::shipped_model("sddmm").at("launch").at(variant).at(key);
+}
+
+// Panel height so that a Ti x Tj tile holds about `target` nonzeros at the matrix's density:
+// thin panels starve the staged B rows of reuse, tall ones only add rows (rows are free: each
+// nonzero reads its A row once per row change either way). Never taller than the matrix.
+int64_t default_tile_rows(const Features& f, int64_t tile_cols, const json& model, const std::string& variant) {
+  const double target = launch_value(model, variant, "tile_nnz_target").get<double>();
+  const int64_t lo = launch_value(model, variant, "min_tile_rows").get<int64_t>();
+  const int64_t hi = launch_value(model, variant, "max_tile_rows").get<int64_t>();
+  const double per_row = std::max(f.basic.density, 1e-12) * double(tile_cols);
+  const double wanted = std::min(target / per_row, double(hi));
+  int64_t rows = std::clamp(pow2_at_least(int64_t(std::ceil(wanted))), lo, hi);
+  rows = std::min(rows, pow2_at_least(std::max<int64_t>(f.basic.rows, 1)));
+  return std::clamp<int64_t>(rows, 1, int64_t(formats::kMaxTileEdge));
+}
+
+json tiled_defaults(const Features& f, const SddmmProblem& p, const json& model, const std::string& variant) {
+  const int width = vector_width(p);
+  const int64_t tile_cols = launch_value(model, variant, "tile_cols").get<int64_t>();
+  const int64_t units = (p.k + width - 1) / width;  // vectors covering K
+  const int64_t group = std::min(launch_value(model, variant, "group_size").get<int64_t>(), pow2_at_least(units));
+  const int64_t slice = round_up(std::min<int64_t>(launch_value(model, variant, "slice").get<int64_t>(), p.k), width * group);
+  return {{"tile_rows", default_tile_rows(f, tile_cols, model, variant)},
+          {"tile_cols", tile_cols},
+          {"slice", slice},
+          {"group_size", group},
+          {"combine", launch_value(model, variant, "combine")},
+          {"threads_per_block", launch_value(model, variant, "threads_per_block")},
+          {"vector_width", width}};
+}
+
+std::vector<VariantSpec> sddmm_candidates(const Features& f, const SddmmProblem& p, const Options& options,
+                                          const json& model) {
   const bool supported_type = p.dtype == DType::F32 || p.dtype == DType::F64;
   const std::string type_reason = supported_type ? "" : std::string("value type ") + to_string(p.dtype) + " not supported";
   const int width = vector_width(p);
-  VariantSpec flat{"coo_flat", {{"vector_width", width}, {"group_size", group_size(p, width)}, {"threads_per_block", 256}}, type_reason};
-  VariantSpec vendor{"cusparse", nlohmann::json::object(), type_reason};
-  return {flat, vendor};
+  const int group = coo_group_size(p, width);
+  const int64_t per_group = std::min<int64_t>(launch_value(model, "coo_flat", "nnz_per_group").get<int64_t>(), group);
+  VariantSpec flat{"coo_flat",
+                   {{"vector_width", width}, {"group_size", group}, {"nnz_per_group", per_group},
+                    {"threads_per_block", launch_value(model, "coo_flat", "threads_per_block")}},
+                   type_reason};
+  VariantSpec shared{"tiled_shared", tiled_defaults(f, p, model, "tiled_shared"), type_reason};
+  VariantSpec reindexed{"reindexed_tiled", tiled_defaults(f, p, model, "reindexed_tiled"), type_reason};
+  if (reindexed.rejected_because.empty() && options.reuse != Reuse::Many && !p.pattern_seen)
+    reindexed.rejected_because =
+        "builds a per-pattern column reindexing: only for reused patterns (Options::reuse = Reuse::Many, or a handle "
+        "that already served an SDDMM call)";
+  VariantSpec vendor{"cusparse", json::object(), type_reason};
+  return {flat, shared, reindexed, vendor};
 }
 
-nlohmann::json sddmm_terms(const Features& f, const SddmmProblem& p) {
-  const double value_bytes = double(size_of(p.dtype));
-  const double nnz = double(f.basic.nnz);
-  return {{"launch", 1.0},
-          {"sparse_bytes", nnz * (8.0 + 2.0 * value_bytes)},
-          {"gather_bytes", 2.0 * nnz * p.k * value_bytes}};
+// Expected count of occupied cells when `items` land uniformly in `cells` cells.
+double occupied(double items, double cells) { return cells <= 0 ? 0 : cells * (1.0 - std::exp(-items / cells)); }
+
+// Cost terms of a variant with its parameters. The tiled terms assume uniformly scattered
+// nonzeros (clustered patterns occupy fewer tiles, so these are upper bounds).
+json sddmm_terms(const Features& f, const SddmmProblem& p, const std::string& variant, const json& params) {
+  const double vb = double(size_of(p.dtype));
+  const double nnz = double(f.basic.nnz), rows = double(f.basic.rows), cols = double(f.basic.cols), k = double(p.k);
+  if (!tiled(variant))
+    return {{"launch", variant == "cusparse" ? 2.0 : 1.0},
+            {"sparse_bytes", nnz * (8.0 + 2.0 * vb)},
+            {"gather_bytes", 2.0 * nnz * k * vb}};
+  const double ti = params.at("tile_rows").get<double>(), tj = params.at("tile_cols").get<double>();
+  const double slices = std::ceil(k / params.at("slice").get<double>());
+  const double panels = std::ceil(rows / ti);
+  double staged_rows = 0, tiles_per_panel = 0;
+  if (variant == "tiled_shared") {
+    const double tiles = occupied(nnz, panels * std::ceil(cols / tj));
+    staged_rows = tiles * tj;
+    tiles_per_panel = tiles / std::max(panels, 1.0);
+  } else {
+    staged_rows = occupied(nnz, panels * cols);  // used (panel, column) pairs
+    tiles_per_panel = std::ceil(staged_rows / std::max(panels, 1.0) / tj);
+  }
+  const double a_rows = occupied(nnz, rows * tiles_per_panel);  // (row, tile) segments: A row loads
+  const bool atomic = params.at("combine") == "atomic";
+  const double group = params.at("group_size").get<double>();
+  const double atomics = atomic ? nnz * slices * group : (slices > 1 ? nnz * slices : 0.0);
+  return {{"launch", atomics > 0 ? 2.0 : 1.0},
+          {"sparse_bytes", slices * nnz * (8.0 + vb) + nnz * vb * (atomics > 0 ? 2.0 : 1.0)},
+          {"gather_bytes", (staged_rows + a_rows) * k * vb},
+          {"atomics", atomics}};
+}
+
+void require(bool ok, const std::string& variant, const std::string& what) {
+  if (!ok) throw InvalidInputError("sddmm " + variant + ": " + what);
+}
+
+int64_t int_param(const json& params, const std::string& variant, const char* key) {
+  const json& v = params.at(key);
+  require(v.is_number_integer(), variant, std::string(key) + " = " + v.dump() + " is not an integer");
+  return v.get<int64_t>();
+}
+
+void check_vector_width(const json& params, const SddmmProblem& p, const std::string& variant) {
+  const int64_t w = int_param(params, variant, "vector_width");
+  const int64_t widest = p.dtype == DType::F64 ? 2 : 4;
+  require(w == 1 || (w == widest && p.k % w == 0 && p.lda % w == 0 && p.ldb % w == 0), variant,
+          "vector_width = " + std::to_string(w) + " needs 1 or " + std::to_string(widest) +
+              " dividing k = " + std::to_string(p.k) + ", lda = " + std::to_string(p.lda) + " and ldb = " + std::to_string(p.ldb));
+}
+
+void check_threads(const json& params, const std::string& variant, int64_t group) {
+  const int64_t threads = int_param(params, variant, "threads_per_block");
+  require(threads >= 32 && threads <= 1024 && threads % 32 == 0 && threads % group == 0, variant,
+          "threads_per_block = " + std::to_string(threads) + " must be a multiple of 32 in [32, 1024]");
+}
+
+// Parameters after a forced merge can be anything: every combination a kernel cannot run is
+// refused here, naming the value, before anything is rendered.
+void check_params(const std::string& variant, const json& params, const SddmmProblem& p, const DeviceTarget& device) {
+  if (variant == "cusparse") return;
+  check_vector_width(params, p, variant);
+  const int64_t group = int_param(params, variant, "group_size");
+  require(is_pow2(group) && group <= 32, variant, "group_size = " + std::to_string(group) + " is not a power of two in [1, 32]");
+  check_threads(params, variant, group);
+  if (variant == "coo_flat") {
+    const int64_t per = int_param(params, variant, "nnz_per_group");
+    require(per >= 1 && per <= group, variant,
+            "nnz_per_group = " + std::to_string(per) + " outside [1, group_size = " + std::to_string(group) + "]");
+    return;
+  }
+  for (const char* edge : {"tile_rows", "tile_cols"}) {
+    const int64_t v = int_param(params, variant, edge);
+    require(v >= 1 && v <= int64_t(formats::kMaxTileEdge), variant,
+            std::string(edge) + " = " + std::to_string(v) + " outside [1, " + std::to_string(int64_t(formats::kMaxTileEdge)) + "]");
+  }
+  const int64_t slice = int_param(params, variant, "slice");
+  const int64_t unit = int_param(params, variant, "vector_width") * group;
+  require(slice >= 1 && slice % unit == 0, variant,
+          "slice = " + std::to_string(slice) + " is not a positive multiple of vector_width * group_size = " + std::to_string(unit));
+  require(params.at("combine") == "atomic" || params.at("combine") == "reduce", variant,
+          "combine = " + params.at("combine").dump() + " is neither \"atomic\" nor \"reduce\"");
+  const int64_t bytes = sddmm_tiled_shared_bytes(params, p.dtype);
+  if (bytes > device.shared_per_block_optin)
+    throw UnsupportedError("sddmm " + variant + ": tile_cols x slice needs " + std::to_string(bytes) +
+                           " bytes of shared memory, the device allows " + std::to_string(device.shared_per_block_optin));
+}
+
+// The tree's leaf replaces choose()'s cheapest candidate when it can run the problem.
+void apply_tree(Decision& d, const json& model, const std::vector<VariantSpec>& variants) {
+  if (!model.contains("tree")) return;
+  const models::TreeResult result = models::evaluate_tree(model["tree"], d.features);
+  d.path = result.path;
+  if (!result.leaf.is_string())
+    throw InvalidInputError("sddmm model " + model.value("id", std::string("?")) + ": tree leaf " + result.leaf.dump() +
+                            " is not a variant name");
+  for (const auto& v : variants) {
+    if (v.name == result.leaf.get<std::string>() && v.rejected_because.empty()) {
+      d.variant = v.name;
+      d.params = v.default_params;
+      return;
+    }
+  }
 }
 
 }  // namespace
 
+int64_t sddmm_tiled_shared_bytes(const nlohmann::json& params, DType dtype) {
+  const int64_t width = params.at("vector_width").get<int64_t>();
+  const int64_t unit_bytes = width * int64_t(size_of(dtype));
+  return params.at("tile_cols").get<int64_t>() * (params.at("slice").get<int64_t>() / width + 1) * unit_bytes;
+}
+
 std::vector<std::string> sddmm_variants() {
   std::vector<std::string> names;
-  for (const auto& v : sddmm_candidates({1, DType::F32, 1, 1})) names.push_back(v.name);
+  for (const auto& v : sddmm_candidates(Features{}, {1, DType::F32, 1, 1}, Options{}, models::shipped_model("sddmm")))
+    names.push_back(v.name);
   return names;
 }
 
-Decision plan_sddmm(const Features& features, const SddmmProblem& problem, const DeviceTarget& device, const Options& options) {
+Decision plan_sddmm(const Features& features, const SddmmProblem& problem, const DeviceTarget& device, const Options& options,
+                    const nlohmann::json& model) {
   Decision d;
   d.op = Op::SDDMM;
   d.device = device.name;
@@ -60,10 +241,67 @@ Decision plan_sddmm(const Features& features, const SddmmProblem& problem, const
   d.features = to_json(features);
   d.features["k"] = problem.k;
   d.features["value_bytes"] = size_of(problem.dtype);
-  const nlohmann::json terms = sddmm_terms(features, problem);
-  choose(d, sddmm_candidates(problem), models::shipped_model("sddmm"),
-         [&](const std::string&) { return terms; }, forced_choice(Op::SDDMM, options));
+  d.features["pattern_reused"] = (options.reuse == Reuse::Many || problem.pattern_seen) ? 1 : 0;
+  const auto variants = sddmm_candidates(features, problem, options, model);
+  const auto forced = forced_choice(Op::SDDMM, options);
+  choose(d, variants, model,
+         [&](const std::string& name) {
+           for (const auto& v : variants)
+             if (v.name == name) return sddmm_terms(features, problem, name, v.default_params);
+           return json::object();
+         },
+         forced);
+  if (d.source == DecisionSource::Model) apply_tree(d, model, variants);
+  check_params(d.variant, d.params, problem, device);
   return d;
+}
+
+Decision plan_sddmm(const Features& features, const SddmmProblem& problem, const DeviceTarget& device, const Options& options) {
+  return plan_sddmm(features, problem, device, options, models::shipped_model("sddmm"));
+}
+
+std::vector<std::pair<std::string, nlohmann::json>> sddmm_search_space(const Features& features, const SddmmProblem& problem,
+                                                                       const DeviceTarget& device) {
+  std::vector<std::pair<std::string, json>> space;
+  if (problem.dtype != DType::F32 && problem.dtype != DType::F64) return space;
+  const json& model = models::shipped_model("sddmm");
+  const int width = vector_width(problem);
+  const int64_t units = (problem.k + width - 1) / width;
+  auto keep = [&](const std::string& variant, const json& params) {
+    try {
+      check_params(variant, params, problem, device);
+      space.emplace_back(variant, params);
+    } catch (const Error&) {
+      // a combination the kernel cannot run on this device: not worth measuring
+    }
+  };
+  for (int64_t group : {4, 8, 16, 32}) {
+    if (group > 2 * pow2_at_least(units) && group > 4) continue;  // most lanes would idle
+    for (int64_t per : {1, 2, 4})
+      for (int64_t threads : {128, 256})
+        keep("coo_flat", {{"vector_width", width}, {"group_size", group}, {"nnz_per_group", std::min(per, group)},
+                          {"threads_per_block", threads}});
+  }
+  for (const std::string variant : {"tiled_shared", "reindexed_tiled"}) {
+    for (int64_t tile_cols : {32, 64, 128}) {
+      const int64_t rows = default_tile_rows(features, tile_cols, model, variant);
+      for (int64_t tile_rows : {rows / 4, rows, rows * 4}) {
+        if (tile_rows < 1 || tile_rows > int64_t(formats::kMaxTileEdge)) continue;
+        for (int64_t group : {1, 4, 8}) {
+          if (group > pow2_at_least(units)) continue;
+          for (int64_t slice_max : {32, 64, 128}) {
+            const int64_t slice = round_up(std::min<int64_t>(slice_max, problem.k), width * group);
+            if (slice_max > 32 && slice < slice_max) continue;  // K already fits a smaller slice
+            for (const char* combine : {"atomic", "reduce"})
+              keep(variant, {{"tile_rows", tile_rows}, {"tile_cols", tile_cols}, {"slice", slice}, {"group_size", group},
+                             {"combine", combine}, {"threads_per_block", 256}, {"vector_width", width}});
+          }
+        }
+      }
+    }
+  }
+  space.emplace_back("cusparse", json::object());
+  return space;
 }
 
 }  // namespace sparsejit::plan

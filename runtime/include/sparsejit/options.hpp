@@ -9,6 +9,16 @@
 
 namespace sparsejit {
 
+// Whether the caller will run the same sparsity pattern again (SDDMM). A pattern that is
+// reused pays for a per-pattern preprocessing once and gains on every later call, so the
+// planner admits variants that need one (SDDMM reindexed_tiled) only for Reuse::Many, or
+// when the matrix handle has already served an SDDMM call.
+enum class Reuse {
+  Once,  // default: one call per pattern; no preprocessing beyond what the fastest plain path needs
+  Many,  // the pattern will be used many times: per-pattern preprocessing is worth building
+};
+inline const char* to_string(Reuse reuse) { return reuse == Reuse::Many ? "many" : "once"; }
+
 struct Options {
   // "" or "auto": the planner chooses. Otherwise the name of a variant of the op
   // (`sparsejit explain --list` prints them), e.g. "csr_rowwarp" or "cusparse".
@@ -19,6 +29,8 @@ struct Options {
   void* stream = nullptr;
   // SpMM only: compute C = Aᵀ·B instead of A·B.
   bool transpose_a = false;
+  // SDDMM only: how often this sparsity pattern will be used (see Reuse).
+  Reuse reuse = Reuse::Once;
 };
 
 // A forced choice from SPARSEJIT_FORCE=op:variant[:k=v,...], e.g.
