@@ -1,9 +1,9 @@
 // SDDMM planner: P = S ∘ (A·Bᵀ). Candidates: our coo_flat kernel and cuSPARSE.
 #include <algorithm>
 
-#include "models/model_store.hpp"
 #include "plan/choose.hpp"
 #include "plan/planner.hpp"
+#include "plan/tuned.hpp"
 
 namespace sparsejit::plan {
 
@@ -61,8 +61,11 @@ Decision plan_sddmm(const Features& features, const SddmmProblem& problem, const
   d.features["k"] = problem.k;
   d.features["value_bytes"] = size_of(problem.dtype);
   const nlohmann::json terms = sddmm_terms(features, problem);
-  choose(d, sddmm_candidates(problem), models::shipped_model("sddmm"),
+  choose(d, sddmm_candidates(problem), *planner_model(Op::SDDMM, device),
          [&](const std::string&) { return terms; }, forced_choice(Op::SDDMM, options));
+  const std::string bucket = sddmm_bucket(features, problem);
+  d.features["feature_bucket"] = bucket;
+  apply_tuned_choice(d, device, bucket);
   return d;
 }
 

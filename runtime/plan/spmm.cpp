@@ -2,9 +2,9 @@
 // Order of precedence (DESIGN.md): forced, tuned record, model (cost formulas), default.
 #include <algorithm>
 
-#include "models/model_store.hpp"
 #include "plan/choose.hpp"
 #include "plan/planner.hpp"
+#include "plan/tuned.hpp"
 
 namespace sparsejit::plan {
 
@@ -51,9 +51,16 @@ Decision plan_spmm(const Features& features, const SpmmProblem& problem, const D
   d.features["k"] = problem.k;
   d.features["value_bytes"] = size_of(problem.dtype);
   d.features["transpose_a"] = problem.transpose_a;
+  // Accumulations per nonzero: how much of the clustering survives the column panels (a
+  // threshold-tree feature, comparable across matrix sizes).
+  d.features["accumulations_per_nnz"] =
+      features.basic.nnz > 0 ? double(features.clustering.accumulations) / double(features.basic.nnz) : 0.0;
   const nlohmann::json terms = spmm_terms(features, problem);
-  choose(d, spmm_candidates(problem), models::shipped_model("spmm"),
+  choose(d, spmm_candidates(problem), *planner_model(Op::SpMM, device),
          [&](const std::string&) { return terms; }, forced_choice(Op::SpMM, options));
+  const std::string bucket = spmm_bucket(features, problem);
+  d.features["feature_bucket"] = bucket;
+  apply_tuned_choice(d, device, bucket);
   return d;
 }
 

@@ -6,6 +6,7 @@ void register_commands(CLI::App& app) {
   add_info_command(app);
   add_inspect_command(app);
   add_demo_command(app);
+  add_tune_command(app);
 }
 
 }  // namespace sparsejit::cli

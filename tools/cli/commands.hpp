@@ -8,5 +8,6 @@ void register_commands(CLI::App& app);
 void add_info_command(CLI::App& app);
 void add_inspect_command(CLI::App& app);
 void add_demo_command(CLI::App& app);
+void add_tune_command(CLI::App& app);
 
 }  // namespace sparsejit::cli
