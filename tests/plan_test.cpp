@@ -284,6 +284,7 @@ TEST(PlanRs, SearchSpaceEntriesAreValidWhenForced) {
       }
     }
   }
+}
 
 // ---------------------------------------------------------------------------------------
 // SDDMM planner: the decision tree, reuse gating, model override, forced parameters and the

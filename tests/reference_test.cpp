@@ -74,6 +74,13 @@ template <> double unit_roundoff<double>() { return 0x1p-52; }
 template <> double unit_roundoff<float>() { return 0x1p-23; }
 template <> double unit_roundoff<half>() { return 0x1p-10; }
 template <> double unit_roundoff<bfloat16>() { return 0x1p-7; }
+// Half the spacing of T's subnormals: the absolute error of rounding a result near zero,
+// which no relative bound covers (half's subnormals are only 2^-24 apart).
+template <class T> double subnormal_half_step();
+template <> double subnormal_half_step<double>() { return 0x1p-1074; }
+template <> double subnormal_half_step<float>() { return 0x1p-150; }
+template <> double subnormal_half_step<half>() { return 0x1p-25; }
+template <> double subnormal_half_step<bfloat16>() { return 0x1p-134; }
 
 template <class T>
 Dense<T> random_dense(int rows, int cols, std::mt19937_64& rng) {
@@ -116,7 +123,7 @@ void expect_matches(const Dense<T>& out, const NaiveProduct& ref, const std::str
   const Naive got = naive(out);
   for (int i = 0; i < out.rows; ++i)
     for (int j = 0; j < out.cols; ++j)
-      ASSERT_NEAR(got.at(i, j), ref.value.at(i, j), 2 * unit_roundoff<T>() * ref.magnitude.at(i, j) + 1e-300)
+      ASSERT_NEAR(got.at(i, j), ref.value.at(i, j), 2 * unit_roundoff<T>() * ref.magnitude.at(i, j) + subnormal_half_step<T>() + 1e-300)
           << what << " at (" << i << ", " << j << ")";
 }
 
@@ -188,7 +195,7 @@ TYPED_TEST(ReferenceTyped, SddmmMatchesMaskedDenseProduct) {
         const int c = pattern.col_idx[e];
         const double scale = as_double(pattern.values[e]);
         ASSERT_NEAR(as_double(p.values[e]), scale * dense.value.at(r, c),
-                    2 * unit_roundoff<T>() * std::fabs(scale) * dense.magnitude.at(r, c) + 1e-300)
+                    2 * unit_roundoff<T>() * std::fabs(scale) * dense.magnitude.at(r, c) + subnormal_half_step<T>() + 1e-300)
             << describe(s, seed) << " at (" << r << ", " << c << ")";
       }
   }
@@ -215,7 +222,7 @@ void check_spgemm(const Csr<T>& a, const Csr<T>& b, const std::string& what) {
     for (int e = c.row_ptr[r]; e < c.row_ptr[r + 1]; ++e) {
       const int j = c.col_idx[e];
       in_c.at(r, j) = 1.0;
-      ASSERT_NEAR(as_double(c.values[e]), ref.value.at(r, j), 2 * unit_roundoff<T>() * ref.magnitude.at(r, j))
+      ASSERT_NEAR(as_double(c.values[e]), ref.value.at(r, j), 2 * unit_roundoff<T>() * ref.magnitude.at(r, j) + subnormal_half_step<T>())
           << what << " at (" << r << ", " << j << ")";
     }
   for (int i = 0; i < m; ++i)

@@ -17,6 +17,7 @@
 #include "plan/choose.hpp"
 #include "plan/planner.hpp"
 #include "sparsejit/error.hpp"
+#include "plan/tuned.hpp"
 
 namespace sparsejit::plan {
 
@@ -252,12 +253,15 @@ Decision plan_sddmm(const Features& features, const SddmmProblem& problem, const
          },
          forced);
   if (d.source == DecisionSource::Model) apply_tree(d, model, variants);
+  const std::string bucket = sddmm_bucket(features, problem);
+  d.features["feature_bucket"] = bucket;
+  apply_tuned_choice(d, device, bucket);
   check_params(d.variant, d.params, problem, device);
   return d;
 }
 
 Decision plan_sddmm(const Features& features, const SddmmProblem& problem, const DeviceTarget& device, const Options& options) {
-  return plan_sddmm(features, problem, device, options, models::shipped_model("sddmm"));
+  return plan_sddmm(features, problem, device, options, *planner_model(Op::SDDMM, device));
 }
 
 std::vector<std::pair<std::string, nlohmann::json>> sddmm_search_space(const Features& features, const SddmmProblem& problem,

@@ -30,6 +30,7 @@
 #include "plan/choose.hpp"
 #include "plan/planner.hpp"
 #include "sparsejit/error.hpp"
+#include "plan/tuned.hpp"
 
 namespace sparsejit::plan {
 
@@ -329,7 +330,12 @@ Decision plan_spmm(const Features& features, const SpmmProblem& problem, const D
   d.features["k"] = problem.k;
   d.features["value_bytes"] = size_of(problem.dtype);
   d.features["transpose_a"] = problem.transpose_a;
-  const nlohmann::json& model = models::shipped_model("spmm");
+  // Accumulations per nonzero: how much of the clustering survives the column panels (a
+  // threshold-tree feature, comparable across matrix sizes).
+  d.features["accumulations_per_nnz"] =
+      features.basic.nnz > 0 ? double(features.clustering.accumulations) / double(features.basic.nnz) : 0.0;
+  const auto model_ptr = planner_model(Op::SpMM, device);  // tuned model of this device, else shipped
+  const nlohmann::json& model = *model_ptr;
   const bool priced = type_rejection(problem).empty();
   const bool have_split = bool(split_stats) && priced;
   RsChoice rs;
@@ -346,6 +352,9 @@ Decision plan_spmm(const Features& features, const SpmmProblem& problem, const D
            return base;
          },
          forced);
+  const std::string bucket = spmm_bucket(features, problem);
+  d.features["feature_bucket"] = bucket;
+  apply_tuned_choice(d, device, bucket);
   if (d.variant == "csr_vector") check_light_params("csr_vector", d.params, problem);
   if (d.variant == "rs") finish_rs_params(d, features, problem, device, forced);
   return d;

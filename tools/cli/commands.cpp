@@ -10,6 +10,7 @@ void register_commands(CLI::App& app) {
   add_run_command(app);
   add_cache_command(app);
   add_bench_command(app);
+  add_tune_command(app);
 }
 
 }  // namespace sparsejit::cli

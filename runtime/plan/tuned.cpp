@@ -1,0 +1,239 @@
+#include "plan/tuned.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cctype>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <set>
+#include <tuple>
+
+#include "core/log.hpp"
+#include "jit/compiler.hpp"
+#include "models/model_store.hpp"
+#include "plan/choose.hpp"
+#include "sparsejit/cache.hpp"
+#include "sparsejit/device.hpp"
+#include "sparsejit/error.hpp"
+
+namespace sparsejit::plan {
+
+namespace {
+
+int process_driver_version() {
+  static const int version = driver_available() ? device_info(0).driver_version : 0;
+  return version;
+}
+
+// floor(log_base(x)), or -1 when x < 1.
+int log_bucket(double x, double base) {
+  if (!(x >= 1)) return -1;
+  return int(std::floor(std::log(x) / std::log(base) + 1e-9));
+}
+
+int32_t k_bucket(int32_t k) {
+  int32_t p = 1;
+  while (p < k && p < (1 << 30)) p *= 2;
+  return p;
+}
+
+int spread_bucket(double row_cv) { return row_cv < 0.5 ? 0 : row_cv < 2.0 ? 1 : 2; }
+
+std::string clustering_group(const ClusterBins& bins) {
+  if (bins.distances == 0) return "-";
+  // Groups of bins: {0}, {1, 2}, {3, 4, 5}, {6 .. 11}.
+  const int first_bin_of_group[] = {0, 1, 3, 6, kClusterBins};
+  int best = 0;
+  double best_fraction = -1;
+  for (int g = 0; g < 4; ++g) {
+    double f = 0;
+    for (int b = first_bin_of_group[g]; b < first_bin_of_group[g + 1]; ++b) f += bins.fractions[b];
+    if (f > best_fraction + 1e-12) { best = g; best_fraction = f; }
+  }
+  return std::to_string(best);
+}
+
+std::string key_text(const cache::DeviceKey& k) {
+  return k.device_name + "\n" + std::to_string(k.compute_capability) + "\n" + std::to_string(k.driver_version) + "\n" + k.library_version;
+}
+
+// The database tuning data is read from, or nullptr when the disk cache is disabled.
+cache::CacheStore* tuning_store() {
+  if (!cache::default_cache_dir()) return nullptr;
+  return &jit::default_compiler().cache().store();
+}
+
+double numeric_param(const nlohmann::json& params, const char* name) {
+  if (params.is_object() && params.contains(name) && params[name].is_number()) return params[name].get<double>();
+  return std::numeric_limits<double>::infinity();
+}
+
+struct Memo {
+  std::mutex mutex;
+  std::map<std::string, std::optional<TunedChoice>> choices;
+  std::map<std::string, std::shared_ptr<const nlohmann::json>> models;
+};
+Memo& memo() {
+  static Memo m;
+  return m;
+}
+
+}  // namespace
+
+cache::DeviceKey device_key(const DeviceTarget& device) {
+  return {device.name, device.sm, process_driver_version(), cache::current_key_context().library_version};
+}
+
+std::string spmm_bucket(const Features& f, const SpmmProblem& p) {
+  return std::string("spmm ") + to_string(p.dtype) + " k" + std::to_string(k_bucket(p.k)) + (p.transpose_a ? " T" : "") +
+         " nnz4^" + std::to_string(log_bucket(double(f.basic.nnz), 4)) + " rows4^" + std::to_string(log_bucket(f.basic.rows, 4)) +
+         " mean2^" + std::to_string(log_bucket(f.basic.row_mean, 2)) + " cv" + std::to_string(spread_bucket(f.basic.row_cv)) +
+         " clu" + clustering_group(f.clustering);
+}
+
+std::string sddmm_bucket(const Features& f, const SddmmProblem& p) {
+  const int density_decade = f.basic.density > 0 ? int(std::floor(std::log10(f.basic.density) + 1e-9)) : -99;
+  return std::string("sddmm ") + to_string(p.dtype) + " k" + std::to_string(k_bucket(p.k)) + " nnz4^" +
+         std::to_string(log_bucket(double(f.basic.nnz), 4)) + " dens10^" + std::to_string(density_decade) + " cv" +
+         std::to_string(spread_bucket(f.basic.row_cv));
+}
+
+bool tie_break_before(const std::string& va, const nlohmann::json& pa, const std::string& vb, const nlohmann::json& pb) {
+  return std::make_tuple(numeric_param(pa, "W"), numeric_param(pa, "T"), va, pa.dump()) <
+         std::make_tuple(numeric_param(pb, "W"), numeric_param(pb, "T"), vb, pb.dump());
+}
+
+std::optional<RankedCandidate> best_over_cases(const std::vector<CaseTime>& times) {
+  std::map<std::string, double> case_best;
+  for (const auto& t : times) {
+    if (!t.ok) continue;
+    auto [it, fresh] = case_best.emplace(t.case_id, t.time_ms);
+    if (!fresh) it->second = std::min(it->second, t.time_ms);
+  }
+  std::set<std::string> cases;
+  for (const auto& t : times) cases.insert(t.case_id);
+
+  struct Tally {
+    const CaseTime* first = nullptr;
+    double log_sum = 0;
+    std::set<std::string> cases;
+    bool failed = false;
+  };
+  std::map<std::string, Tally> tallies;  // by variant + params
+  for (const auto& t : times) {
+    Tally& tally = tallies[t.variant + "\n" + t.params.dump()];
+    if (!tally.first) tally.first = &t;
+    if (!t.ok || !(t.time_ms > 0)) { tally.failed = true; continue; }
+    tally.log_sum += std::log(t.time_ms / case_best.at(t.case_id));
+    tally.cases.insert(t.case_id);
+  }
+  std::vector<RankedCandidate> complete;
+  for (const auto& [_, tally] : tallies)
+    if (!tally.failed && tally.cases.size() == cases.size())
+      complete.push_back({tally.first->variant, tally.first->params, std::exp(tally.log_sum / double(cases.size())), int(cases.size())});
+  if (complete.empty()) return std::nullopt;
+  double best = std::numeric_limits<double>::infinity();
+  for (const auto& c : complete) best = std::min(best, c.mean_slowdown);
+  const RankedCandidate* chosen = nullptr;
+  for (const auto& c : complete) {
+    if (c.mean_slowdown > best * (1 + kTieTolerance)) continue;
+    if (!chosen || tie_break_before(c.variant, c.params, chosen->variant, chosen->params)) chosen = &c;
+  }
+  return *chosen;
+}
+
+std::vector<CaseTime> case_times(const std::vector<cache::TuningRecord>& records) {
+  std::map<std::string, std::pair<int64_t, CaseTime>> newest;
+  for (const auto& r : records) {
+    if (!r.params.is_object() || !r.params.contains(kMeasuredOn)) continue;
+    const nlohmann::json& on = r.params[kMeasuredOn];
+    if (!on.is_object() || !on.contains("case") || !on["case"].is_string()) continue;
+    CaseTime t{on["case"].get<std::string>(), r.variant, r.params, r.time_ms, r.checked};
+    t.params.erase(kMeasuredOn);
+    const std::string key = t.case_id + "\n" + t.variant + "\n" + t.params.dump();
+    auto it = newest.find(key);
+    if (it == newest.end() || r.created >= it->second.first) newest[key] = {r.created, std::move(t)};
+  }
+  std::vector<CaseTime> out;
+  for (auto& [_, entry] : newest) out.push_back(std::move(entry.second));
+  return out;
+}
+
+std::optional<TunedChoice> tuned_choice(Op op, const DeviceTarget& device, const std::string& bucket) {
+  cache::CacheStore* store = tuning_store();
+  if (!store) return std::nullopt;
+  const cache::DeviceKey key = device_key(device);
+  const std::string memo_key = key_text(key) + "\n" + to_string(op) + "\n" + bucket;
+  Memo& m = memo();
+  std::lock_guard<std::mutex> lock(m.mutex);
+  const auto it = m.choices.find(memo_key);
+  if (it != m.choices.end()) return it->second;
+  std::optional<TunedChoice> choice;
+  if (const auto best = best_over_cases(case_times(store->find_tuning_records(key, to_string(op), bucket))))
+    choice = TunedChoice{best->variant, best->params, bucket, best->cases};
+  m.choices[memo_key] = choice;
+  return choice;
+}
+
+std::string tuned_model_name(Op op) { return to_string(op); }
+
+std::string tuned_model_id(Op op, const std::string& device_name) {
+  std::string id = std::string(to_string(op)) + "-tuned-";
+  for (char c : device_name) id += std::isalnum(static_cast<unsigned char>(c)) ? c : '-';
+  return id;
+}
+
+std::shared_ptr<const nlohmann::json> planner_model(Op op, const DeviceTarget& device) {
+  const std::string name = tuned_model_name(op);
+  cache::CacheStore* store = tuning_store();
+  if (!store) return std::make_shared<const nlohmann::json>(models::shipped_model(name));
+  const cache::DeviceKey key = device_key(device);
+  const std::string memo_key = key_text(key) + "\n" + name;
+  Memo& m = memo();
+  std::lock_guard<std::mutex> lock(m.mutex);
+  const auto it = m.models.find(memo_key);
+  if (it != m.models.end()) return it->second;
+  std::shared_ptr<const nlohmann::json> model;
+  if (const auto tuned = store->find_model(name, key)) {
+    if (tuned->json.is_object() && tuned->json.contains("cost") && tuned->json["cost"].is_object())
+      model = std::make_shared<const nlohmann::json>(tuned->json);
+    else
+      log(LogLevel::Warn, "tuned model '" + name + "' of " + key.device_name + " has no \"cost\" section; using the shipped model");
+  }
+  if (!model) model = std::make_shared<const nlohmann::json>(models::shipped_model(name));
+  m.models[memo_key] = model;
+  return model;
+}
+
+bool apply_tuned_choice(Decision& decision, const DeviceTarget& device, const std::string& bucket) {
+  if (decision.source == DecisionSource::Forced) return false;
+  const auto choice = tuned_choice(decision.op, device, bucket);
+  if (!choice) return false;
+  const auto candidate = std::find_if(decision.candidates.begin(), decision.candidates.end(),
+                                      [&](const Candidate& c) { return c.variant == choice->variant; });
+  if (candidate == decision.candidates.end() || !candidate->rejected_because.empty()) return false;
+  nlohmann::json params;
+  try {
+    params = merge_params(choice->variant, candidate->params, choice->params);
+  } catch (const InvalidInputError& e) {  // recorded by an older version of the variant
+    log(LogLevel::Warn, "ignoring tuning records of bucket '" + bucket + "': " + e.what());
+    return false;
+  }
+  decision.variant = choice->variant;
+  decision.params = params;
+  decision.source = DecisionSource::Tuned;
+  decision.model_id = "tuning-records";
+  decision.model_version = bucket;
+  decision.features["tuned_cases"] = choice->cases;
+  return true;
+}
+
+void forget_tuned_lookups() {
+  Memo& m = memo();
+  std::lock_guard<std::mutex> lock(m.mutex);
+  m.choices.clear();
+  m.models.clear();
+}
+
+}  // namespace sparsejit::plan

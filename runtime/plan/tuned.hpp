@@ -1,0 +1,113 @@
+// What `sparsejit tune` left for the planners: tuning records per feature bucket and tuned
+// models, both keyed by this device (cache/cache_store.hpp), and the rules both the planners
+// and the tuner use to rank measured candidates.
+//
+// Lookup order in a planner (DESIGN.md "The way one call flows"):
+//   1. forced choice                                   source = forced
+//   2. tuning records of this device for the bucket    source = tuned
+//   3. the op's model: the tuned model of this device
+//      from the cache database when there is one
+//      (model_id "<op>-tuned-<device>"), else the
+//      shipped models/<op>.json                        source = model
+//   4. the op's default                                source = default
+// Records and models of another device name, compute capability, driver or library version
+// are ignored (not deleted). With SPARSEJIT_CACHE_DIR="" there is no database: nothing is
+// tuned and the shipped models apply. Each lookup reads the database once per process and
+// (device, op, bucket) or (device, op); forget_tuned_lookups() drops what was remembered.
+//
+// Tuning record layout: record.params holds the candidate's parameters as a forced choice
+// would give them (only those the search space varies), plus the reserved key
+// kMeasuredOn = {"case": "<fingerprint> k<K> <dtype>", "matrix": "<name>", "k": K,
+// "error": "<why it failed>" (failed records only)}. A case is one matrix at one K and value
+// type; records of one case compare with each other.
+#pragma once
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cache/cache_store.hpp"
+#include "plan/planner.hpp"
+
+namespace sparsejit::plan {
+
+inline constexpr const char* kMeasuredOn = "measured_on";
+// Candidates whose mean slowdowns are within this fraction of the best are tied; the tie
+// goes to tie_break_before's order.
+inline constexpr double kTieTolerance = 0.02;
+
+// The key tuning records and models of `device` are stored under: its name and compute
+// capability, this process's driver version (0 without a driver) and the library version.
+cache::DeviceKey device_key(const DeviceTarget& device);
+
+// Feature buckets: coarse keys so that a record measured on one matrix applies to similar
+// ones. Fields, separated by spaces:
+//   spmm  <dtype> k<K'> [T] nnz4^a rows4^b mean2^c cv<v> clu<g>
+//   sddmm <dtype> k<K'> nnz4^a dens10^d cv<v>
+// K' is K rounded up to a power of two; T marks Aᵀ·B; a, b, c are floor(log4 nnz),
+// floor(log4 rows), floor(log2 row_mean) (-1 when the value is below 1); d is
+// floor(log10 density); v is the row-length spread (0: row_cv < 0.5, 1: < 2, 2: >= 2); g
+// is the clustering group holding most neighbour distances (0: distance 1 (bin 0), 1:
+// 2-15 (bins 1-2), 2: 16-1023 (bins 3-5), 3: farther (bins 6-11); '-' without distances).
+std::string spmm_bucket(const Features& features, const SpmmProblem& problem);
+std::string sddmm_bucket(const Features& features, const SddmmProblem& problem);
+
+// One measured candidate on one case.
+struct CaseTime {
+  std::string case_id;
+  std::string variant;
+  nlohmann::json params = nlohmann::json::object();
+  double time_ms = 0;
+  bool ok = false;  // ran and matched the CPU reference
+};
+
+struct RankedCandidate {
+  std::string variant;
+  nlohmann::json params = nlohmann::json::object();
+  double mean_slowdown = 0;  // geometric mean over the cases of time / best time of the case
+  int cases = 0;
+};
+
+// Deterministic order among tied candidates: smaller "W", then smaller "T" (a candidate
+// without the parameter comes after one with it), then variant name, then parameters.
+bool tie_break_before(const std::string& variant_a, const nlohmann::json& params_a, const std::string& variant_b,
+                      const nlohmann::json& params_b);
+
+// The candidate with the smallest mean slowdown among those that ran correctly on every
+// case (a candidate that failed on any case is never chosen), ties broken as above;
+// nullopt when no candidate covers every case.
+std::optional<RankedCandidate> best_over_cases(const std::vector<CaseTime>& times);
+
+// Records to case times: the candidate's params without kMeasuredOn, one time per case and
+// candidate (the newest record wins). Records without a case are skipped.
+std::vector<CaseTime> case_times(const std::vector<cache::TuningRecord>& records);
+
+struct TunedChoice {
+  std::string variant;
+  nlohmann::json params = nlohmann::json::object();
+  std::string bucket;
+  int cases = 0;
+};
+
+// The tuned choice for a bucket on `device` (memoized), or nullopt.
+std::optional<TunedChoice> tuned_choice(Op op, const DeviceTarget& device, const std::string& bucket);
+
+// The model the planner prices candidates with: the tuned model of `device` when the cache
+// has one, else the shipped one (memoized).
+std::shared_ptr<const nlohmann::json> planner_model(Op op, const DeviceTarget& device);
+// The name a tuned model is stored under in the cache ("spmm", "sddmm": it overrides the
+// shipped model of that name) and its id ("spmm-tuned-NVIDIA-H200").
+std::string tuned_model_name(Op op);
+std::string tuned_model_id(Op op, const std::string& device_name);
+
+// Step 2 of the lookup order for a decision that `choose` filled: when the bucket has a
+// tuned choice whose variant is an eligible candidate and whose params the variant takes,
+// the decision takes it (source tuned, model_id "tuning-records", model_version the
+// bucket) and true is returned. Forced decisions are left alone.
+bool apply_tuned_choice(Decision& decision, const DeviceTarget& device, const std::string& bucket);
+
+void forget_tuned_lookups();
+
+}  // namespace sparsejit::plan

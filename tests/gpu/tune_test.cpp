@@ -1,0 +1,164 @@
+// `sparsejit tune --quick` on the GPU into a temporary cache directory: every candidate is
+// recorded, the tuned model is stored and written, a second run measures nothing new, and
+// the planner (explain and the Runtime) then uses the records of this device.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "cache/cache_store.hpp"
+#include "ops/runtime_state.hpp"
+#include "plan/tuned.hpp"
+#include "sparsejit/device.hpp"
+#include "sparsejit/generate.hpp"
+#include "sparsejit/reference.hpp"
+#include "sparsejit/runtime.hpp"
+#include "support/test_support.hpp"
+#include "tuner/training_set.hpp"
+
+namespace sparsejit {
+namespace {
+
+// Set before anything in this process opens the cache, so explain and the Runtime read the
+// records the CLI writes.
+const std::string kCacheDir = [] {
+  const auto dir = std::filesystem::temp_directory_path() / ("sparsejit_tune_gpu_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  ::setenv("SPARSEJIT_CACHE_DIR", dir.c_str(), 1);
+  return dir.string();
+}();
+
+struct CliResult {
+  int status = -1;
+  std::string out;
+};
+
+CliResult run_tune(const std::string& args) {
+  CliResult r;
+  const std::string cmd = "SPARSEJIT_CACHE_DIR='" + kCacheDir + "' " + test::cli_path() + " tune " + args + " 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (pipe == nullptr) return r;
+  std::array<char, 4096> buf{};
+  std::size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.out.append(buf.data(), n);
+  const int raw = pclose(pipe);
+  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  return r;
+}
+
+std::vector<cache::TuningRecord> records_of(const std::string& op) {
+  cache::CacheStore store(kCacheDir);
+  std::vector<cache::TuningRecord> out;
+  for (auto& r : store.all_tuning_records())
+    if (r.op == op) out.push_back(std::move(r));
+  return out;
+}
+
+class TuneGpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!driver_available()) GTEST_SKIP() << driver_unavailable_reason();
+  }
+};
+
+TEST_F(TuneGpu, QuickSpmmTuneRecordsResumesAndIsUsedByThePlanner) {
+  const std::string models_dir = kCacheDir + "/models";
+  const CliResult first = run_tune("--op spmm --quick --k 32 --write-models '" + models_dir + "'");
+  ASSERT_EQ(first.status, 0) << first.out;
+  EXPECT_NE(first.out.find("[1/3] uniform:2048:4 K=32 f32: best "), std::string::npos) << first.out;
+  EXPECT_NE(first.out.find("[3/3] "), std::string::npos) << first.out;
+  EXPECT_NE(first.out.find("(6 candidates)"), std::string::npos) << first.out;
+
+  // 3 matrices x 1 K x 6 candidates, each a record of this device with its case.
+  const auto records = records_of("spmm");
+  ASSERT_EQ(records.size(), 18u) << first.out;
+  const cache::DeviceKey key = plan::device_key(detail::explain_target(0));
+  std::set<std::string> cases, passed_cases;
+  for (const auto& r : records) {
+    EXPECT_EQ(r.device.device_name, key.device_name);
+    EXPECT_EQ(r.device.driver_version, key.driver_version);
+    const std::string c = r.params.at(plan::kMeasuredOn).at("case").get<std::string>();
+    cases.insert(c);
+    if (r.checked) {
+      EXPECT_GT(r.time_ms, 0) << r.variant << " " << r.params.dump();
+      passed_cases.insert(c);
+    } else {
+      EXPECT_TRUE(r.params[plan::kMeasuredOn].contains("error")) << r.params.dump();
+    }
+  }
+  EXPECT_EQ(cases.size(), 3u);
+  EXPECT_EQ(passed_cases.size(), 3u);  // csr_rowwarp runs every case correctly
+
+  cache::CacheStore store(kCacheDir);
+  const auto model = store.find_model("spmm", key);
+  ASSERT_TRUE(model);
+  EXPECT_EQ(model->json["id"], plan::tuned_model_id(Op::SpMM, key.device_name));
+  std::ifstream file(models_dir + "/spmm.json");
+  ASSERT_TRUE(file.good());
+  EXPECT_EQ(nlohmann::json::parse(file)["id"], model->json["id"]);
+
+  // Nothing new is measured the second time.
+  const CliResult again = run_tune("--op spmm --quick --k 32");
+  ASSERT_EQ(again.status, 0) << again.out;
+  EXPECT_NE(again.out.find("measured 0 candidates"), std::string::npos) << again.out;
+  EXPECT_NE(again.out.find("reused 18"), std::string::npos) << again.out;
+  EXPECT_EQ(records_of("spmm").size(), 18u);
+
+  // explain in this process: the tuned bucket uses the record, another bucket the tuned model.
+  const auto quick = tuner::generated_training_matrices(true, 1);
+  const Decision tuned = explain_spmm(quick[2].matrix.pattern(), 32, DType::F32);
+  EXPECT_EQ(tuned.source, DecisionSource::Tuned) << describe(tuned);
+  EXPECT_EQ(tuned.model_version, tuned.features["feature_bucket"].get<std::string>());
+  const Csr<double> other = generate::rmat(1 << 16, 400000, 5);
+  const Decision modelled = explain_spmm(other.pattern(), 512, DType::F32);
+  EXPECT_EQ(modelled.source, DecisionSource::Model) << describe(modelled);
+  EXPECT_EQ(modelled.model_id, plan::tuned_model_id(Op::SpMM, key.device_name));
+
+  // The Runtime's automatic call follows the record and computes the right product.
+  Runtime rt(0);
+  Csr<float> a = cast<float>(quick[2].matrix);
+  const uint64_t seed = test::fresh_seed();
+  generate::fill_random(a.values, seed);
+  Dense<float> b(a.cols, 32);
+  generate::fill_random(b, seed + 1);
+  Dense<float> expected;
+  reference::spmm(a, b, expected);
+  DeviceCsr<float> da(rt.context(), a);
+  DeviceDense<float> db(rt.context(), b), dc(rt.context(), a.rows, 32);
+  dc.buffer().fill_bytes(0xFF);
+  const CallInfo call = rt.spmm(da, db, dc);
+  rt.context().synchronize();
+  EXPECT_EQ(call.decision->source, DecisionSource::Tuned);
+  EXPECT_EQ(call.decision->variant, tuned.variant);
+  const Dense<float> got = dc.download();
+  EXPECT_LE(test::relative_error(std::vector<double>(got.data.begin(), got.data.end()),
+                                 std::vector<double>(expected.data.begin(), expected.data.end())),
+            1e-5)
+      << "seed " << seed;
+}
+
+TEST_F(TuneGpu, QuickSddmmTuneReportsTheDensityThreshold) {
+  const CliResult r = run_tune("--op sddmm --quick --k 32 --restart");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("(13 candidates)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(paper: 1.0e-04)"), std::string::npos) << r.out;
+  const auto records = records_of("sddmm");
+  EXPECT_EQ(records.size(), 39u);
+  int passed = 0;
+  for (const auto& r2 : records) passed += r2.checked;
+  EXPECT_GE(passed, 36) << "every coo_flat shape must pass the reference check";
+  cache::CacheStore store(kCacheDir);
+  const auto model = store.find_model("sddmm", plan::device_key(detail::explain_target(0)));
+  ASSERT_TRUE(model);
+  EXPECT_TRUE(model->json["launch"].contains("coo_flat")) << model->json.dump();
+}
+
+}  // namespace
+}  // namespace sparsejit

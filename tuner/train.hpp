@@ -1,0 +1,80 @@
+// Training of the tuned models from measurements (pure CPU; `sparsejit tune` feeds it).
+//
+// SpMM (RS-SpMM section 4), over the measurements of the "rs" variant (params W, T, CF_V,
+// CF_H), per value type:
+//   CF_H     the most frequent CF_H among each case's best rs configuration (4.1)
+//   phase 1  with that CF_H: each case's best (CF_V, T); the most frequent CF_V (4.2)
+//   phase 2  with both fixed: each case's best T -> one sample of the threshold tree, whose
+//            features are kThresholdTreeFeatures (clustering bin fractions, accumulations per
+//            nonzero, row statistics, K and value size) (4.2)
+//   C1,v C2,v  per CF_V, least squares of time ≈ C1·acc_dense + C2·nnz_d over the phase-1
+//            measurements whose heavy part holds >= 95% of the nonzeros (the paper fits the
+//            heavy-only synthetic matrices; light work would bias the fit), all of that CF_V's
+//            measurements when fewer than two qualify (4.3)
+// and for every variant: "cost" coefficients of the planner's model scaled by the geometric
+// mean of measured / predicted time over the cases (the variant's best params), so the
+// cost formulas match this GPU.
+//
+// SDDMM (GPU-Dynamic section 7): per K, the density threshold that minimizes the time lost
+// by running a case's tiled variant (variant names containing "tiled") above it and its COO
+// variant ("coo") at or below it; per variant and density decade, the launch parameters with
+// the smallest mean slowdown; and the scaled "cost" coefficients as for SpMM.
+//
+// Ties among a case's candidates (within plan::kTieTolerance) follow plan::tie_break_before.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sparsejit/types.hpp"
+
+namespace sparsejit::tuner {
+
+inline constexpr const char* kRsVariant = "rs";
+inline constexpr double kPaperDensityThreshold = 1e-4;  // GPU-Dynamic: tiled above 0.01 %
+
+// The features of the threshold tree, keys of the planner's Decision features.
+extern const std::vector<std::string> kThresholdTreeFeatures;
+
+struct Measurement {
+  std::string case_id;   // "<fingerprint> k<K> <dtype>"
+  std::string matrix;    // name, for messages
+  int32_t k = 0;
+  DType dtype = DType::F32;
+  nlohmann::json features = nlohmann::json::object();  // the planner's Decision features
+  std::string variant;
+  nlohmann::json params = nlohmann::json::object();    // as searched
+  double time_ms = 0;
+  bool ok = false;            // ran and matched the CPU reference
+  double predicted_ms = 0;    // the planner model's prediction for the variant (0: none)
+  int64_t heavy_segments = -1;  // acc_dense at this candidate's W and T (-1: no W/T)
+  int64_t heavy_nnz = -1;       // nnz_d at this candidate's W and T
+};
+
+struct TrainedModel {
+  nlohmann::json model;            // the tuned model JSON
+  std::vector<std::string> notes;  // one line each, for the tune report
+};
+
+// base_model: the model the planner used while measuring (its "cost" is rescaled).
+TrainedModel train_spmm_model(const std::vector<Measurement>& measurements, const nlohmann::json& base_model,
+                              const std::string& device_name);
+TrainedModel train_sddmm_model(const std::vector<Measurement>& measurements, const nlohmann::json& base_model,
+                               const std::string& device_name);
+
+// The pieces, exposed for tests.
+// {"f32": {"cf_h": .., "cf_v": .., "threshold_tree": .., "cf_v_cost": {"1": {"acc_dense": C1,
+// "nnz_d": C2}, ...}}, ...}; nullopt without rs measurements.
+std::optional<nlohmann::json> train_rs(const std::vector<Measurement>& measurements, std::vector<std::string>& notes);
+// base "cost" with each measured variant's coefficients scaled.
+nlohmann::json calibrate_costs(const std::vector<Measurement>& measurements, const nlohmann::json& base_cost,
+                               std::vector<std::string>& notes);
+// The learned density threshold of one K; nullopt when no case has both a tiled and a COO time.
+std::optional<double> density_threshold(const std::vector<Measurement>& measurements, int32_t k);
+// {"<variant>": [{"density_decade": d, "params": {...}, "cases": n}, ...]}
+nlohmann::json launch_shapes(const std::vector<Measurement>& measurements);
+
+}  // namespace sparsejit::tuner

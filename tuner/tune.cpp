@@ -1,0 +1,345 @@
+#include "tuner/tune.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iomanip>
+#include <map>
+#include <sstream>
+
+#include "ops/runtime_state.hpp"
+#include "plan/tuned.hpp"
+#include "sparsejit/error.hpp"
+#include "sparsejit/features.hpp"
+#include "sparsejit/generate.hpp"
+#include "sparsejit/io.hpp"
+#include "sparsejit/reference.hpp"
+#include "tuner/measure.hpp"
+#include "tuner/search_space.hpp"
+#include "tuner/training_set.hpp"
+
+namespace sparsejit::tuner {
+
+namespace {
+
+// A matrix of the training set, loaded when its turn comes (the whole set need not fit in memory).
+struct MatrixSource {
+  std::string name;
+  std::function<Csr<double>()> load;
+};
+
+// "0.9/name.smtx.gz" -> "0.9/name": the path below the directory without its extensions.
+std::string matrix_name(const std::string& file, const std::string& dir) {
+  std::string name = std::filesystem::path(file).lexically_relative(dir).string();
+  for (const char* ext : {".gz", ".mtx", ".smtx"})
+    if (name.size() > std::strlen(ext) && name.compare(name.size() - std::strlen(ext), std::strlen(ext), ext) == 0)
+      name.resize(name.size() - std::strlen(ext));
+  return name;
+}
+
+std::vector<MatrixSource> training_sources(const TuneOptions& o) {
+  std::vector<MatrixSource> sources;
+  for (auto& m : generated_training_matrices(o.quick, o.seed)) {
+    auto shared = std::make_shared<Csr<double>>(std::move(m.matrix));
+    sources.push_back({m.name, [shared] { return *shared; }});
+  }
+  if (o.op == Op::SpMM && !o.quick) {
+    sources.push_back({"calibration dense 4096x4096", [s = o.seed] { return dense_csr(kCalibrationSize, s); }});
+    sources.push_back({"calibration " + std::to_string(kCalibrationSegment) + " per panel 4096x4096",
+                       [s = o.seed] { return panel_calibration_matrix(kCalibrationSize, kCalibrationPanel, kCalibrationSegment, s); }});
+  }
+  if (o.matrices_dir)
+    for (const auto& file : matrix_files(*o.matrices_dir))
+      sources.push_back({matrix_name(file, *o.matrices_dir), [file] { return io::read_csr<double>(file); }});
+  return sources;
+}
+
+template <class T>
+double relative_error(const std::vector<T>& out, const std::vector<T>& ref) {
+  double diff = 0, norm = 0;
+  for (std::size_t i = 0; i < ref.size(); ++i) {
+    const double d = double(out[i]) - double(ref[i]);
+    diff += d * d;
+    norm += double(ref[i]) * double(ref[i]);
+  }
+  if (!std::isfinite(diff)) return HUGE_VAL;
+  return norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
+}
+
+template <class T>
+double tolerance() { return std::is_same_v<T, double> ? 1e-10 : 1e-4; }
+
+std::string describe_params(const nlohmann::json& params) {
+  std::string out;
+  for (const auto& [key, value] : params.items()) out += " " + key + "=" + value.dump();
+  return out;
+}
+
+// What one case shares with all its candidates.
+struct Case {
+  std::string id;      // "<fingerprint> k<K> <dtype>"
+  std::string matrix;
+  std::string bucket;
+  int32_t k = 0;
+  DType dtype = DType::F32;
+  Decision plan;       // the planner's automatic decision: features and predicted costs
+  PatternView pattern;
+};
+
+// How to run one candidate of a case: once against the reference, and timed on a set.
+struct CaseRunner {
+  int sets = 1;
+  std::function<double(const Options&)> error_of;             // relative error of one checked run
+  std::function<void(int set, CUstream stream, const Options&)> launch;
+};
+
+struct Counters {
+  int measured = 0, reused = 0, failed = 0;
+};
+
+Measurement base_measurement(const Case& c, const SearchCandidate& candidate) {
+  Measurement m;
+  m.case_id = c.id;
+  m.matrix = c.matrix;
+  m.k = c.k;
+  m.dtype = c.dtype;
+  m.features = c.plan.features;
+  m.variant = candidate.variant;
+  m.params = candidate.params;
+  for (const auto& p : c.plan.candidates)
+    if (p.variant == candidate.variant && p.rejected_because.empty()) m.predicted_ms = p.predicted_ms;
+  if (candidate.params.contains("W") && candidate.params.contains("T")) {
+    const SplitStats split = row_segment_split(c.pattern, candidate.params["W"].get<int32_t>(), candidate.params["T"].get<int32_t>());
+    m.heavy_segments = split.heavy_segments;
+    m.heavy_nnz = split.heavy_nnz;
+  }
+  return m;
+}
+
+cache::TuningRecord to_record(const cache::DeviceKey& key, const Case& c, const Measurement& m, const std::string& error) {
+  cache::TuningRecord r;
+  r.device = key;
+  r.op = to_string(c.plan.op);
+  r.feature_bucket = c.bucket;
+  r.variant = m.variant;
+  r.params = m.params;
+  r.params[plan::kMeasuredOn] = {{"case", c.id}, {"matrix", c.matrix}, {"k", c.k}};
+  if (!error.empty()) r.params[plan::kMeasuredOn]["error"] = error;
+  r.time_ms = m.ok ? m.time_ms : 0.0;
+  r.checked = m.ok;
+  return r;
+}
+
+// Measures (or reuses) every candidate of one case; returns its measurements.
+std::vector<Measurement> run_case(Runtime& rt, cache::CacheStore& store, const cache::DeviceKey& key, const Case& c,
+                                  const std::vector<SearchCandidate>& space, const CaseRunner& runner,
+                                  const TuneOptions& options, Stream& stream, Counters& counters) {
+  std::map<std::string, plan::CaseTime> done;
+  if (!options.restart)
+    for (auto& t : plan::case_times(store.find_tuning_records(key, to_string(c.plan.op), c.bucket)))
+      if (t.case_id == c.id) done[t.variant + "\n" + t.params.dump()] = t;
+  TimingOptions timing;
+  if (options.quick) timing = {2, 5};
+  // Every operand set runs once untimed: a vendor call prepares itself per operand set.
+  timing.warmup = std::max(timing.warmup, runner.sets);
+  std::vector<Measurement> out;
+  for (const auto& candidate : space) {
+    Measurement m = base_measurement(c, candidate);
+    const auto previous = done.find(candidate.variant + "\n" + candidate.params.dump());
+    if (previous != done.end()) {
+      m.ok = previous->second.ok;
+      m.time_ms = previous->second.time_ms;
+      ++counters.reused;
+      out.push_back(m);
+      continue;
+    }
+    Options run;
+    run.variant = candidate.variant;
+    run.params = candidate.params;
+    run.reuse = reuse_for(candidate.variant);
+    run.stream = stream.handle();
+    std::string error;
+    try {
+      const double err = runner.error_of(run);
+      if (!(err <= (c.dtype == DType::F64 ? tolerance<double>() : tolerance<float>()))) {
+        std::ostringstream s;
+        s << "output differs from the CPU reference: relative error " << err;
+        error = s.str();
+      } else {
+        const Timing t = time_on_stream(rt.context(), stream.handle(), runner.sets, timing,
+                                        [&](int set, CUstream st) { runner.launch(set, st, run); });
+        m.time_ms = t.median_ms;
+        m.ok = true;
+      }
+    } catch (const CudaError& e) {
+      rt.context().synchronize();  // throws again when the context itself is broken: the run ends
+      error = e.what();
+    } catch (const Error& e) {
+      error = e.what();
+    }
+    if (!m.ok) ++counters.failed;
+    ++counters.measured;
+    store.insert_tuning_record(to_record(key, c, m, error));
+    out.push_back(m);
+  }
+  return out;
+}
+
+template <class T>
+std::vector<Measurement> spmm_case(Runtime& rt, cache::CacheStore& store, const cache::DeviceKey& key, Case& c,
+                                   const Csr<double>& matrix, const Features& features, const TuneOptions& options,
+                                   Stream& stream, Counters& counters) {
+  const plan::DeviceTarget target = detail::target_of(rt.device());
+  const plan::SpmmProblem problem{c.k, c.dtype, false};
+  c.plan = plan::plan_spmm(features, problem, target, Options{});
+  c.bucket = plan::spmm_bucket(features, problem);
+  Csr<T> a = cast<T>(matrix);
+  generate::fill_random(a.values, options.seed);
+  Dense<T> b(a.cols, c.k);
+  generate::fill_random(b, options.seed + 1);
+  Dense<T> expected;
+  reference::spmm(a, b, expected);
+
+  const int64_t bytes_per_set = (int64_t(a.cols) + a.rows) * c.k * int64_t(sizeof(T));
+  const int sets = operand_sets(bytes_per_set, rt.device().l2_bytes, 4);
+  DeviceCsr<T> da(rt.context(), a);
+  std::vector<DeviceDense<T>> bs, cs;
+  for (int s = 0; s < sets; ++s) {
+    bs.emplace_back(rt.context(), b);
+    cs.emplace_back(rt.context(), a.rows, c.k);
+  }
+  CaseRunner runner;
+  runner.sets = sets;
+  runner.error_of = [&](const Options& run) {
+    cs[0].buffer().fill_bytes(0xFF);  // NaN: an element the kernel skips cannot pass
+    rt.spmm(da, bs[0], cs[0], run);
+    stream.synchronize();
+    return relative_error(cs[0].download().data, expected.data);
+  };
+  runner.launch = [&](int set, CUstream, const Options& run) { rt.spmm(da, bs[set], cs[set], run); };
+  return run_case(rt, store, key, c, spmm_candidates(features, problem, target), runner, options, stream, counters);
+}
+
+template <class T>
+std::vector<Measurement> sddmm_case(Runtime& rt, cache::CacheStore& store, const cache::DeviceKey& key, Case& c,
+                                    const Csr<double>& matrix, const Features& features, const TuneOptions& options,
+                                    Stream& stream, Counters& counters) {
+  const plan::DeviceTarget target = detail::target_of(rt.device());
+  const plan::SddmmProblem problem{c.k, c.dtype, c.k, c.k};
+  c.plan = plan::plan_sddmm(features, problem, target, Options{});
+  c.bucket = plan::sddmm_bucket(features, problem);
+  Csr<T> s = cast<T>(matrix);
+  generate::fill_random(s.values, options.seed);
+  Dense<T> a(s.rows, c.k), b(s.cols, c.k);
+  generate::fill_random(a, options.seed + 1);
+  generate::fill_random(b, options.seed + 2);
+  Csr<T> expected;
+  reference::sddmm(s, a, b, expected);
+
+  const int64_t bytes_per_set = (int64_t(s.rows) + s.cols) * c.k * int64_t(sizeof(T)) + s.nnz() * int64_t(sizeof(T));
+  const int sets = operand_sets(bytes_per_set, rt.device().l2_bytes, 4);
+  DeviceCsr<T> ds(rt.context(), s);
+  std::vector<DeviceDense<T>> as, bs;
+  std::vector<DeviceBuffer> ps;
+  for (int i = 0; i < sets; ++i) {
+    as.emplace_back(rt.context(), a);
+    bs.emplace_back(rt.context(), b);
+    ps.emplace_back(rt.context(), std::max<std::size_t>(1, s.values.size()) * sizeof(T));
+  }
+  CaseRunner runner;
+  runner.sets = sets;
+  runner.error_of = [&](const Options& run) {
+    ps[0].fill_bytes(0xFF);
+    rt.sddmm(ds, as[0], bs[0], ps[0], run);
+    stream.synchronize();
+    return relative_error(ps[0].download_as<T>(s.values.size()), expected.values);
+  };
+  runner.launch = [&](int set, CUstream, const Options& run) { rt.sddmm(ds, as[set], bs[set], ps[set], run); };
+  return run_case(rt, store, key, c, sddmm_candidates(features, problem, target), runner, options, stream, counters);
+}
+
+std::string case_line(int index, int total, const Case& c, const std::vector<Measurement>& ms) {
+  std::ostringstream line;
+  line << "[" << index << "/" << total << "] " << c.matrix << " K=" << c.k << " " << to_string(c.dtype) << ": ";
+  const Measurement* best = nullptr;
+  for (const auto& m : ms) {
+    if (!m.ok) continue;
+    const bool tied = best && m.time_ms <= best->time_ms * (1 + plan::kTieTolerance) && m.time_ms >= best->time_ms * (1 - plan::kTieTolerance);
+    if (!best || (tied ? plan::tie_break_before(m.variant, m.params, best->variant, best->params) : m.time_ms < best->time_ms)) best = &m;
+  }
+  if (best) line << "best " << best->variant << describe_params(best->params) << " " << std::setprecision(3) << best->time_ms << " ms";
+  else line << "no candidate ran correctly";
+  line << " (" << ms.size() << " candidates)";
+  return line.str();
+}
+
+void write_model_file(const std::string& dir, Op op, const nlohmann::json& model, std::string& path) {
+  std::filesystem::create_directories(dir);
+  path = (std::filesystem::path(dir) / (std::string(to_string(op)) + ".json")).string();
+  std::ofstream out(path);
+  out << model.dump(2) << "\n";
+  if (!out) throw IoError("cannot write tuned model to '" + path + "'");
+}
+
+}  // namespace
+
+TuneSummary tune(Runtime& rt, cache::CacheStore& store, const TuneOptions& options, std::ostream& progress) {
+  if (options.ks.empty()) throw InvalidInputError("tune: no K given");
+  for (int32_t k : options.ks)
+    if (k < 1) throw InvalidInputError("tune: K = " + std::to_string(k) + " must be >= 1");
+  for (DType t : options.dtypes)
+    if (t != DType::F32 && t != DType::F64) throw UnsupportedError(std::string("tune: value type ") + to_string(t) + " (f32 and f64 only)");
+  const plan::DeviceTarget target = detail::target_of(rt.device());
+  const cache::DeviceKey key = plan::device_key(target);
+  const auto model_before = plan::planner_model(options.op, target);
+  const std::vector<MatrixSource> sources = training_sources(options);
+  const int total = int(sources.size() * options.ks.size() * options.dtypes.size());
+  Stream stream(rt.context());
+  TuneSummary summary;
+  Counters counters;
+  std::vector<Measurement> all;
+  int index = 0;
+  for (const auto& source : sources) {
+    const Csr<double> matrix = source.load();
+    if (matrix.nnz() == 0 || matrix.nnz() > kMaxFileNnz) {
+      progress << "skipping " << source.name << ": " << matrix.nnz() << " nonzeros (tuning uses 1 to " << kMaxFileNnz << ")\n";
+      index += int(options.ks.size() * options.dtypes.size());
+      continue;
+    }
+    const Features features = inspect(matrix.pattern());
+    for (DType dtype : options.dtypes) {
+      for (int32_t k : options.ks) {
+        Case c;
+        c.id = fingerprint_hex(features.fingerprint) + " k" + std::to_string(k) + " " + to_string(dtype);
+        c.matrix = source.name;
+        c.k = k;
+        c.dtype = dtype;
+        c.pattern = matrix.pattern();
+        const bool f64 = dtype == DType::F64;
+        std::vector<Measurement> ms =
+            options.op == Op::SpMM
+                ? (f64 ? spmm_case<double>(rt, store, key, c, matrix, features, options, stream, counters)
+                       : spmm_case<float>(rt, store, key, c, matrix, features, options, stream, counters))
+                : (f64 ? sddmm_case<double>(rt, store, key, c, matrix, features, options, stream, counters)
+                       : sddmm_case<float>(rt, store, key, c, matrix, features, options, stream, counters));
+        progress << case_line(++index, total, c, ms) << "\n" << std::flush;
+        all.insert(all.end(), ms.begin(), ms.end());
+        ++summary.cases;
+      }
+    }
+  }
+  summary.measured = counters.measured;
+  summary.reused = counters.reused;
+  summary.failed = counters.failed;
+  summary.trained = options.op == Op::SpMM ? train_spmm_model(all, *model_before, key.device_name)
+                                           : train_sddmm_model(all, *model_before, key.device_name);
+  store.put_model({plan::tuned_model_name(options.op), 1, key, summary.trained.model, 0});
+  if (options.write_models_dir) write_model_file(*options.write_models_dir, options.op, summary.trained.model, summary.model_file);
+  plan::forget_tuned_lookups();
+  return summary;
+}
+
+}  // namespace sparsejit::tuner

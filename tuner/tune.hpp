@@ -1,0 +1,50 @@
+// `sparsejit tune`: measure every candidate of the op's search space on the training set,
+// store every measurement as a tuning record the moment it is taken (an interrupted run
+// loses nothing), then train the tuned model and store it in the cache database.
+//
+// For each matrix, value type and K (one "case"): the candidate first runs once and its
+// output is compared with the CPU reference (relative L2 error at most 1e-4 for f32, 1e-10
+// for f64); a wrong output or an error of the candidate is recorded as a failed record
+// (checked = false) and the candidate is not timed. A correct candidate is timed with
+// time_on_stream over rotated operand sets. Unless `restart`, candidates this device
+// already has records for in the same case are not measured again (their records are
+// reused for training). A CUDA error that leaves the context unusable ends the run.
+//
+// Progress: one line per case, "[12/40] cyl6 K=128 f32: best rs W=512 T=8 0.031 ms (18 candidates)".
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "cache/cache_store.hpp"
+#include "sparsejit/decision.hpp"
+#include "sparsejit/runtime.hpp"
+#include "tuner/train.hpp"
+
+namespace sparsejit::tuner {
+
+struct TuneOptions {
+  Op op = Op::SpMM;
+  std::optional<std::string> matrices_dir;   // files to add to the generated set; nullopt: none
+  bool quick = false;                        // three tiny matrices, short timing, no calibration
+  bool restart = false;                      // measure again what this device already has records for
+  std::vector<int32_t> ks = {32, 128};
+  std::vector<DType> dtypes = {DType::F32};  // f32 and/or f64
+  std::optional<std::string> write_models_dir;  // also write the tuned model as DIR/<op>.json
+  uint64_t seed = 1;
+};
+
+struct TuneSummary {
+  int cases = 0;
+  int measured = 0;   // candidates run now
+  int reused = 0;     // candidates whose records were already there
+  int failed = 0;     // candidates recorded as failed now
+  TrainedModel trained;
+  std::string model_file;  // written file, when write_models_dir was given
+};
+
+TuneSummary tune(Runtime& runtime, cache::CacheStore& store, const TuneOptions& options, std::ostream& progress);
+
+}  // namespace sparsejit::tuner
