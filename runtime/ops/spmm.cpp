@@ -214,14 +214,11 @@ CallInfo Runtime::spmm(const DeviceCsr<T>& a, const DeviceDense<T>& b, DeviceDen
   const auto features = ops::cached_features(a);
   const std::string key = ops::plan_key(Op::SpMM, problem.dtype, problem.k, problem.transpose_a, options, rt.id) +
                           ":ld" + std::to_string(ld_alignment(b.ld(), c.ld()));
-  // Prepared outside the handle's cache lock: preparing caches split statistics and the split
-  // on the same handle. Two threads racing here both prepare; the first one stored is kept.
-  auto prepared = std::static_pointer_cast<PreparedSpmm<T>>(a.find(key));
-  const bool reused = bool(prepared);
-  if (!prepared) {
-    auto fresh = prepare_spmm<T>(rt, a, *features, problem, options);
-    prepared = a.template get_or_create<PreparedSpmm<T>>(key, [&] { return fresh; });
-  }
+  bool reused = true;
+  const auto prepared = a.template get_or_create<PreparedSpmm<T>>(key, [&] {
+    reused = false;
+    return prepare_spmm<T>(rt, a, *features, problem, options);
+  });
   const CUstream stream = static_cast<CUstream>(options.stream);
   if (a.nnz() == 0 && c.rows() > 0) {  // nothing to multiply: C = 0
     c.buffer().fill_bytes_async(0, stream);

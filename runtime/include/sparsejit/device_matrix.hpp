@@ -48,12 +48,21 @@ class DeviceCsr {
   // The per-handle cache: key -> shared object. find() returns nullptr when absent.
   std::shared_ptr<void> find(const std::string& key) const;
   void attach(const std::string& key, std::shared_ptr<void> value) const;
-  // Returns the entry for `key`, building it with make() (under the cache lock) when absent.
+  // Returns the entry for `key`, building it with make() when absent. make() runs WITHOUT the
+  // cache lock, so it may itself use this cache (a plan's preparation attaches formats);
+  // when two threads build the same key at once, the first to finish is kept and returned
+  // to both.
   template <class V>
   std::shared_ptr<V> get_or_create(const std::string& key, const std::function<std::shared_ptr<V>()>& make) const {
+    {
+      std::lock_guard<std::mutex> lock(cache_->mutex);
+      const auto it = cache_->entries.find(key);
+      if (it != cache_->entries.end()) return std::static_pointer_cast<V>(it->second);
+    }
+    std::shared_ptr<void> made = make();
     std::lock_guard<std::mutex> lock(cache_->mutex);
     auto& slot = cache_->entries[key];
-    if (!slot) slot = make();
+    if (!slot) slot = std::move(made);
     return std::static_pointer_cast<V>(slot);
   }
 
