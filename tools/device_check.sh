@@ -1,14 +1,13 @@
 #!/usr/bin/env bash
 # One device session's checks, in the order they pay off: every GPU test suite (each under a
 # time limit, so one hang cannot eat the session), then compute-sanitizer memcheck and
-# racecheck on a subset of the kernel suites. Logs go to $OUT (or /tmp/sparsejit-device);
-# a short table is printed last. Run tools/stage_device.sh here first.
+# racecheck on a subset of the kernel suites. Logs are packed into $OUT/device_logs.tgz (the
+# device tool returns at most 8 files); a short table is printed last. Run tools/stage_device.sh here first.
 #   SUITE_TIMEOUT     seconds per suite (default 240)
 #   SANITIZER_FILTER  gtest filter for the sanitizer runs
 set -uo pipefail
 cd "$(dirname "$0")/.."
-out=${OUT:-/tmp/sparsejit-device}
-mkdir -p "$out"
+out=$(mktemp -d)
 export SPARSEJIT_SHARED_MATRICES=${SPARSEJIT_SHARED_MATRICES:-$PWD/.carry/matrices}
 export SPARSEJIT_CACHE_DIR=$(mktemp -d)
 summary=()
@@ -30,4 +29,5 @@ if command -v compute-sanitizer >/dev/null; then
     summary+=("compute-sanitizer $tool: rc=$rc $((SECONDS - start))s $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitizer_$tool.log" | tail -1)")
   done
 fi
-printf '%s\n' "${summary[@]}"
+printf '%s\n' "${summary[@]}" | tee "$out/summary.txt"
+[ -n "${OUT:-}" ] && tar czf "$OUT/device_logs.tgz" -C "$out" .
