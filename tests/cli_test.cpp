@@ -18,9 +18,9 @@ struct Result {
   std::string out;  // stdout and stderr together
 };
 
-Result run_cli(const std::string& args) {
+Result run_cli_env(const std::string& env, const std::string& args) {
   Result r;
-  const std::string cmd = test::cli_path() + " " + args + " 2>&1";
+  const std::string cmd = env + test::cli_path() + " " + args + " 2>&1";
   FILE* pipe = popen(cmd.c_str(), "r");
   if (pipe == nullptr) return r;
   std::array<char, 4096> buf{};
@@ -30,6 +30,8 @@ Result run_cli(const std::string& args) {
   r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
   return r;
 }
+
+Result run_cli(const std::string& args) { return run_cli_env("", args); }
 
 TEST(Cli, InspectEverySharedMatrix) {
   const auto files = test::shared_matrix_files();
@@ -73,7 +75,7 @@ TEST(Cli, MissingFileGivesOneClearLine) {
 }
 
 TEST(Cli, HelpOnEveryCommand) {
-  for (const char* command : {"info", "inspect", "demo"}) {
+  for (const char* command : {"info", "inspect", "demo", "explain", "run", "bench", "cache", "tune"}) {
     const Result r = run_cli(std::string(command) + " --help");
     EXPECT_EQ(r.status, 0) << command;
     EXPECT_NE(r.out.find("Usage"), std::string::npos) << command << ": " << r.out;
@@ -85,10 +87,41 @@ TEST(Cli, UnknownCommandFails) {
   EXPECT_NE(r.status, 0);
 }
 
-TEST(Cli, DemoGeneratesAndInspects) {
-  const Result r = run_cli("demo --matrix uniform:2000:8");
+TEST(Cli, DemoGeneratesPlansCompilesAndRunsOrSaysWhyNot) {
+  const Result r = run_cli("demo --matrix uniform:2000:8 -k 32");
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_NE(r.out.find("16000 nonzeros"), std::string::npos) << r.out;  // 2000 rows x 8
+  EXPECT_NE(r.out.find("planned and compiled"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(r.out.find("nothing ran") != std::string::npos ? "no CUDA driver" : "passed"), std::string::npos) << r.out;
+}
+
+// A second process finds the kernel the first one compiled in the shared disk cache.
+TEST(Cli, SecondProcessLoadsTheKernelFromTheDiskCache) {
+  const auto dir = std::filesystem::temp_directory_path() / ("sparsejit_cli_cache_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  const std::string env = "SPARSEJIT_CACHE_DIR='" + dir.string() + "' ";
+  const std::string args = "explain gen:uniform:3000:5 --op spmm -k 64 --variant csr_rowwarp --json";
+  const Result first = run_cli_env(env, args);
+  const Result second = run_cli_env(env, args);
+  std::filesystem::remove_all(dir);
+  ASSERT_EQ(first.status, 0) << first.out;
+  ASSERT_EQ(second.status, 0) << second.out;
+  const auto j1 = nlohmann::json::parse(first.out), j2 = nlohmann::json::parse(second.out);
+  EXPECT_EQ(j1["kernel_origin"], "compiled");
+  EXPECT_GT(j1["compile_ms"].get<double>(), 0.0);
+  EXPECT_EQ(j2["kernel_origin"], "disk");
+  EXPECT_EQ(j2["compile_ms"].get<double>(), 0.0);
+}
+
+TEST(Cli, ExplainNamesTheChoiceAndListsVariants) {
+  const Result r = run_cli("explain gen:uniform:3000:5 --op sddmm -k 32");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("candidates:"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("source: "), std::string::npos) << r.out;
+  const Result list = run_cli("explain --list --op spmm");
+  EXPECT_NE(list.out.find("cusparse"), std::string::npos) << list.out;
+  EXPECT_EQ(run_cli("explain gen:uniform:3000:5 --op gemm").status, 1);
+  EXPECT_EQ(run_cli("explain gen:uniform:3000:5 --op spmm --variant nope").status, 1);
 }
 
 }  // namespace
