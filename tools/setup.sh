@@ -29,8 +29,8 @@ if [ -z "$cuda_root" ]; then
   elif [ -x /usr/local/cuda/bin/nvcc ]; then cuda_root=/usr/local/cuda
   fi
 fi
-if [ -z "$cuda_root" ] || [ ! -f "$cuda_root/include/nvrtc.h" ]; then
-  echo "setup: the CUDA toolkit (12 or 13, with NVRTC and cuSPARSE) was not found." >&2
+if [ -z "$cuda_root" ] || [ ! -f "$cuda_root/include/nvrtc.h" ] || [ ! -x "$cuda_root/bin/nvcc" ]; then
+  echo "setup: the CUDA toolkit (12 or 13, with nvcc, NVRTC, cuSPARSE and CUB) was not found." >&2
   echo "setup: install it (e.g. under /usr/local/cuda) or set CUDAToolkit_ROOT, then run again." >&2
   exit 1
 fi
