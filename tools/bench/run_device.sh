@@ -32,9 +32,10 @@ mkdir -p "$out"
 
 # Large generated matrices from ANCHORS.md and shapes the shared files lack: a power-law graph
 # with long rows and clustered rows (the dense row segments RS-SpMM's split looks for).
-generated=(gen:uniform:200000:50 gen:band:200000:64:256 gen:rmat:1000000:10000000 gen:clustered:400000:32:0.7:16)
+generated=(gen:uniform:200000:50 gen:band:200000:64:256 gen:rmat:1000000:10500000 gen:clustered:400000:32:0.7:16)
 # SDDMM in attention and pruned-weight shapes: one 4096x4096 pattern at densities 1%, 10%, 50%.
-densities=(gen:uniform:4096:41 gen:uniform:4096:410 gen:uniform:4096:2048)
+# and a 2M x 2M pattern of 12M nonzeros at density 3e-6 (0.0003%, the paper's sparsest).
+densities=(gen:uniform:4096:41 gen:uniform:4096:410 gen:uniform:4096:2048 gen:uniform:2000000:6)
 
 {
   date -u +%Y-%m-%dT%H:%M:%SZ
