@@ -54,7 +54,7 @@ TEST(Plan, ModelPicksTheCheapestEligibleCandidate) {
   const Decision d = plan::plan_spmm(small_features(), {32, DType::F32, false}, {}, {});
   EXPECT_EQ(d.source, DecisionSource::Model);
   EXPECT_EQ(d.model_id, "spmm-default");
-  ASSERT_EQ(d.candidates.size(), 4u);  // csr_rowwarp, csr_vector, rs (no split source: rejected), cusparse
+  ASSERT_EQ(d.candidates.size(), 5u);  // csr_rowwarp, csr_vector, rs (no split source: rejected), csr_merge, cusparse
   double best = 1e300;
   std::string best_name;
   for (const auto& c : d.candidates) {
@@ -124,7 +124,7 @@ TEST(Plan, DecisionJsonAndDescriptionNameTheChoice) {
   const auto j = to_json(d);
   EXPECT_EQ(j["variant"], d.variant);
   EXPECT_EQ(j["source"], "model");
-  EXPECT_EQ(j["candidates"].size(), 4u);
+  EXPECT_EQ(j["candidates"].size(), 5u);
   const std::string text = describe(d);
   EXPECT_NE(text.find("* " + d.variant), std::string::npos) << text;
   EXPECT_NE(text.find("spmm-default"), std::string::npos) << text;
@@ -282,6 +282,104 @@ TEST(PlanRs, SearchSpaceEntriesAreValidWhenForced) {
         EXPECT_EQ(variants.count("cusparse"), 1u);
         EXPECT_EQ(variants.count("csr_rowwarp"), transpose ? 0u : 1u);
       }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// csr_merge: nonzero-balanced ranges, priced without a longest-row term.
+
+const Candidate& spmm_candidate(const Decision& d, const std::string& name) {
+  const auto it = std::find_if(d.candidates.begin(), d.candidates.end(), [&](const Candidate& c) { return c.variant == name; });
+  if (it == d.candidates.end()) throw InvalidInputError("no candidate " + name);
+  return *it;
+}
+
+TEST(PlanMerge, LongRowsMakeMergeCheaperThanRowPerGroupKernels) {
+  // A power-law graph (hub rows hundreds of times the mean) and a pruned weight matrix of
+  // 128 rows x ~576 nonzeros (every group of csr_vector walks a long row).
+  for (const auto& [name, m] : {std::pair{"rmat", generate::rmat(65536, 600000, 3)},
+                                std::pair{"128x576", generate::uniform(128, 1152, 576, 4)}}) {
+    const Planned p = planned(m);
+    for (int32_t k : {32, 128}) {
+      const Decision d = plan::plan_spmm(p.features, {k, DType::F32, false, k, k}, h200(), {}, p.split);
+      EXPECT_LT(predicted(d, "csr_merge"), predicted(d, "csr_vector")) << name << " k=" << k;
+      EXPECT_LT(predicted(d, "csr_merge"), predicted(d, "csr_rowwarp")) << name << " k=" << k;
+    }
+  }
+}
+
+TEST(PlanMerge, UniformRowsKeepARowPerGroupKernelCheaper) {
+  const Planned p = planned(generate::uniform(100000, 100000, 16, 5));
+  for (int32_t k : {32, 128}) {
+    const Decision d = plan::plan_spmm(p.features, {k, DType::F32, false, k, k}, h200(), {}, p.split);
+    EXPECT_LT(std::min(predicted(d, "csr_vector"), predicted(d, "rs")), predicted(d, "csr_merge")) << "k=" << k;
+    EXPECT_NE(d.variant, "csr_merge");
+  }
+}
+
+TEST(PlanMerge, DefaultsFollowKAndTheRangeGrowsWithTheMatrix) {
+  const Planned p = planned(generate::rmat(8192, 80000, 2));
+  const Decision d = plan::plan_spmm(p.features, {32, DType::F32, false, 32, 32}, h200(), {}, p.split);
+  const nlohmann::json& params = spmm_candidate(d, "csr_merge").params;
+  EXPECT_EQ(params["vec_width"], 4);
+  EXPECT_EQ(params["lanes"], 8);  // 8 float4 cover K = 32
+  EXPECT_EQ(params["cf"], 1);
+  EXPECT_EQ(params["unroll"], 8);
+  EXPECT_EQ(params["block_threads"], 128);
+  // The range balances the boundary atomics (one pair per range) against the round trips of
+  // one range: it grows with the matrix.
+  Features big = p.features;
+  big.basic.nnz = 10'000'000;
+  big.basic.rows = 1'000'000;
+  const Decision d_big = plan::plan_spmm(big, {32, DType::F32, false, 32, 32}, h200(), {});
+  EXPECT_LE(params["nnz_per_group"].get<int>(), 32);
+  EXPECT_GE(spmm_candidate(d_big, "csr_merge").params["nnz_per_group"].get<int>(), 128);
+  Options o;
+  o.variant = "csr_merge";
+  const Decision scalar = plan::plan_spmm(p.features, {99, DType::F32, false, 99, 99}, h200(), o, p.split);
+  EXPECT_EQ(scalar.params["vec_width"], 1);
+  EXPECT_EQ(scalar.params["lanes"], 32);
+  EXPECT_EQ(scalar.params["cf"], 4);
+  EXPECT_EQ(scalar.params["unroll"], 2);
+}
+
+TEST(PlanMerge, ForcedParametersAreChecked) {
+  const Planned p = planned(generate::uniform(300, 300, 5, 1));
+  Options o;
+  o.variant = "csr_merge";
+  for (const nlohmann::json& bad : {nlohmann::json{{"nnz_per_group", 0}}, nlohmann::json{{"nnz_per_group", 5000}},
+                                    nlohmann::json{{"lanes", 12}}, nlohmann::json{{"cf", 3}}, nlohmann::json{{"unroll", 16}},
+                                    nlohmann::json{{"block_threads", 96}}, nlohmann::json{{"vec_width", 2}}}) {
+    o.params = bad;
+    EXPECT_THROW(plan::plan_spmm(p.features, {128, DType::F32, false, 128, 128}, h200(), o, p.split), InvalidInputError) << bad.dump();
+  }
+  o.params = {{"vec_width", 4}};
+  EXPECT_THROW(plan::plan_spmm(p.features, {7, DType::F32, false, 7, 7}, h200(), o, p.split), InvalidInputError);
+  o.params = {{"lanes_per_row", 8}};  // a csr_vector parameter
+  EXPECT_THROW(plan::plan_spmm(p.features, {128, DType::F32, false, 128, 128}, h200(), o, p.split), InvalidInputError);
+}
+
+TEST(PlanMerge, SearchSpaceCoversRangesLanesAndUnroll) {
+  const Planned p = planned(generate::rmat(4096, 40000, 2));
+  for (int32_t k : {1, 32, 128}) {
+    for (bool transpose : {false, true}) {
+      const plan::SpmmProblem problem{k, DType::F32, transpose, k, k};
+      std::set<int> ranges, unrolls, lanes;
+      for (const auto& [variant, params] : plan::spmm_search_space(p.features, problem, h200())) {
+        if (variant != "csr_merge") continue;
+        ranges.insert(params["nnz_per_group"].get<int>());
+        unrolls.insert(params["unroll"].get<int>());
+        lanes.insert(params["lanes"].get<int>());
+        Options o;
+        o.variant = variant;
+        o.params = params;
+        EXPECT_EQ(plan::plan_spmm(p.features, problem, h200(), o, p.split).params, params) << params.dump();
+      }
+      EXPECT_EQ(ranges, (std::set<int>{32, 64, 128, 256}));
+      EXPECT_EQ(unrolls, (std::set<int>{4, 8}));
+      const std::set<int> expected_lanes = k == 128 ? std::set<int>{32} : std::set<int>{8, 32};
+      EXPECT_EQ(lanes, expected_lanes) << "k=" << k;
     }
   }
 }

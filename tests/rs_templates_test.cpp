@@ -1,7 +1,8 @@
 // The RS-SpMM kernel templates (spmm_rs_light, spmm_rs_light_t, spmm_rs_heavy,
-// spmm_rs_heavy_t): every variant the planner can ask for is rendered from a forced plan and
-// compiled with NVRTC for sm_80 and sm_90 (no GPU needed): f32 and f64, 16-byte and scalar
-// vectors, lanes 8/16/32 with coarsening 1/2/4 and unroll 1/4/8, A·B and Aᵀ·B.
+// spmm_rs_heavy_t) and the nonzero-balanced csr_merge ones (spmm_csr_merge, spmm_csr_merge_t):
+// every variant the planner can ask for is rendered from a forced plan and compiled with NVRTC
+// for sm_80 and sm_90 (no GPU needed): f32 and f64, 16-byte and scalar vectors, lanes 8/16/32
+// with coarsening 1/2/4 and unroll 1/4/8, A·B and Aᵀ·B.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -104,6 +105,58 @@ TEST(RsTemplates, RenderedSourceCarriesThePlannedShape) {
             std::string::npos);
   EXPECT_EQ(ops::heavy_shared_bytes(d.params, DType::F32),
             unsigned(d.params.at("panel_width").get<int>()) * 16u * 4u * 2u * 4u);
+}
+
+// ---------------------------------------------------------------------------------------
+// csr_merge
+
+struct MergeShape {
+  int lanes, cf, unroll, nnz_per_group;
+};
+
+Decision forced_merge(DType dtype, int32_t k, bool transpose, int vec_width, const MergeShape& s) {
+  const Csr<double> a = generate::rmat(1024, 8000, 1);
+  Options o;
+  o.variant = "csr_merge";
+  o.params = {{"vec_width", vec_width}, {"lanes", s.lanes}, {"cf", s.cf}, {"unroll", s.unroll}, {"nnz_per_group", s.nnz_per_group}};
+  return plan::plan_spmm(inspect(a.pattern()), {k, dtype, transpose, k, k}, {}, o);
+}
+
+void compile_merge(DType dtype) {
+  const int vector = dtype == DType::F64 ? 2 : 4;
+  for (bool transpose : {false, true}) {
+    for (int vec_width : {vector, 1}) {
+      for (const MergeShape& s : {MergeShape{8, 1, 8, 32}, MergeShape{16, 2, 4, 64}, MergeShape{32, 4, 1, 256}, MergeShape{32, 1, 2, 5}}) {
+        const Decision d = forced_merge(dtype, 128, transpose, vec_width, s);
+        const auto specs = ops::spmm_kernel_specs(d, dtype, transpose);
+        ASSERT_EQ(specs.size(), 1u);
+        EXPECT_EQ(specs[0].template_name, transpose ? "spmm_csr_merge_t.cu" : "spmm_csr_merge.cu");
+        expect_compiles(specs[0], std::string(to_string(dtype)) + (transpose ? " Aᵀ·B" : " A·B") + " csr_merge vec=" +
+                                      std::to_string(vec_width) + " lanes=" + std::to_string(s.lanes) + " cf=" + std::to_string(s.cf) +
+                                      " unroll=" + std::to_string(s.unroll) + " range=" + std::to_string(s.nnz_per_group));
+      }
+    }
+  }
+}
+
+TEST(MergeTemplates, BothTemplatesAreKnown) {
+  const auto names = jit::template_names();
+  for (const char* expected : {"spmm_csr_merge.cu", "spmm_csr_merge_t.cu"})
+    EXPECT_NE(std::find(names.begin(), names.end(), expected), names.end()) << expected;
+}
+
+TEST(MergeTemplates, F32VariantsCompileForSm80AndSm90) { compile_merge(DType::F32); }
+
+TEST(MergeTemplates, F64VariantsCompileForSm80AndSm90) { compile_merge(DType::F64); }
+
+TEST(MergeTemplates, RenderedSourceCarriesThePlannedShapeAndSlice) {
+  const Decision d = forced_merge(DType::F32, 512, false, 4, {16, 2, 4, 64});
+  const jit::KernelSpec spec = ops::merge_spec(d.params, DType::F32, false);
+  const std::string source = jit::render(spec);
+  for (const char* line : {"constexpr int kLanes = 16;", "constexpr int kCf = 2;", "constexpr int kUnroll = 4;",
+                           "constexpr int kNnzPerGroup = 64;", "sj_load_vec<float4>", "__launch_bounds__(128)"})
+    EXPECT_NE(source.find(line), std::string::npos) << line;
+  EXPECT_EQ(ops::merge_slice(d.params), 16 * 4 * 2);
 }
 
 }  // namespace

@@ -4,19 +4,24 @@
 //   csr_rowwarp  A·B: one kernel, plain stores.
 //   csr_vector   A·B: spmm_rs_light over A, plain stores of every row of C.
 //                Aᵀ·B: memset C, spmm_rs_light_t over A (global atomics).
+//   csr_merge    memset C, then spmm_csr_merge (A·B: stores, atomics for rows shared between
+//                nonzero ranges) or spmm_csr_merge_t (Aᵀ·B: atomics), over the cached COO
+//                row indices.
 //   rs           A·B: spmm_rs_light over the split's light CSR (all rows: plain stores, so no
 //                memset and no light atomics), then spmm_rs_heavy adding the heavy segments
 //                atomically (skipped when the split has no heavy segment).
 //                Aᵀ·B: memset C, spmm_rs_light_t, spmm_rs_heavy_t.
 //   cusparse     the vendor's prepared call.
 // Preparation (once per handle, K, value type, transpose, vector alignment and forced
-// choice): plan, load the kernels, opt the heavy kernel in to its shared memory, and build
+// choice): plan, load the kernels, opt the heavy kernel in to its shared memory, upload the
+// COO row indices (csr_merge; once per pattern, shared with SDDMM's coo_flat), and build
 // and upload the split (cached on the handle per (W, T, dtype, S); rebuilt when the values
 // change). A call after that does one plan-cache lookup and the launches.
 #include <map>
 #include <mutex>
 #include <tuple>
 
+#include "formats/coo_rows.hpp"
 #include "formats/device_row_segments.hpp"
 #include "ops/call_common.hpp"
 #include "ops/runtime_state.hpp"
@@ -39,7 +44,7 @@ struct Launch {
   unsigned shared_bytes = 0;
 };
 
-enum class Path { Rowwarp, Vector, Rs, Vendor };
+enum class Path { Rowwarp, Vector, Merge, Rs, Vendor };
 
 // A plan ready to launch: our kernels with their launch shapes, or the vendor with its
 // per-operand prepared calls (cuSPARSE binds B and C at preparation).
@@ -48,9 +53,10 @@ struct PreparedSpmm {
   std::shared_ptr<const Decision> decision;
   Path path = Path::Vendor;
   bool transpose = false;
-  std::optional<Launch> main;   // rowwarp, or the light kernel of csr_vector / rs
+  std::optional<Launch> main;   // rowwarp, merge, or the light kernel of csr_vector / rs
   std::optional<Launch> heavy;  // rs: grid.x is the split's work items, set per call
   std::shared_ptr<CachedRowSegments<T>> split;
+  std::shared_ptr<const DeviceBuffer> coo_rows;  // csr_merge: the row of every nonzero
 
   using OperandKey = std::tuple<const void*, int64_t, const void*, int64_t, int32_t>;
   std::mutex vendor_mutex;
@@ -106,6 +112,18 @@ Launch light_launch(detail::RuntimeState& rt, Decision& d, DType dtype, bool tra
           {unsigned(threads), 1, 1}, 0};
 }
 
+// One group of `lanes` lanes per nnz_per_group nonzeros and K slice.
+Launch merge_launch(detail::RuntimeState& rt, Decision& d, DType dtype, bool transpose, int64_t nnz, int32_t k) {
+  const ops::LoadedKernel loaded = rt.loader.load(ops::merge_spec(d.params, dtype, transpose));
+  ops::record_kernel(d, loaded);
+  const int threads = d.params.at("block_threads").get<int>();
+  const int64_t range = d.params.at("nnz_per_group").get<int>();
+  const int64_t groups = (nnz + range - 1) / range;
+  const int64_t groups_per_block = threads / d.params.at("lanes").get<int>();
+  return {loaded.kernel, {unsigned((groups + groups_per_block - 1) / groups_per_block), k_slices(k, ops::merge_slice(d.params)), 1},
+          {unsigned(threads), 1, 1}, 0};
+}
+
 Launch heavy_launch(detail::RuntimeState& rt, Decision& d, DType dtype, bool transpose, int32_t k) {
   const ops::LoadedKernel loaded = rt.loader.load(ops::heavy_spec(d.params, dtype, transpose));
   d.compile_ms += loaded.compile_ms;
@@ -133,6 +151,12 @@ std::shared_ptr<PreparedSpmm<T>> prepare_spmm(detail::RuntimeState& rt, const De
   } else if (d.variant == "csr_vector") {
     prepared->path = Path::Vector;
     prepared->main = light_launch(rt, d, problem.dtype, problem.transpose_a, a.rows(), problem.k);
+  } else if (d.variant == "csr_merge") {
+    prepared->path = Path::Merge;
+    prepared->main = merge_launch(rt, d, problem.dtype, problem.transpose_a, a.nnz(), problem.k);
+    prepared->coo_rows = a.template get_or_create<DeviceBuffer>("coo_rows", [&] {
+      return std::make_shared<DeviceBuffer>(DeviceBuffer::from_host(rt.context, formats::coo_row_indices(a.host_pattern())));
+    });
   } else if (d.variant == "rs") {
     if constexpr (kFloatOrDouble<T>) {  // the planner offers rs for f32 and f64 only
       prepared->path = Path::Rs;
@@ -146,6 +170,13 @@ std::shared_ptr<PreparedSpmm<T>> prepare_spmm(detail::RuntimeState& rt, const De
   }
   prepared->decision = std::make_shared<const Decision>(std::move(d));
   return prepared;
+}
+
+// One launch of a merge kernel (either direction): (nnz, k, row_idx, col_idx, values, b, ldb, c, ldc).
+void launch_merge(const Launch& l, long long nnz, int k, CUdeviceptr row_idx, CUdeviceptr col_idx, CUdeviceptr values,
+                  CUdeviceptr b, long long ldb, CUdeviceptr c, long long ldc, CUstream stream) {
+  void* args[] = {&nnz, &k, &row_idx, &col_idx, &values, &b, &ldb, &c, &ldc};
+  l.kernel.launch(l.grid, l.block, l.shared_bytes, stream, args);
 }
 
 // One launch of a CSR kernel (rowwarp or light, either direction): all take
@@ -171,7 +202,12 @@ void run_ours(PreparedSpmm<T>& p, const DeviceCsr<T>& a, const DeviceDense<T>& b
   const int k = b.cols();
   const CUdeviceptr bp = b.buffer().ptr(), cp = c.buffer().ptr();
   const long long ldb = b.ld(), ldc = c.ld();
-  if (p.transpose) c.buffer().fill_bytes_async(0, stream);  // the transposed kernels add into C
+  // The transposed kernels and the merge kernel add into C; rows no range covers stay 0.
+  if (p.transpose || p.path == Path::Merge) c.buffer().fill_bytes_async(0, stream);
+  if (p.path == Path::Merge) {
+    launch_merge(*p.main, a.nnz(), k, p.coo_rows->ptr(), a.col_idx().ptr(), a.values().ptr(), bp, ldb, cp, ldc, stream);
+    return;
+  }
   if (p.path != Path::Rs) {
     launch_csr(*p.main, a.rows(), k, a.row_ptr().ptr(), a.col_idx().ptr(), a.values().ptr(), bp, ldb, cp, ldc, stream);
     return;

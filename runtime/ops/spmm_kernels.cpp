@@ -48,12 +48,23 @@ jit::KernelSpec heavy_spec(const nlohmann::json& params, DType dtype, bool trans
   return {"spmm_rs_heavy.cu", "sj_spmm_rs_heavy", p, {}};
 }
 
+jit::KernelSpec merge_spec(const nlohmann::json& params, DType dtype, bool transpose) {
+  nlohmann::json p = vector_types(params, dtype);
+  for (const char* key : {"lanes", "cf", "nnz_per_group", "unroll", "block_threads"}) p[key] = param(params, key);
+  if (transpose) return {"spmm_csr_merge_t.cu", "sj_spmm_csr_merge_t", p, {}};
+  return {"spmm_csr_merge.cu", "sj_spmm_csr_merge", p, {}};
+}
+
 int light_slice(const nlohmann::json& params) {
   return param(params, "lanes_per_row") * param(params, "vec_width") * param(params, "cf_h");
 }
 
 int heavy_slice(const nlohmann::json& params) {
   return param(params, "heavy_lanes") * param(params, "vec_width") * param(params, "cf_v");
+}
+
+int merge_slice(const nlohmann::json& params) {
+  return param(params, "lanes") * param(params, "vec_width") * param(params, "cf");
 }
 
 unsigned heavy_shared_bytes(const nlohmann::json& params, DType dtype) {
@@ -63,6 +74,7 @@ unsigned heavy_shared_bytes(const nlohmann::json& params, DType dtype) {
 std::vector<jit::KernelSpec> spmm_kernel_specs(const Decision& d, DType dtype, bool transpose) {
   if (d.variant == "csr_rowwarp") return {rowwarp_spec(d.params, dtype)};
   if (d.variant == "csr_vector") return {light_spec(d.params, dtype, transpose)};
+  if (d.variant == "csr_merge") return {merge_spec(d.params, dtype, transpose)};
   if (d.variant == "rs") return {light_spec(d.params, dtype, transpose), heavy_spec(d.params, dtype, transpose)};
   return {};
 }

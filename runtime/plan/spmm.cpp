@@ -3,6 +3,10 @@
 //   csr_vector   the RS light (horizontal) kernel over the whole matrix: groups of 8/16/32
 //                lanes per row, 16-byte loads of B, plain stores (Aᵀ·B: C cleared, then
 //                atomics)
+//   csr_merge    nonzero-balanced: every lane group takes nnz_per_group consecutive nonzeros
+//                (rows from the cached COO row array), so no group waits on the longest row;
+//                C cleared first, rows split between groups added atomically, the others
+//                stored (Aᵀ·B: every product added atomically)
 //   rs           the RS-SpMM split: light kernel over the light part (plain stores), then
 //                the heavy (vertical, shared-memory panel) kernel adding atomically
 //   cusparse     the vendor
@@ -19,6 +23,10 @@
 //                  the cheapest of kThresholdGrid by the cost formulas
 //   segments_per_block  heavy segments per work item: enough items for two waves of
 //                  blocks, at least 2 and at most 16 segments per lane group
+//   csr_merge      vec_width, lanes and cf as the light kernel; unroll 8 / cf (at least 2:
+//                  a group of 8 lanes loads its whole chunk of B rows at once);
+//                  nnz_per_group the cheapest of kMergeRanges by the cost formulas;
+//                  kMergeThreads threads per block (small matrices still spread over SMs)
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -46,6 +54,9 @@ constexpr int kReservedSharedPerBlock = 1024;
 constexpr int kUnroll = 4;
 const int kThresholdGrid[] = {2, 4, 8, 16};
 const int kSearchThresholds[] = {2, 4, 8, 16, 32};
+const int kMergeRanges[] = {16, 32, 64, 128, 256};
+const int kSearchMergeRanges[] = {32, 64, 128, 256};
+constexpr int kMergeThreads = 128;
 
 int value_bytes(const SpmmProblem& p) { return int(size_of(p.dtype)); }
 int64_t ld_or_k(int64_t ld, int32_t k) { return ld > 0 ? ld : k; }
@@ -92,6 +103,15 @@ nlohmann::json light_params(const SpmmProblem& p) {
   const int lanes = lanes_for(vector_units(p, vec));
   return {{"vec_width", vec}, {"lanes_per_row", lanes}, {"cf_h", cf_for(p, vec, lanes)},
           {"unroll", kUnroll}, {"block_threads", kLightThreads}};
+}
+
+// The csr_merge parameters except nnz_per_group (which the cost formulas pick).
+nlohmann::json merge_base_params(const SpmmProblem& p) {
+  const int vec = vector_width(p);
+  const int lanes = lanes_for(vector_units(p, vec));
+  const int cf = cf_for(p, vec, lanes);
+  return {{"vec_width", vec}, {"lanes", lanes}, {"cf", cf}, {"unroll", std::max(2, 8 / cf)},
+          {"nnz_per_group", 64}, {"block_threads", kMergeThreads}};
 }
 
 int heavy_slice(const nlohmann::json& params) {
@@ -141,7 +161,12 @@ double heavy_items(const SplitStats& s, int spb) {
 //   shared_atomic_bytes  shared-memory atomics of the transposed heavy kernel
 //   atomic_bytes   bytes added into C with global atomics
 //   critical_nnz   nonzeros one lane group walks in sequence (the longest row it may get)
+//   critical_loads dependent memory round trips of the slowest lane group: a row-per-group
+//                  kernel loads indices once per `lanes` nonzeros and B rows once per
+//                  `unroll` nonzeros of its longest row, in sequence; csr_merge walks
+//                  nnz_per_group nonzeros (indices prefetched) whatever the rows
 //   critical_row   longest row times K (csr_rowwarp's, one warp walks K in passes)
+//                  csr_rowwarp's critical_loads: its longest row once per pass, one B load each
 //   launch         kernel launches and memsets
 nlohmann::json base_terms(const Features& f, const SpmmProblem& p) {
   const double vb = value_bytes(p);
@@ -156,7 +181,28 @@ nlohmann::json base_terms(const Features& f, const SpmmProblem& p) {
           {"shared_atomic_bytes", 0.0},
           {"atomic_bytes", 0.0},
           {"critical_nnz", double(f.basic.row_max)},
+          {"critical_loads", 0.0},
           {"critical_row", double(f.basic.row_max) * p.k}};
+}
+
+double ceil_div(double a, double b) { return std::ceil(a / b); }
+
+// Round trips of a light-kernel group walking `row` nonzeros: index loads every `lanes`
+// nonzeros, and for A·B B-row loads every `unroll` nonzeros after them (Aᵀ·B's atomics do
+// not wait). Fitted on the first H200 benchmark: about 0.2 µs per round trip.
+double light_critical_loads(double row, const nlohmann::json& params, bool transpose) {
+  const double index_loads = ceil_div(row, params.at("lanes_per_row").get<int>());
+  return transpose ? index_loads : index_loads + ceil_div(row, params.at("unroll").get<int>());
+}
+
+// csr_rowwarp walks its longest row once per pass of 32 * cols_per_lane columns, one B load
+// after another (the first benchmark: about 0.15-0.3 µs per nonzero of the longest row at
+// K = 32, e.g. cora 168 nonzeros 26 µs, email-Enron 1383 nonzeros 392 µs).
+nlohmann::json csr_rowwarp_terms(const Features& f, const SpmmProblem& p) {
+  nlohmann::json t = base_terms(f, p);
+  const int cols_per_lane = std::clamp((p.k + 31) / 32, 1, 4);
+  t["critical_loads"] = double(f.basic.row_max) * ceil_div(p.k, 32.0 * cols_per_lane);
+  return t;
 }
 
 nlohmann::json csr_vector_terms(const Features& f, const SpmmProblem& p, const nlohmann::json& params) {
@@ -166,12 +212,53 @@ nlohmann::json csr_vector_terms(const Features& f, const SpmmProblem& p, const n
   const int64_t k_slices = slices(p.k, slice_columns(params.at("lanes_per_row").get<int>(),
                                                      params.at("vec_width").get<int>(), params.at("cf_h").get<int>()));
   t["sparse_bytes"] = nnz * (4.0 + vb) * k_slices + (f.basic.rows + 1.0) * 4.0;
+  t["critical_loads"] = light_critical_loads(double(f.basic.row_max), params, p.transpose_a);
   if (p.transpose_a) {  // memset C, read each row of B once, scatter every product
     t["launch"] = 2.0;
     t["gather_bytes"] = double(f.basic.rows) * p.k * vb;
     t["atomic_bytes"] = nnz * p.k * vb;
   }
   return t;
+}
+
+// csr_merge: the memset of C and one kernel; (row, column, value) per nonzero and K slice;
+// A·B: B rows per nonzero, C written twice (memset, then stores or atomics), at most the two
+// boundary rows of each range added atomically; Aᵀ·B: every product added atomically. No
+// group waits on a long row: its round trips are its range's B loads (indices come ahead).
+nlohmann::json csr_merge_terms(const Features& f, const SpmmProblem& p, const nlohmann::json& params) {
+  nlohmann::json t = base_terms(f, p);
+  const double vb = value_bytes(p);
+  const double nnz = double(f.basic.nnz);
+  const double range = params.at("nnz_per_group").get<int>();
+  const double groups = ceil_div(nnz, range);
+  const double row_bytes = double(p.k) * vb;
+  const int64_t k_slices = slices(p.k, slice_columns(params.at("lanes").get<int>(), params.at("vec_width").get<int>(),
+                                                     params.at("cf").get<int>()));
+  t["launch"] = 2.0;
+  t["sparse_bytes"] = nnz * (8.0 + vb) * k_slices;
+  t["critical_loads"] = ceil_div(range, params.at("unroll").get<int>()) + 1.0;
+  if (p.transpose_a) {
+    t["atomic_bytes"] = nnz * row_bytes;
+  } else {
+    t["output_bytes"] = 2.0 * f.basic.rows * row_bytes;
+    t["atomic_bytes"] = std::min(2.0 * groups, double(f.basic.rows) + groups) * row_bytes;
+  }
+  return t;
+}
+
+// Round trips of the slowest heavy group, which runs after the light kernel: a group walks
+// segments_per_block / groups segments one after another, the longest one (at most the
+// longest row, at most a panel wide) and the others of mean length, loading indices every
+// heavy_lanes nonzeros and tile rows every heavy_unroll nonzeros. (The first benchmark: a
+// DLMC layer of 128 rows x ~576 nonzeros took rs 77 µs at K = 32, where the light term alone
+// said a few µs.)
+double heavy_critical_loads(const Features& f, const nlohmann::json& params, const SplitStats& s) {
+  if (s.heavy_segments == 0) return 0.0;
+  const double groups = params.at("heavy_threads").get<int>() / params.at("heavy_lanes").get<int>();
+  const double per_group = ceil_div(std::min<double>(params.at("segments_per_block").get<int>(), double(s.heavy_segments)), groups);
+  const double longest = std::min<double>(double(f.basic.row_max), params.at("panel_width").get<int>());
+  const double walk = longest + (per_group - 1.0) * double(s.heavy_nnz) / double(s.heavy_segments);
+  return ceil_div(walk, params.at("heavy_lanes").get<int>()) + ceil_div(walk, params.at("heavy_unroll").get<int>());
 }
 
 nlohmann::json rs_terms(const Features& f, const SpmmProblem& p, const nlohmann::json& params, const SplitStats& s) {
@@ -184,6 +271,8 @@ nlohmann::json rs_terms(const Features& f, const SpmmProblem& p, const nlohmann:
   t["sparse_bytes"] = double(f.basic.nnz) * (4.0 + vb) + (f.basic.rows + 1.0) * 4.0 +
                       (double(s.heavy_segments) * 8.0 + items * 12.0) * k_slices;
   t["critical_nnz"] = std::min<double>(double(f.basic.row_max), double(s.panels) * (s.threshold - 1));
+  t["critical_loads"] = light_critical_loads(t["critical_nnz"].get<double>(), params, p.transpose_a) +
+                        heavy_critical_loads(f, params, s);
   t["launch"] = s.heavy_segments > 0 ? 2.0 : 1.0;
   if (!p.transpose_a) {
     t["gather_bytes"] = double(s.light_nnz) * k * vb;
@@ -211,17 +300,33 @@ void require_one_of(const std::string& variant, const nlohmann::json& params, co
   throw InvalidInputError(variant + ": " + key + " = " + std::to_string(v) + " must be one of " + list);
 }
 
-void check_light_params(const std::string& variant, const nlohmann::json& params, const SpmmProblem& p) {
-  require_one_of(variant, params, "lanes_per_row", {8, 16, 32});
-  require_one_of(variant, params, "cf_h", {1, 2, 4});
-  require_one_of(variant, params, "unroll", {1, 2, 4, 8});
-  require_one_of(variant, params, "block_threads", {64, 128, 256, 512, 1024});
+// vec_width: single values, or the 16-byte vector when it divides K and both leading dimensions.
+void check_vector_width(const std::string& variant, const nlohmann::json& params, const SpmmProblem& p) {
   const int vec = params.at("vec_width").get<int>();
   if (vec != 1 && vec != 16 / value_bytes(p))
     throw InvalidInputError(variant + ": vec_width = " + std::to_string(vec) + " must be 1 or " + std::to_string(16 / value_bytes(p)));
   if (vec > 1 && vector_width(p) < vec)
     throw InvalidInputError(variant + ": vec_width = " + std::to_string(vec) + " does not divide K = " + std::to_string(p.k) +
                             ", ldb = " + std::to_string(ld_or_k(p.ldb, p.k)) + " and ldc = " + std::to_string(ld_or_k(p.ldc, p.k)));
+}
+
+void check_light_params(const std::string& variant, const nlohmann::json& params, const SpmmProblem& p) {
+  require_one_of(variant, params, "lanes_per_row", {8, 16, 32});
+  require_one_of(variant, params, "cf_h", {1, 2, 4});
+  require_one_of(variant, params, "unroll", {1, 2, 4, 8});
+  require_one_of(variant, params, "block_threads", {64, 128, 256, 512, 1024});
+  check_vector_width(variant, params, p);
+}
+
+void check_merge_params(const nlohmann::json& params, const SpmmProblem& p) {
+  require_one_of("csr_merge", params, "lanes", {8, 16, 32});
+  require_one_of("csr_merge", params, "cf", {1, 2, 4});
+  require_one_of("csr_merge", params, "unroll", {1, 2, 4, 8});
+  require_one_of("csr_merge", params, "block_threads", {64, 128, 256, 512, 1024});
+  const int range = params.at("nnz_per_group").get<int>();
+  if (range < 1 || range > 4096)
+    throw InvalidInputError("csr_merge: nnz_per_group = " + std::to_string(range) + " must be in [1, 4096]");
+  check_vector_width("csr_merge", params, p);
 }
 
 void check_rs_params(const nlohmann::json& params, const SpmmProblem& p, const DeviceTarget& device) {
@@ -278,12 +383,31 @@ RsChoice best_rs(Decision& d, const Features& f, const SpmmProblem& p, const Dev
   return best;
 }
 
+// The csr_merge parameters with the range the cost formulas like best (the first of
+// kMergeRanges when the model prices no csr_merge).
+nlohmann::json best_merge_params(const Features& f, const SpmmProblem& p, const nlohmann::json& model) {
+  nlohmann::json best = merge_base_params(p);
+  const nlohmann::json& costs = model.at("cost");
+  double best_ms = std::numeric_limits<double>::infinity();
+  for (int range : kMergeRanges) {
+    nlohmann::json params = merge_base_params(p);
+    params["nnz_per_group"] = range;
+    const double ms = costs.contains("csr_merge") ? models::linear_cost(costs.at("csr_merge"), csr_merge_terms(f, p, params)) : 0.0;
+    if (ms < best_ms) {
+      best_ms = ms;
+      best = params;
+    }
+  }
+  return best;
+}
+
 std::string type_rejection(const SpmmProblem& p) {
   const bool supported = p.dtype == DType::F32 || p.dtype == DType::F64;
   return supported ? "" : std::string("value type ") + to_string(p.dtype) + " not supported";
 }
 
-std::vector<VariantSpec> spmm_candidates(const SpmmProblem& p, const nlohmann::json& rs_params, bool have_split) {
+std::vector<VariantSpec> spmm_candidates(const SpmmProblem& p, const nlohmann::json& rs_params, const nlohmann::json& merge_params,
+                                         bool have_split) {
   const std::string type_reason = type_rejection(p);
   // Each lane keeps cols_per_lane columns of C in registers, so one pass over a row covers
   // 32 * cols_per_lane columns; past 128 columns a second pass beats register pressure.
@@ -291,11 +415,12 @@ std::vector<VariantSpec> spmm_candidates(const SpmmProblem& p, const nlohmann::j
   VariantSpec rowwarp{"csr_rowwarp", {{"warps_per_block", 4}, {"cols_per_lane", cols_per_lane}}, type_reason};
   if (rowwarp.rejected_because.empty() && p.transpose_a) rowwarp.rejected_because = "computes A·B only (Aᵀ·B needs the split variants)";
   VariantSpec vector{"csr_vector", type_reason.empty() ? light_params(p) : nlohmann::json::object(), type_reason};
+  VariantSpec merge{"csr_merge", merge_params, type_reason};
   VariantSpec rs{"rs", rs_params, type_reason};
   if (rs.rejected_because.empty() && !have_split) rs.rejected_because = "needs the matrix pattern to measure the split";
   // CSR_ALG2 is cuSPARSE's row-major CSR algorithm with deterministic results.
   VariantSpec vendor{"cusparse", {{"alg", 2}}, type_reason};
-  return {rowwarp, vector, rs, vendor};
+  return {rowwarp, vector, rs, merge, vendor};
 }
 
 // A forced rs choice without a panel width (or read-ahead) gets the formula's width (and
@@ -315,7 +440,7 @@ void finish_rs_params(Decision& d, const Features& f, const SpmmProblem& p, cons
 
 std::vector<std::string> spmm_variants() {
   std::vector<std::string> names;
-  for (const auto& v : spmm_candidates({}, nlohmann::json::object(), false)) names.push_back(v.name);
+  for (const auto& v : spmm_candidates({}, nlohmann::json::object(), nlohmann::json::object(), false)) names.push_back(v.name);
   return names;
 }
 
@@ -344,10 +469,15 @@ Decision plan_spmm(const Features& features, const SpmmProblem& problem, const D
   const nlohmann::json base = base_terms(features, problem);
   const nlohmann::json vector_terms =
       priced ? csr_vector_terms(features, problem, light_params(problem)) : base;
+  const nlohmann::json merge = priced ? best_merge_params(features, problem, model) : nlohmann::json::object();
+  const nlohmann::json merge_terms = priced ? csr_merge_terms(features, problem, merge) : base;
+  const nlohmann::json rowwarp_terms = csr_rowwarp_terms(features, problem);
   const auto forced = forced_choice(Op::SpMM, options);
-  choose(d, spmm_candidates(problem, rs.params, have_split), model,
+  choose(d, spmm_candidates(problem, rs.params, merge, have_split), model,
          [&](const std::string& variant) {
+           if (variant == "csr_rowwarp") return rowwarp_terms;
            if (variant == "csr_vector") return vector_terms;
+           if (variant == "csr_merge") return merge_terms;
            if (variant == "rs") return rs.terms;
            return base;
          },
@@ -356,6 +486,7 @@ Decision plan_spmm(const Features& features, const SpmmProblem& problem, const D
   d.features["feature_bucket"] = bucket;
   apply_tuned_choice(d, device, bucket);
   if (d.variant == "csr_vector") check_light_params("csr_vector", d.params, problem);
+  if (d.variant == "csr_merge") check_merge_params(d.params, problem);
   if (d.variant == "rs") finish_rs_params(d, features, problem, device, forced);
   return d;
 }
@@ -378,6 +509,22 @@ std::vector<std::pair<std::string, nlohmann::json>> spmm_search_space(const Feat
       params["lanes_per_row"] = lanes;
       params["cf_h"] = cf;
       space.emplace_back("csr_vector", params);
+    }
+  }
+  // csr_merge: the lanes covering K and 32 lanes (fewer vectors per lane, more columns per
+  // group), every searched range, and unroll 4 or 8 B rows in flight.
+  std::vector<int> merge_lanes{lanes_for(units)};
+  if (merge_lanes[0] != 32) merge_lanes.push_back(32);
+  for (int lanes : merge_lanes) {
+    for (int range : kSearchMergeRanges) {
+      for (int unroll : {4, 8}) {
+        nlohmann::json params = merge_base_params(problem);
+        params["lanes"] = lanes;
+        params["cf"] = cf_for(problem, vec, lanes);
+        params["nnz_per_group"] = range;
+        params["unroll"] = unroll;
+        space.emplace_back("csr_merge", params);
+      }
     }
   }
   for (int blocks_per_sm : {2, 3, 4}) {

@@ -1,0 +1,222 @@
+// The csr_merge SpMM variant (nonzero-balanced ranges) end to end on the GPU, forced with
+// several parameter sets, f32 and f64, A·B and Aᵀ·B, K = 1, 7, 32, 33, 100, 128, 512, on
+// matrices whose rows stress the range boundaries: empty rows (also at both ends), one huge
+// row among short ones, a few long rows, power-law rmat, uniform, rectangular both ways, and
+// padded leading dimensions. Every call is checked against the CPU reference with fresh random
+// values and C poisoned with NaN first (so a row no range writes, or a boundary row added onto
+// garbage, shows); the second call on a handle must reuse the plan.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+#include "sparsejit/error.hpp"
+#include "sparsejit/generate.hpp"
+#include "sparsejit/reference.hpp"
+#include "sparsejit/runtime.hpp"
+#include "support/test_support.hpp"
+
+namespace sparsejit {
+namespace {
+
+class CsrMergeGpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!driver_available()) GTEST_SKIP() << driver_unavailable_reason();
+    if (!runtime_) runtime_ = std::make_unique<Runtime>(0);
+    seed_ = test::fresh_seed();
+  }
+  static Runtime& rt() { return *runtime_; }
+  uint64_t next_seed() { return seed_++; }
+  static inline std::unique_ptr<Runtime> runtime_;
+  uint64_t seed_ = 0;
+};
+
+template <class T>
+double tolerance() { return std::is_same_v<T, float> ? 1e-5 : 1e-12; }
+
+template <class T>
+std::vector<double> as_double(const std::vector<T>& v) { return std::vector<double>(v.begin(), v.end()); }
+
+// A CSR with the given row lengths, distinct sorted columns drawn at random, values 1 (the
+// checks draw fresh values).
+Csr<double> with_row_lengths(const std::vector<int32_t>& lengths, int32_t cols, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  Csr<double> a;
+  a.rows = int32_t(lengths.size());
+  a.cols = cols;
+  a.row_ptr.push_back(0);
+  std::vector<int32_t> all(static_cast<std::size_t>(cols));
+  for (int32_t c = 0; c < cols; ++c) all[std::size_t(c)] = c;
+  for (int32_t len : lengths) {
+    std::shuffle(all.begin(), all.end(), rng);
+    std::vector<int32_t> row(all.begin(), all.begin() + len);
+    std::sort(row.begin(), row.end());
+    a.col_idx.insert(a.col_idx.end(), row.begin(), row.end());
+    a.row_ptr.push_back(int32_t(a.col_idx.size()));
+  }
+  a.values.assign(a.col_idx.size(), 1.0);
+  return a;
+}
+
+// 3000 rows of 0..4 nonzeros (about a fifth empty, the first and last rows empty) with row 1234
+// holding 5000 nonzeros: one range boundary after another falls inside the huge row.
+Csr<double> one_huge_row() {
+  std::vector<int32_t> lengths(3000);
+  std::mt19937 rng(17);
+  for (auto& len : lengths) len = int32_t(rng() % 5);
+  lengths.front() = 0;
+  lengths.back() = 0;
+  lengths[1234] = 5000;
+  return with_row_lengths(lengths, 6000, 3);
+}
+
+// Runs of empty rows between single-nonzero rows and rows longer than any range.
+Csr<double> empty_runs() {
+  std::vector<int32_t> lengths;
+  for (int i = 0; i < 400; ++i) {
+    lengths.push_back(i % 3 == 0 ? 1 : 0);
+    if (i % 50 == 7) lengths.push_back(300);
+  }
+  return with_row_lengths(lengths, 700, 5);
+}
+
+std::vector<std::pair<std::string, Csr<double>>> matrices() {
+  std::vector<std::pair<std::string, Csr<double>>> out;
+  out.emplace_back("one huge row", one_huge_row());
+  out.emplace_back("empty runs", empty_runs());
+  out.emplace_back("128 x 2000 long rows", generate::uniform(128, 4096, 2000, 9));
+  out.emplace_back("rmat", generate::from_spec("rmat:4096:40000", 7));
+  out.emplace_back("uniform", generate::from_spec("uniform:3000:9", 7));
+  out.emplace_back("uniform 2500x300", generate::uniform(2500, 300, 6, 3));
+  out.emplace_back("rmat-like 900x2500", generate::rmat(900, 20000, 11));
+  return out;
+}
+
+Options forced(nlohmann::json params, bool transpose) {
+  Options o;
+  o.variant = "csr_merge";
+  o.params = std::move(params);
+  o.transpose_a = transpose;
+  return o;
+}
+
+// C = op(A)·B on the device twice (plan made, then reused), each time against the reference
+// with C poisoned first. ld_pad adds padding columns to B's and C's rows.
+template <class T>
+void check_spmm(Runtime& rt, const std::string& name, const Csr<double>& pattern, int32_t k, const Options& options,
+                uint64_t seed, int64_t ld_pad = 0) {
+  SCOPED_TRACE(name + " k=" + std::to_string(k) + " " + options.params.dump() + (options.transpose_a ? " Aᵀ·B" : " A·B") +
+               " ld_pad=" + std::to_string(ld_pad) + " seed=" + std::to_string(seed));
+  Csr<T> a = cast<T>(pattern);
+  generate::fill_random(a.values, seed);
+  const int32_t inner = options.transpose_a ? a.rows : a.cols;
+  const int32_t outer = options.transpose_a ? a.cols : a.rows;
+  Dense<T> b(inner, k);
+  generate::fill_random(b, seed + 1);
+  Dense<T> expected;
+  reference::spmm(a, b, expected, options.transpose_a);
+
+  DeviceCsr<T> da(rt.context(), a);
+  DeviceDense<T> db(rt.context(), inner, k, k + ld_pad);
+  db.upload(b);
+  DeviceDense<T> dc(rt.context(), outer, k, k + ld_pad);
+  for (int round = 0; round < 2; ++round) {
+    dc.buffer().fill_bytes(0xFF);
+    const CallInfo call = rt.spmm(da, db, dc, options);
+    rt.context().synchronize();
+    ASSERT_TRUE(call.decision);
+    EXPECT_EQ(call.plan_reused, round == 1);
+    EXPECT_EQ(call.decision->variant, "csr_merge");
+    for (const auto& [key, value] : options.params.items()) EXPECT_EQ(call.decision->params.at(key), value) << key;
+    const Dense<T> got = dc.download();
+    ASSERT_LE(test::relative_error(as_double(got.data), as_double(expected.data)), tolerance<T>());
+  }
+}
+
+// Ranges shorter than a chunk, equal to it, and long; every lane count; unroll 1 (the single
+// tail path only), 2, 4 and 8; more vectors per lane; small blocks.
+std::vector<nlohmann::json> param_sets() {
+  return {nlohmann::json::object(),
+          {{"nnz_per_group", 1}, {"lanes", 8}, {"unroll", 1}},
+          {{"nnz_per_group", 5}, {"lanes", 16}, {"unroll", 2}, {"block_threads", 64}},
+          {{"nnz_per_group", 32}, {"lanes", 32}, {"unroll", 8}},
+          {{"nnz_per_group", 256}, {"lanes", 8}, {"cf", 2}, {"unroll", 4}, {"block_threads", 256}}};
+}
+
+const int32_t kWidths[] = {1, 7, 32, 33, 100, 128, 512};
+
+TEST_F(CsrMergeGpu, EveryParameterSetTypeKAndDirection) {
+  for (const auto& [name, m] : matrices()) {
+    for (int32_t k : kWidths) {
+      for (bool transpose : {false, true}) {
+        for (const auto& params : param_sets()) {
+          check_spmm<float>(rt(), name, m, k, forced(params, transpose), next_seed());
+          check_spmm<double>(rt(), name, m, k, forced(params, transpose), next_seed());
+        }
+      }
+    }
+  }
+}
+
+TEST_F(CsrMergeGpu, PaddedLeadingDimensions) {
+  // ld = k + 1 forbids vectors (the planner falls back to scalar); ld = k + 4 keeps them.
+  const Csr<double> m = one_huge_row();
+  for (int64_t pad : {1, 4}) {
+    for (bool transpose : {false, true}) {
+      check_spmm<float>(rt(), "one huge row", m, 128, forced({{"nnz_per_group", 64}}, transpose), next_seed(), pad);
+      check_spmm<double>(rt(), "one huge row", m, 100, forced(nlohmann::json::object(), transpose), next_seed(), pad);
+    }
+  }
+}
+
+TEST_F(CsrMergeGpu, NewValuesAreUsedByTheSamePlan) {
+  Csr<float> a = cast<float>(one_huge_row());
+  generate::fill_random(a.values, next_seed());
+  Dense<float> b(a.cols, 64);
+  generate::fill_random(b, next_seed());
+  DeviceCsr<float> da(rt().context(), a);
+  DeviceDense<float> db(rt().context(), b);
+  DeviceDense<float> dc(rt().context(), a.rows, 64);
+  for (int round = 0; round < 2; ++round) {
+    if (round == 1) {
+      generate::fill_random(a.values, next_seed());
+      da.update_values(a.values);
+    }
+    Dense<float> expected;
+    reference::spmm(a, b, expected);
+    dc.buffer().fill_bytes(0xFF);
+    const CallInfo call = rt().spmm(da, db, dc, forced({{"nnz_per_group", 16}}, false));
+    rt().context().synchronize();
+    EXPECT_EQ(call.plan_reused, round == 1);
+    ASSERT_LE(test::relative_error(as_double(dc.download().data), as_double(expected.data)), 1e-5) << "round " << round;
+  }
+}
+
+TEST_F(CsrMergeGpu, EmptyMatrixGivesZeros) {
+  Csr<float> empty;
+  empty.rows = 5;
+  empty.cols = 4;
+  empty.row_ptr.assign(6, 0);
+  DeviceCsr<float> da(rt().context(), empty);
+  for (bool transpose : {false, true}) {
+    DeviceDense<float> db(rt().context(), Dense<float>(transpose ? 5 : 4, 8, 1.0f));
+    DeviceDense<float> dc(rt().context(), transpose ? 4 : 5, 8);
+    dc.buffer().fill_bytes(0xFF);
+    rt().spmm(da, db, dc, forced(nlohmann::json::object(), transpose));
+    for (float x : dc.download().data) ASSERT_EQ(x, 0.0f) << (transpose ? "Aᵀ·B" : "A·B");
+  }
+}
+
+TEST_F(CsrMergeGpu, InvalidForcedParametersAreRejected) {
+  const Csr<float> a = cast<float>(generate::uniform(64, 64, 4, 1));
+  DeviceCsr<float> da(rt().context(), a);
+  DeviceDense<float> db(rt().context(), 64, 7), dc(rt().context(), 64, 7);
+  EXPECT_THROW(rt().spmm(da, db, dc, forced({{"vec_width", 4}}, false)), InvalidInputError);
+  EXPECT_THROW(rt().spmm(da, db, dc, forced({{"nnz_per_group", 0}}, false)), InvalidInputError);
+  EXPECT_THROW(rt().spmm(da, db, dc, forced({{"lanes", 12}}, false)), InvalidInputError);
+}
+
+}  // namespace
+}  // namespace sparsejit
