@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <set>
 
+#include "formats/sddmm_dense_tiles.hpp"
 #include "models/cost_model.hpp"
 #include "models/decision_tree.hpp"
 #include "models/model_store.hpp"
@@ -402,35 +403,26 @@ const Candidate& candidate(const Decision& d, const std::string& name) {
   throw InvalidInputError("no candidate " + name);
 }
 
-TEST(SddmmPlan, DenseEnoughPicksTiledAndShowsTheTreePath) {
-  const Decision d = plan::plan_sddmm(with_density(5e-3), kSddmm32, {}, {});
+TEST(SddmmPlan, SparsePatternsTakeCooAndShowTheTreePath) {
+  const Decision d = plan::plan_sddmm(with_density(3e-6), kSddmm32, {}, {});
   EXPECT_EQ(d.source, DecisionSource::Model);
   EXPECT_EQ(d.model_id, "sddmm-default");
-  EXPECT_EQ(d.variant, "tiled_shared");
+  EXPECT_EQ(d.variant, "coo_flat");  // 1.5 nonzeros per row: too short for row_gather
   ASSERT_EQ(d.path.size(), 2u);
-  EXPECT_EQ(d.path[0].feature, "density");
-  EXPECT_DOUBLE_EQ(d.path[0].threshold, 1e-4);
-  EXPECT_DOUBLE_EQ(d.path[0].value, 5e-3);
-  EXPECT_FALSE(d.path[0].taken);
-  EXPECT_EQ(d.path[1].feature, "pattern_reused");
+  EXPECT_EQ(d.path[0].feature, "tile_fill");
+  EXPECT_DOUBLE_EQ(d.path[0].threshold, 0.08);
+  EXPECT_TRUE(d.path[0].taken);
+  EXPECT_EQ(d.path[1].feature, "row_mean");
+  EXPECT_DOUBLE_EQ(d.path[1].value, 1.5);
   EXPECT_TRUE(d.path[1].taken);
   EXPECT_EQ(d.features["pattern_reused"], 0);
-  ASSERT_EQ(d.candidates.size(), 4u);
+  ASSERT_EQ(d.candidates.size(), 6u);
   for (const auto& c : d.candidates) {
     if (c.rejected_because.empty()) {
       EXPECT_GT(c.predicted_ms, 0.0) << c.variant;
     }
   }
-  EXPECT_NE(describe(d).find("density"), std::string::npos) << describe(d);
-}
-
-TEST(SddmmPlan, VerySparsePicksCoo) {
-  const Decision d = plan::plan_sddmm(with_density(3e-6), kSddmm32, {}, {});
-  EXPECT_EQ(d.variant, "coo_flat");
-  ASSERT_EQ(d.path.size(), 1u);
-  EXPECT_TRUE(d.path[0].taken);
-  EXPECT_EQ(plan::plan_sddmm(with_density(1.01e-4), kSddmm32, {}, {}).variant, "tiled_shared");
-  EXPECT_EQ(plan::plan_sddmm(with_density(0.99e-4), kSddmm32, {}, {}).variant, "coo_flat");
+  EXPECT_NE(describe(d).find("tile_fill"), std::string::npos) << describe(d);
 }
 
 TEST(SddmmPlan, ReindexedOnlyForReusedPatterns) {
@@ -443,18 +435,14 @@ TEST(SddmmPlan, ReindexedOnlyForReusedPatterns) {
   Options many;
   many.reuse = Reuse::Many;
   const Decision reused = plan::plan_sddmm(with_density(5e-3), kSddmm32, {}, many);
-  EXPECT_EQ(reused.variant, "reindexed_tiled");
   EXPECT_TRUE(candidate(reused, "reindexed_tiled").rejected_because.empty());
   EXPECT_EQ(reused.features["pattern_reused"], 1);
-  EXPECT_FALSE(reused.path[1].taken);
 
   plan::SddmmProblem seen = kSddmm32;
   seen.pattern_seen = true;
-  EXPECT_EQ(plan::plan_sddmm(with_density(5e-3), seen, {}, {}).variant, "reindexed_tiled");
+  EXPECT_TRUE(candidate(plan::plan_sddmm(with_density(5e-3), seen, {}, {}), "reindexed_tiled").rejected_because.empty());
   forced.reuse = Reuse::Many;
   EXPECT_EQ(plan::plan_sddmm(with_density(5e-3), kSddmm32, {}, forced).source, DecisionSource::Forced);
-  // Below the density threshold the tree keeps COO even for a reused pattern.
-  EXPECT_EQ(plan::plan_sddmm(with_density(1e-6), kSddmm32, {}, many).variant, "coo_flat");
 }
 
 TEST(SddmmPlan, TiledDefaultsFitKAndDensity) {
@@ -539,12 +527,138 @@ TEST(SddmmPlan, SearchSpaceEntriesAreValidAndCoverTheKnobs) {
       const Decision d = plan::plan_sddmm(with_density(0.01), p, {}, o);
       EXPECT_EQ(d.params, variant == "cusparse" ? nlohmann::json::object() : params) << variant << " " << params.dump();
     }
-    EXPECT_EQ(variants.size(), 4u) << p.k;
-    for (const char* v : {"coo_flat", "tiled_shared", "reindexed_tiled", "cusparse"}) EXPECT_TRUE(variants.count(v)) << v;
+    EXPECT_EQ(variants.size(), 5u) << p.k;  // dense_tile only where tiles are fuller (below)
+    for (const char* v : {"coo_flat", "row_gather", "tiled_shared", "reindexed_tiled", "cusparse"}) EXPECT_TRUE(variants.count(v)) << v;
     EXPECT_EQ(combines.size(), 2u);
     EXPECT_GE(groups.size(), 2u);
   }
   EXPECT_TRUE(plan::sddmm_search_space(with_density(0.01), {32, DType::F16, 32, 32}, {}).empty());
+}
+
+// ---------------------------------------------------------------------------------------
+// row_gather and dense_tile: the tree on real patterns, tile_fill, defaults and checks.
+
+Features features_of(const Csr<double>& m) { return inspect(m.pattern()); }
+
+TEST(SddmmPlan, HalfDensePatternsGoToDenseTileAndVerySparseOnesToRowGatherOrCoo) {
+  const Features half = features_of(generate::uniform(1024, 1024, 512, 1));  // 50%
+  const Decision dense = plan::plan_sddmm(half, kSddmm32, {}, {});
+  EXPECT_EQ(dense.variant, "dense_tile");
+  EXPECT_NEAR(dense.features["tile_fill"].get<double>(), 0.5, 0.01);
+  EXPECT_FALSE(dense.path[0].taken);
+  EXPECT_EQ(dense.params["tile_rows"], 64);
+  EXPECT_EQ(dense.params["slice"], 32);
+  EXPECT_EQ(dense.params["vector_width"], 4);
+  EXPECT_EQ(plan::plan_sddmm(half, {128, DType::F64, 128, 128}, {}, {}).variant, "dense_tile");
+
+  // 1e-5: 300000 x 300000 with 3 nonzeros per row.
+  const Features sparse = features_of(generate::uniform(300000, 300000, 3, 2));
+  EXPECT_NEAR(sparse.basic.density, 1e-5, 1e-6);
+  const Decision gather = plan::plan_sddmm(sparse, kSddmm32, {}, {});
+  EXPECT_TRUE(gather.variant == "row_gather" || gather.variant == "coo_flat") << gather.variant;
+  EXPECT_LT(gather.features["tile_fill"].get<double>(), 0.01);
+  // 1% with 40 per row: row_gather.
+  EXPECT_EQ(plan::plan_sddmm(features_of(generate::uniform(4000, 4000, 40, 3)), kSddmm32, {}, {}).variant, "row_gather");
+}
+
+TEST(SddmmPlan, TileFillCountsTilesExactlyWhenThePatternIsAtHand) {
+  // A block diagonal of dense 64 x 64 blocks: each non-empty tile is full, though the density is low.
+  Coo<double> coo;
+  coo.rows = coo.cols = 64 * 40;
+  for (int32_t block = 0; block < 40; ++block)
+    for (int32_t r = 0; r < 64; ++r)
+      for (int32_t c = 0; c < 64; ++c) {
+        coo.row_idx.push_back(block * 64 + r);
+        coo.col_idx.push_back(block * 64 + c);
+        coo.values.push_back(1.0);
+      }
+  const Csr<double> blocks = to_csr(coo);
+  const Features f = features_of(blocks);
+  EXPECT_LT(f.basic.density, 0.03);
+  // The estimate from the 8 x 8 bitmap tiles spreads them over the grid: far too many tiles.
+  EXPECT_LT(plan::sddmm_tile_fill(f, kSddmm32, 64, 64), 0.08);
+  EXPECT_NE(plan::plan_sddmm(f, kSddmm32, {}, {}).variant, "dense_tile");
+  // The exact count (what the executor and explain pass) sees the 40 full tiles.
+  plan::SddmmProblem counted = kSddmm32;
+  counted.dense_tile_count = [&](int32_t ti, int32_t tj) { return formats::count_dense_tiles(blocks.pattern(), ti, tj); };
+  EXPECT_DOUBLE_EQ(plan::sddmm_tile_fill(f, counted, 64, 64), 1.0);
+  EXPECT_EQ(plan::plan_sddmm(f, counted, {}, {}).variant, "dense_tile");
+  // A uniform pattern: the estimate is close to the count.
+  const Csr<double> uniform = generate::uniform(2048, 2048, 300, 4);
+  plan::SddmmProblem uniform_counted = kSddmm32;
+  uniform_counted.dense_tile_count = [&](int32_t ti, int32_t tj) { return formats::count_dense_tiles(uniform.pattern(), ti, tj); };
+  EXPECT_NEAR(plan::sddmm_tile_fill(features_of(uniform), kSddmm32, 64, 64),
+              plan::sddmm_tile_fill(features_of(uniform), uniform_counted, 64, 64), 0.005);
+}
+
+TEST(SddmmPlan, RowGatherDefaultsCoverKWithBoundedRegisters) {
+  Options o;
+  o.variant = "row_gather";
+  auto params = [&](int k, DType t, int64_t ld) { return plan::plan_sddmm(small_features(), {k, t, ld, ld}, {}, o).params; };
+  EXPECT_EQ(params(32, DType::F32, 32)["group_size"], 8);   // 8 float4 cover K = 32
+  EXPECT_EQ(params(32, DType::F32, 32)["unroll"], 8);
+  EXPECT_EQ(params(1, DType::F32, 1)["group_size"], 4);
+  EXPECT_EQ(params(1, DType::F32, 1)["vector_width"], 1);
+  const auto k512 = params(512, DType::F32, 512);
+  EXPECT_EQ(k512["group_size"], 32);
+  EXPECT_EQ(plan::sddmm_row_lane_vectors(k512, 512), 4);
+  EXPECT_EQ(k512["unroll"], 4);  // 4 vectors x 4 nonzeros in flight
+  const auto f64_odd = params(512, DType::F64, 513);  // odd ld: scalar loads, 16 values per lane
+  EXPECT_EQ(f64_odd["vector_width"], 1);
+  EXPECT_EQ(plan::sddmm_row_lane_vectors(f64_odd, 512), 16);
+  EXPECT_EQ(f64_odd["unroll"], 1);
+  // K past 16 vectors per lane of 32 lanes: declined with the reason, not planned.
+  const Decision big = plan::plan_sddmm(small_features(), {1000, DType::F32, 1001, 1001}, {}, {});
+  EXPECT_NE(candidate(big, "row_gather").rejected_because.find("k = 1000"), std::string::npos);
+}
+
+TEST(SddmmPlan, RowGatherAndDenseTileForcedParamsAreChecked) {
+  Options o;
+  o.variant = "row_gather";
+  auto message = [&](const plan::SddmmProblem& p) -> std::string {
+    try {
+      plan::plan_sddmm(with_density(0.1), p, {}, o);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  o.params = {{"unroll", 16}, {"group_size", 8}};
+  EXPECT_NE(message(kSddmm32).find("unroll = 16"), std::string::npos);
+  o.params = {{"max_nnz", 0}};
+  EXPECT_NE(message(kSddmm32).find("max_nnz = 0"), std::string::npos);
+  o.params = {{"group_size", 4}};
+  EXPECT_NE(message({512, DType::F32, 513, 513}).find("needs 128 A vectors"), std::string::npos);
+  o.variant = "dense_tile";
+  o.params = {{"micro_rows", 2}};
+  EXPECT_NE(message(kSddmm32).find("micro-tile edge 2"), std::string::npos);
+  o.params = {{"tile_rows", 62}};
+  EXPECT_NE(message(kSddmm32).find("tile_rows = 62"), std::string::npos);
+  o.params = {{"tile_rows", 60}};  // whole micro-tiles, but 15 x 16 threads are no whole warps
+  EXPECT_NE(message(kSddmm32).find("240 threads"), std::string::npos);
+  o.params = {{"tile_rows", 256}, {"tile_cols", 256}, {"micro_rows", 4}, {"micro_cols", 4}};
+  EXPECT_NE(message(kSddmm32).find("4096 threads"), std::string::npos);
+  o.params = {{"tile_rows", 128}, {"tile_cols", 128}, {"micro_rows", 8}, {"micro_cols", 8}, {"slice", 64}};
+  EXPECT_NE(message(kSddmm32).find("static shared memory"), std::string::npos);
+  o.params = {{"slice", 30}};
+  EXPECT_NE(message(kSddmm32).find("slice = 30"), std::string::npos);
+  o.params = {{"slice", 3}, {"vector_width", 1}};
+  EXPECT_EQ(message({3, DType::F32, 3, 3}), "");
+}
+
+TEST(SddmmPlan, SearchSpaceMeasuresDenseTileOnFullTilesOnly) {
+  const Features half = features_of(generate::uniform(1024, 1024, 512, 1));
+  std::set<std::string> variants;
+  for (const auto& [variant, params] : plan::sddmm_search_space(half, kSddmm32, {})) {
+    variants.insert(variant);
+    Options o;
+    o.variant = variant;
+    o.params = params;
+    o.reuse = Reuse::Many;
+    EXPECT_EQ(plan::plan_sddmm(half, kSddmm32, {}, o).params, variant == "cusparse" ? nlohmann::json::object() : params);
+  }
+  EXPECT_EQ(variants.count("dense_tile"), 1u);
+  EXPECT_EQ(variants.count("row_gather"), 1u);
 }
 
 }  // namespace

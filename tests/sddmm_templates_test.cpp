@@ -1,8 +1,10 @@
-// Every documented variant of the SDDMM templates (sddmm_coo_flat.cu, sddmm_tiled.cu) renders
+// Every documented variant of the SDDMM templates (sddmm_coo_flat.cu, sddmm_tiled.cu, sddmm_row.cu,
+// sddmm_dense_tile.cu) renders
 // and compiles with NVRTC for sm_80 and sm_90 (no GPU needed), and the sections the planner
 // drives select the code they say.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <string>
 #include <vector>
 
@@ -117,22 +119,112 @@ TEST(SddmmTemplates, InconsistentLaneVectorsFailToCompile) {
 }
 
 // explain plans and compiles the kernel the executor would launch, with the executor's own
-// spec builders: the tree's choice for each density, and the reindexed tiles under reuse.
+// spec builders: the tree's choice for each density, and the tiled variants when forced.
 TEST(SddmmTemplates, ExplainCompilesThePlannedKernelOfEachVariant) {
   ::setenv("SPARSEJIT_CACHE_DIR", "", 1);  // memory cache only: nothing written outside the test
-  const Csr<double> dense = generate::uniform(500, 400, 40, 1);       // 10%
-  const Csr<double> sparse = generate::uniform(30000, 30000, 2, 2);   // 0.0067%
+  const Csr<double> dense = generate::uniform(512, 512, 100, 1);      // 20%: dense_tile
+  const Csr<double> medium = generate::uniform(3000, 3000, 30, 3);    // 1%: row_gather
+  const Csr<double> sparse = generate::uniform(30000, 30000, 2, 2);   // 0.0067%, 2 per row: coo_flat
   Options many;
   many.reuse = Reuse::Many;
+  Options tiled;
+  tiled.variant = "tiled_shared";
+  Options reindexed = many;
+  reindexed.variant = "reindexed_tiled";
   struct Case { const Csr<double>* m; int32_t k; DType t; Options o; const char* variant; };
-  for (const Case& c : {Case{&dense, 32, DType::F32, {}, "tiled_shared"}, Case{&dense, 33, DType::F64, {}, "tiled_shared"},
-                        Case{&dense, 128, DType::F32, many, "reindexed_tiled"}, Case{&sparse, 3, DType::F32, {}, "coo_flat"},
-                        Case{&sparse, 100, DType::F64, many, "coo_flat"}}) {
+  for (const Case& c : {Case{&dense, 32, DType::F32, {}, "dense_tile"}, Case{&dense, 33, DType::F64, {}, "dense_tile"},
+                        Case{&dense, 512, DType::F32, many, "dense_tile"}, Case{&medium, 32, DType::F32, {}, "row_gather"},
+                        Case{&medium, 512, DType::F64, {}, "row_gather"}, Case{&medium, 3, DType::F32, {}, "row_gather"},
+                        Case{&sparse, 3, DType::F32, {}, "coo_flat"}, Case{&sparse, 100, DType::F64, many, "coo_flat"},
+                        Case{&dense, 128, DType::F32, tiled, "tiled_shared"}, Case{&medium, 33, DType::F64, reindexed, "reindexed_tiled"}}) {
     const Decision d = explain_sddmm(c.m->pattern(), c.k, c.t, c.o);
     EXPECT_EQ(d.variant, c.variant) << c.k;
     EXPECT_NE(d.kernel_origin, KernelOrigin::None) << c.variant << " k=" << c.k;
-    EXPECT_FALSE(d.path.empty());
+    if (c.o.variant.empty()) {
+      EXPECT_FALSE(d.path.empty());
+    }
   }
+}
+
+// ---------------------------------------------------------------------------------------
+// row_gather (sddmm_row.cu) and dense_tile (sddmm_dense_tile.cu).
+
+json row_params(const std::string& value_t, int width, int group, int lane_vectors, int unroll) {
+  const bool f64 = value_t == "double";
+  return {{"value_t", value_t}, {"acc_t", value_t}, {"vec_t", width == 1 ? value_t : (f64 ? "double2" : "float4")},
+          {"vec_width", width}, {"group_size", group}, {"lane_vectors", lane_vectors}, {"unroll", unroll},
+          {"block_size", 256}, {"fp16", false}, {"bf16", false}};
+}
+
+json dense_params(const std::string& value_t, int width, int ti, int tj, int mi, int mj, int slice) {
+  const bool f64 = value_t == "double";
+  return {{"value_t", value_t}, {"acc_t", value_t}, {"vec_t", width == 1 ? value_t : (f64 ? "double2" : "float4")},
+          {"vec_width", width}, {"tile_rows", ti}, {"tile_cols", tj}, {"words", (tj + 63) / 64}, {"slice", slice},
+          {"micro_rows", mi}, {"micro_cols", mj}, {"block_size", (ti / mi) * (tj / mj)}, {"fp16", false}, {"bf16", false}};
+}
+
+TEST(SddmmTemplates, RowGatherVariantsCompileForSm80AndSm90) {
+  std::vector<Variant> out;
+  for (const std::string value_t : {"float", "double"}) {
+    const int widest = value_t == "float" ? 4 : 2;
+    for (int width : {1, widest}) {
+      for (const auto& [group, lane_vectors, unroll] :
+           std::vector<std::array<int, 3>>{{4, 1, 1}, {4, 1, 4}, {8, 1, 8}, {8, 3, 4}, {16, 2, 2}, {32, 16, 1}, {32, 4, 8}}) {
+        out.push_back({value_t + " width=" + std::to_string(width) + " group=" + std::to_string(group) + " vectors=" +
+                           std::to_string(lane_vectors) + " unroll=" + std::to_string(unroll),
+                       KernelSpec{"sddmm_row.cu", "sddmm_row_" + std::to_string(out.size()),
+                                  row_params(value_t, width, group, lane_vectors, unroll), {}}});
+      }
+    }
+  }
+  for (const auto& v : out) expect_compiles(v);
+}
+
+TEST(SddmmTemplates, DenseTileVariantsCompileForSm80AndSm90) {
+  std::vector<Variant> out;
+  for (const std::string value_t : {"float", "double"}) {
+    const int widest = value_t == "float" ? 4 : 2;
+    for (int width : {1, widest}) {
+      for (const auto& [ti, tj, mi, mj] : std::vector<std::array<int, 4>>{
+               {64, 64, 4, 4}, {128, 64, 8, 4}, {64, 128, 4, 8}, {32, 32, 4, 4}, {128, 128, 8, 8}, {256, 32, 8, 4}}) {
+        for (int slice : {width * 3, 16}) {
+          out.push_back({value_t + " width=" + std::to_string(width) + " tile=" + std::to_string(ti) + "x" +
+                             std::to_string(tj) + " micro=" + std::to_string(mi) + "x" + std::to_string(mj) +
+                             " slice=" + std::to_string(slice),
+                         KernelSpec{"sddmm_dense_tile.cu", "sddmm_dense_" + std::to_string(out.size()),
+                                    dense_params(value_t, width, ti, tj, mi, mj, slice), {}}});
+        }
+      }
+    }
+  }
+  for (const auto& v : out) expect_compiles(v);
+}
+
+TEST(SddmmTemplates, RowGatherAndDenseTileStaticChecksCatchBadParams) {
+  const auto fails = [](const std::string& name, const json& params) {
+    const std::string source = render({name, "bad", params, {}});
+    EXPECT_ANY_THROW(compile_to_cubin(source, name, 90, normalize_options({}))) << params.dump();
+  };
+  fails("sddmm_row.cu", row_params("float", 4, 4, 1, 8));   // unroll > group_size
+  fails("sddmm_row.cu", row_params("float", 4, 6, 1, 2));   // group_size not a power of two
+  json wrong_threads = dense_params("float", 4, 64, 64, 4, 4, 32);
+  wrong_threads["block_size"] = 128;  // 16 x 16 micro-tiles need 256 threads
+  fails("sddmm_dense_tile.cu", wrong_threads);
+  json wrong_words = dense_params("float", 4, 64, 128, 4, 8, 32);
+  wrong_words["words"] = 1;
+  fails("sddmm_dense_tile.cu", wrong_words);
+}
+
+TEST(SddmmTemplates, RowGatherReducesWithATransposedButterflyAndStoresPlainly) {
+  const std::string source = render({"sddmm_row.cu", "k", row_params("float", 4, 8, 1, 8), {}});
+  EXPECT_NE(source.find("constexpr int kUnroll = 8;"), std::string::npos);
+  EXPECT_NE(source.find("typedef float4 vec_t;"), std::string::npos);
+  EXPECT_EQ(source.find("atomicAdd"), std::string::npos);
+  EXPECT_NE(source.find("p[mine] = "), std::string::npos);
+  const std::string dense = render({"sddmm_dense_tile.cu", "k", dense_params("double", 2, 64, 64, 4, 4, 32), {}});
+  EXPECT_NE(dense.find("constexpr int kWords = 1;"), std::string::npos);
+  EXPECT_NE(dense.find("typedef double2 vec_t;"), std::string::npos);
+  EXPECT_EQ(dense.find("atomicAdd"), std::string::npos);
 }
 
 }  // namespace

@@ -6,6 +6,8 @@
 
 #include "cuda/driver_api.hpp"
 #include "formats/coo_rows.hpp"
+#include "formats/sddmm_dense_tiles.hpp"
+#include "formats/sddmm_row_chunks.hpp"
 #include "formats/sddmm_tiles.hpp"
 #include "ops/call_common.hpp"
 #include "ops/runtime_state.hpp"
@@ -44,6 +46,18 @@ std::shared_ptr<DeviceTiles> upload_tiles(const Context& context, const formats:
   return out;
 }
 
+// formats/sddmm_row_chunks.hpp in device memory, cached on the handle per max_nnz.
+struct DeviceRowChunks {
+  DeviceBuffer row, ptr;
+  int64_t chunks = 0;
+};
+
+// formats/sddmm_dense_tiles.hpp in device memory, cached on the handle per tile shape.
+struct DeviceDenseTiles {
+  DeviceBuffer tile_i, tile_j, bitmap, first;
+  int64_t tiles = 0;
+};
+
 template <class T>
 struct PreparedSddmm {
   std::shared_ptr<const Decision> decision;
@@ -53,6 +67,8 @@ struct PreparedSddmm {
   bool zero_output = false;                       // P is accumulated atomically: zero it first
   std::shared_ptr<const DeviceBuffer> coo_rows;   // coo_flat only
   std::shared_ptr<const DeviceTiles> tiles;       // tiled_shared and reindexed_tiled only
+  std::shared_ptr<const DeviceRowChunks> chunks;  // row_gather only
+  std::shared_ptr<const DeviceDenseTiles> dense;  // dense_tile only
 
   using OperandKey = std::tuple<const void*, int64_t, const void*, int64_t, CUdeviceptr>;
   std::mutex vendor_mutex;
@@ -95,6 +111,32 @@ jit::KernelSpec tiled_spec(const Decision& d, DType dtype, int32_t k) {
            {"lane_vectors", slice / (width * group)}, {"reindexed", d.variant == "reindexed_tiled"},
            {"lane_atomic", lane_atomic}, {"group_reduce", !lane_atomic}, {"store_result", tiled_stores(d, k)},
            {"fp16", false}, {"bf16", false}},
+          {}};
+}
+
+std::string vec_type(DType dtype, int width) {
+  return width == 1 ? cuda_type_name(dtype) : (dtype == DType::F64 ? "double2" : "float4");
+}
+
+jit::KernelSpec row_gather_spec(const Decision& d, DType dtype, int32_t k) {
+  const int width = d.params.at("vector_width").get<int>();
+  return {"sddmm_row.cu", "sj_sddmm_row",
+          {{"value_t", cuda_type_name(dtype)}, {"acc_t", dtype == DType::F64 ? "double" : "float"},
+           {"vec_t", vec_type(dtype, width)}, {"vec_width", width}, {"group_size", d.params.at("group_size")},
+           {"lane_vectors", plan::sddmm_row_lane_vectors(d.params, k)}, {"unroll", d.params.at("unroll")},
+           {"block_size", d.params.at("threads_per_block")}, {"fp16", false}, {"bf16", false}},
+          {}};
+}
+
+jit::KernelSpec dense_tile_spec(const Decision& d, DType dtype) {
+  const int width = d.params.at("vector_width").get<int>();
+  const int tile_cols = d.params.at("tile_cols").get<int>();
+  return {"sddmm_dense_tile.cu", "sj_sddmm_dense_tile",
+          {{"value_t", cuda_type_name(dtype)}, {"acc_t", dtype == DType::F64 ? "double" : "float"},
+           {"vec_t", vec_type(dtype, width)}, {"vec_width", width}, {"tile_rows", d.params.at("tile_rows")},
+           {"tile_cols", tile_cols}, {"words", (tile_cols + 63) / 64}, {"slice", d.params.at("slice")},
+           {"micro_rows", d.params.at("micro_rows")}, {"micro_cols", d.params.at("micro_cols")},
+           {"block_size", plan::sddmm_dense_tile_threads(d.params)}, {"fp16", false}, {"bf16", false}},
           {}};
 }
 
@@ -142,6 +184,48 @@ void prepare_tiled(detail::RuntimeState& rt, const DeviceCsr<T>& s, Decision& d,
 }
 
 template <class T>
+void prepare_row_gather(detail::RuntimeState& rt, const DeviceCsr<T>& s, Decision& d, const plan::SddmmProblem& problem,
+                        PreparedSddmm<T>& prepared) {
+  const ops::LoadedKernel loaded = rt.loader.load(row_gather_spec(d, problem.dtype, problem.k));
+  ops::record_kernel(d, loaded);
+  prepared.kernel = loaded.kernel;
+  const int32_t max_nnz = d.params.at("max_nnz").get<int32_t>();
+  prepared.chunks = s.template get_or_create<DeviceRowChunks>("sddmm_row_chunks:" + std::to_string(max_nnz), [&] {
+    const formats::RowChunks host = formats::build_row_chunks(s.host_pattern(), max_nnz);
+    auto out = std::make_shared<DeviceRowChunks>();
+    out->row = DeviceBuffer::from_host(rt.context, host.row);
+    out->ptr = DeviceBuffer::from_host(rt.context, host.ptr);
+    out->chunks = host.chunks();
+    return out;
+  });
+  const int64_t threads = d.params.at("threads_per_block").get<int64_t>();
+  prepared.block = {unsigned(threads), 1, 1};
+  prepared.grid = {ops::blocks_for(prepared.chunks->chunks * d.params.at("group_size").get<int64_t>(), threads), 1, 1};
+}
+
+template <class T>
+void prepare_dense_tile(detail::RuntimeState& rt, const DeviceCsr<T>& s, Decision& d, const plan::SddmmProblem& problem,
+                        PreparedSddmm<T>& prepared) {
+  const ops::LoadedKernel loaded = rt.loader.load(dense_tile_spec(d, problem.dtype));
+  ops::record_kernel(d, loaded);
+  prepared.kernel = loaded.kernel;
+  const int32_t tile_rows = d.params.at("tile_rows").get<int32_t>(), tile_cols = d.params.at("tile_cols").get<int32_t>();
+  const std::string key = "sddmm_dense_tiles:" + std::to_string(tile_rows) + "x" + std::to_string(tile_cols);
+  prepared.dense = s.template get_or_create<DeviceDenseTiles>(key, [&] {
+    const formats::DenseTiles host = formats::build_dense_tiles(s.host_pattern(), tile_rows, tile_cols);
+    auto out = std::make_shared<DeviceDenseTiles>();
+    out->tile_i = DeviceBuffer::from_host(rt.context, host.tile_i);
+    out->tile_j = DeviceBuffer::from_host(rt.context, host.tile_j);
+    out->bitmap = DeviceBuffer::from_host(rt.context, host.bitmap);
+    out->first = DeviceBuffer::from_host(rt.context, host.first);
+    out->tiles = host.tiles();
+    return out;
+  });
+  prepared.block = {unsigned(plan::sddmm_dense_tile_threads(d.params)), 1, 1};
+  prepared.grid = {ops::blocks_for(prepared.dense->tiles, 1), 1, 1};
+}
+
+template <class T>
 std::shared_ptr<PreparedSddmm<T>> prepare_sddmm(detail::RuntimeState& rt, const DeviceCsr<T>& s, const Features& f,
                                                 const plan::SddmmProblem& problem, const Options& options) {
   auto prepared = std::make_shared<PreparedSddmm<T>>();
@@ -160,6 +244,10 @@ std::shared_ptr<PreparedSddmm<T>> prepare_sddmm(detail::RuntimeState& rt, const 
     prepared->coo_rows = s.template get_or_create<DeviceBuffer>("coo_rows", [&] {
       return std::make_shared<DeviceBuffer>(DeviceBuffer::from_host(rt.context, formats::coo_row_indices(s.host_pattern())));
     });
+  } else if (d.variant == "row_gather") {
+    prepare_row_gather(rt, s, d, problem, *prepared);
+  } else if (d.variant == "dense_tile") {
+    prepare_dense_tile(rt, s, d, problem, *prepared);
   } else if (is_tiled(d)) {
     prepare_tiled(rt, s, d, problem, *prepared);
   } else {
@@ -214,6 +302,30 @@ void launch_tiled(detail::RuntimeState& rt, const PreparedSddmm<T>& prepared, co
   prepared.kernel->launch(prepared.grid, prepared.block, prepared.shared_bytes, stream, args);
 }
 
+template <class T>
+void launch_row_gather(const PreparedSddmm<T>& prepared, const DeviceCsr<T>& s, const DeviceDense<T>& a,
+                       const DeviceDense<T>& b, DeviceBuffer& p, CUstream stream) {
+  long long chunks = prepared.chunks->chunks;
+  int k = a.cols();
+  CUdeviceptr chunk_row = prepared.chunks->row.ptr(), chunk_ptr = prepared.chunks->ptr.ptr();
+  CUdeviceptr cols = s.col_idx().ptr(), sv = s.values().ptr(), ap = a.buffer().ptr(), bp = b.buffer().ptr(), pp = p.ptr();
+  long long lda = a.ld(), ldb = b.ld();
+  void* args[] = {&chunks, &k, &chunk_row, &chunk_ptr, &cols, &sv, &ap, &lda, &bp, &ldb, &pp};
+  prepared.kernel->launch(prepared.grid, prepared.block, 0, stream, args);
+}
+
+template <class T>
+void launch_dense_tile(const PreparedSddmm<T>& prepared, const DeviceCsr<T>& s, const DeviceDense<T>& a,
+                       const DeviceDense<T>& b, DeviceBuffer& p, CUstream stream) {
+  int m = s.rows(), n = s.cols(), k = a.cols();
+  const DeviceDenseTiles& t = *prepared.dense;
+  CUdeviceptr tile_i = t.tile_i.ptr(), tile_j = t.tile_j.ptr(), bitmap = t.bitmap.ptr(), first = t.first.ptr();
+  CUdeviceptr sv = s.values().ptr(), ap = a.buffer().ptr(), bp = b.buffer().ptr(), pp = p.ptr();
+  long long lda = a.ld(), ldb = b.ld();
+  void* args[] = {&m, &n, &k, &tile_i, &tile_j, &bitmap, &first, &sv, &ap, &lda, &bp, &ldb, &pp};
+  prepared.kernel->launch(prepared.grid, prepared.block, 0, stream, args);
+}
+
 }  // namespace
 
 template <class T>
@@ -223,7 +335,13 @@ CallInfo Runtime::sddmm(const DeviceCsr<T>& s, const DeviceDense<T>& a, const De
   detail::RuntimeState& rt = *state_;
   // A handle that has served an SDDMM call before has a reused pattern (see SddmmProblem).
   const bool seen = s.find(kPatternSeenKey) != nullptr;
-  const plan::SddmmProblem problem{a.cols(), dtype_of<T>::value, a.ld(), b.ld(), seen};
+  plan::SddmmProblem problem{a.cols(), dtype_of<T>::value, a.ld(), b.ld(), seen};
+  problem.dense_tile_count = [&s](int32_t tile_rows, int32_t tile_cols) {
+    const std::string key = "sddmm_dense_tile_count:" + std::to_string(tile_rows) + "x" + std::to_string(tile_cols);
+    return *s.template get_or_create<int64_t>(key, [&] {
+      return std::make_shared<int64_t>(formats::count_dense_tiles(s.host_pattern(), tile_rows, tile_cols));
+    });
+  };
   const auto features = ops::cached_features(s);
   bool reused = true;
   const std::string key = ops::plan_key(Op::SDDMM, problem.dtype, problem.k, false, options, rt.id) + ":ld" +
@@ -235,7 +353,11 @@ CallInfo Runtime::sddmm(const DeviceCsr<T>& s, const DeviceDense<T>& a, const De
   if (!seen) s.attach(kPatternSeenKey, std::make_shared<bool>(true));
   const CUstream stream = static_cast<CUstream>(options.stream);
   if (s.nnz() == 0) return {prepared->decision, reused};
-  if (prepared->tiles) {
+  if (prepared->chunks) {
+    launch_row_gather(*prepared, s, a, b, p, stream);
+  } else if (prepared->dense) {
+    launch_dense_tile(*prepared, s, a, b, p, stream);
+  } else if (prepared->tiles) {
     launch_tiled(rt, *prepared, s, a, b, p, stream);
   } else if (prepared->coo_rows) {
     long long nnz = s.nnz();
@@ -254,9 +376,14 @@ CallInfo Runtime::sddmm(const DeviceCsr<T>& s, const DeviceDense<T>& a, const De
 Decision explain_sddmm(PatternView s, int32_t k, DType dtype, const Options& options, int device) {
   if (k < 1) throw InvalidInputError("sddmm: k = " + std::to_string(k) + " must be >= 1");
   const plan::DeviceTarget target = detail::explain_target(device);
-  Decision d = plan::plan_sddmm(inspect(s), {k, dtype, k, k}, target, options);
-  const jit::KernelSpec spec =
-      d.variant == "coo_flat" ? coo_flat_spec(d, dtype) : is_tiled(d) ? tiled_spec(d, dtype, k) : scale_spec(dtype);
+  plan::SddmmProblem problem{k, dtype, k, k};
+  problem.dense_tile_count = [s](int32_t tile_rows, int32_t tile_cols) { return formats::count_dense_tiles(s, tile_rows, tile_cols); };
+  Decision d = plan::plan_sddmm(inspect(s), problem, target, options);
+  const jit::KernelSpec spec = d.variant == "coo_flat"     ? coo_flat_spec(d, dtype)
+                               : d.variant == "row_gather" ? row_gather_spec(d, dtype, k)
+                               : d.variant == "dense_tile" ? dense_tile_spec(d, dtype)
+                               : is_tiled(d)               ? tiled_spec(d, dtype, k)
+                                                           : scale_spec(dtype);
   const jit::CompiledKernel compiled = ops::compile_only(spec, target.sm);
   d.kernel_origin = ops::to_origin(compiled.source);
   d.compile_ms = compiled.compile_ms;

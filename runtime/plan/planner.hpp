@@ -50,6 +50,10 @@ struct SddmmProblem {
   // reused, so per-pattern preprocessing (reindexed_tiled) is admitted even for Reuse::Once.
   // The executor sets it from the handle's cache.
   bool pattern_seen = false;
+  // Exact count of non-empty tile_rows x tile_cols tiles of S (formats::count_dense_tiles), when
+  // the caller has the pattern; the executor caches it on the handle. Without it the planner
+  // estimates the count from the features (see sddmm_tile_fill).
+  std::function<int64_t(int32_t tile_rows, int32_t tile_cols)> dense_tile_count = nullptr;
 };
 
 Decision plan_spmm(const Features& features, const SpmmProblem& problem, const DeviceTarget& device, const Options& options,
@@ -60,13 +64,29 @@ Decision plan_sddmm(const Features& features, const SddmmProblem& problem, const
 // tuned model of the same form ({"id", "version", "tree", "launch", "cost"}; "launch" entries it
 // lacks fall back to the shipped ones). The variant is the tree's leaf (features: those of
 // to_json(Features) plus k, value_bytes and pattern_reused, 1 when Options::reuse is Many or
-// problem.pattern_seen); every candidate is still priced by "cost". A forced choice wins.
+// problem.pattern_seen, and tile_fill, see sddmm_tile_fill, with the model's dense_tile tile);
+// every candidate is still priced by "cost". A forced choice wins.
 Decision plan_sddmm(const Features& features, const SddmmProblem& problem, const DeviceTarget& device, const Options& options,
                     const nlohmann::json& model);
 
 // Dynamic shared memory of one tiled_shared / reindexed_tiled block with these parameters:
 // tile_cols staged B rows of slice elements plus one vector of padding each.
 int64_t sddmm_tiled_shared_bytes(const nlohmann::json& params, DType dtype);
+
+// Threads of one dense_tile block: one per micro-tile, (tile_rows / micro_rows) * (tile_cols /
+// micro_cols).
+int64_t sddmm_dense_tile_threads(const nlohmann::json& params);
+
+// A vectors per lane of a row_gather kernel for K: ceil(k / (vector_width * group_size)).
+int64_t sddmm_row_lane_vectors(const nlohmann::json& params, int32_t k);
+
+// The planner's feature tile_fill: nnz / (non-empty tiles * tile_rows * tile_cols), the share of
+// the dot products a dense_tile kernel computes that S keeps. The non-empty tiles are
+// problem.dense_tile_count's exact count when given; else they are estimated from
+// features.tiles (the inspected 8 x 8 bitmap tiles) landing uniformly on the tile_rows x
+// tile_cols grid: close for uniform and for dense patterns, too many tiles (too low a fill)
+// for clustered ones.
+double sddmm_tile_fill(const Features& features, const SddmmProblem& problem, int64_t tile_rows, int64_t tile_cols);
 
 // The (variant, params) combinations of SDDMM worth measuring for this matrix and problem on
 // this device: every variant that can run it (reindexed_tiled included: the tuner measures it

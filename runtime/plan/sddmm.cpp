@@ -1,5 +1,9 @@
-// SDDMM planner: P = S ∘ (A·Bᵀ). Candidates (the GPU-Dynamic paper's variants plus the vendor):
+// SDDMM planner: P = S ∘ (A·Bᵀ). Candidates (the GPU-Dynamic paper's variants, two of ours, the vendor):
 //   coo_flat         GPU-Convert: one pass over the nonzeros, rows of A and B gathered per nonzero
+//   row_gather       a lane group per row chunk: A's row loaded once, the chunk's B rows gathered
+//                    (formats/sddmm_row_chunks.hpp)
+//   dense_tile       dense-ish S: each non-empty Ti x Tj tile computed like a GEMM in registers,
+//                    only S's entries written (formats/sddmm_dense_tiles.hpp)
 //   tiled_shared     GPU-Shared: S cut in Ti x Tj tiles, each tile's B rows staged in shared memory
 //   reindexed_tiled  GPU-Preprocessing: like tiled_shared, tiles over each panel's used columns
 //                    only; admitted only for reused patterns (Options::reuse, pattern_seen)
@@ -9,8 +13,10 @@
 // parameters. Every candidate is priced with the model's cost formulas for the Decision, and when
 // the tree's leaf cannot run the problem the cheapest eligible candidate is taken instead.
 #include <algorithm>
+#include <array>
 #include <cmath>
 
+#include "formats/sddmm_dense_tiles.hpp"
 #include "formats/sddmm_tiles.hpp"
 #include "models/decision_tree.hpp"
 #include "models/model_store.hpp"
@@ -55,6 +61,26 @@ int coo_group_size(const SddmmProblem& p, int width) {
   return g;
 }
 
+int64_t pow2_at_most(int64_t value) {
+  int64_t p = 1;
+  while (p * 2 <= value) p *= 2;
+  return p;
+}
+
+// row_gather: A vectors each lane holds (K over group_size lanes of vector_width elements).
+int64_t row_lane_vectors(int64_t k, int64_t width, int64_t group) { return (k + width * group - 1) / (width * group); }
+
+// Beyond this many A vectors per lane the row no longer fits registers: row_gather declines.
+constexpr int64_t kMaxLaneVectors = 16;
+// B vectors a lane keeps in flight (unroll * lane_vectors) in the default unroll.
+constexpr int64_t kRowLoadsInFlight = 16;
+// dense_tile's staged operands must fit the 48 KB of static shared memory.
+constexpr int64_t kStaticSharedBytes = 48 * 1024;
+// The tuner measures dense_tile only above this tile fill (64 x 64 tiles).
+constexpr double kDenseTileSearchFill = 0.01;
+// dense_tile's format grows with the tiles, not the nonzeros: past this estimate it declines.
+constexpr double kMaxDenseTileFormatBytes = 1024.0 * 1024 * 1024;
+
 // A launch default of `variant` from the model, else from the shipped model (always complete).
 json launch_value(const json& model, const std::string& variant, const std::string& key) {
   if (model.contains("launch") && model["launch"].contains(variant) && model["launch"][variant].contains(key))
@@ -91,6 +117,48 @@ json tiled_defaults(const Features& f, const SddmmProblem& p, const json& model,
           {"vector_width", width}};
 }
 
+// row_gather: the fewest lanes (4 to 32) whose vectors cover K in one pass, and as many nonzeros
+// in flight as keeps unroll * lane_vectors B vectors per lane at about kRowLoadsInFlight.
+json row_gather_defaults(const SddmmProblem& p, const json& model) {
+  const int64_t width = vector_width(p);
+  const int64_t units = (p.k + width - 1) / width;
+  const int64_t group = std::clamp<int64_t>(pow2_at_least(units), 4, 32);
+  const int64_t lane_vectors = row_lane_vectors(p.k, width, group);
+  const int64_t unroll_cap = launch_value(model, "row_gather", "unroll").get<int64_t>();
+  const int64_t unroll = std::min({group, unroll_cap, pow2_at_most(std::max<int64_t>(1, kRowLoadsInFlight / lane_vectors))});
+  return {{"vector_width", width}, {"group_size", group}, {"unroll", unroll},
+          {"max_nnz", launch_value(model, "row_gather", "max_nnz")},
+          {"threads_per_block", launch_value(model, "row_gather", "threads_per_block")}};
+}
+
+// dense_tile: the model's tile and micro-tile, one K slice when K is short.
+json dense_tile_defaults(const SddmmProblem& p, const json& model) {
+  const int64_t width = vector_width(p);
+  const int64_t slice = std::min<int64_t>(launch_value(model, "dense_tile", "slice").get<int64_t>(), round_up(p.k, width));
+  return {{"vector_width", width},
+          {"tile_rows", launch_value(model, "dense_tile", "tile_rows")},
+          {"tile_cols", launch_value(model, "dense_tile", "tile_cols")},
+          {"micro_rows", launch_value(model, "dense_tile", "micro_rows")},
+          {"micro_cols", launch_value(model, "dense_tile", "micro_cols")},
+          {"slice", round_up(slice, width)}};
+}
+
+// Expected count of occupied cells when `items` land uniformly in `cells` cells.
+double occupied(double items, double cells) { return cells <= 0 ? 0 : cells * (1.0 - std::exp(-items / cells)); }
+
+// Non-empty ti x tj tiles: the problem's exact count when it has one, else estimated from the
+// inspected bitmap tiles (features.tiles) spread uniformly over the ti x tj grid.
+double dense_tiles_estimate(const Features& f, const SddmmProblem& p, double ti, double tj) {
+  if (p.dense_tile_count) return double(p.dense_tile_count(int32_t(ti), int32_t(tj)));
+  const double cells = std::ceil(double(f.basic.rows) / ti) * std::ceil(double(f.basic.cols) / tj);
+  const double items = f.tiles.tiles > 0 ? double(f.tiles.tiles) : double(f.basic.nnz);
+  return std::max(occupied(items, cells), f.basic.nnz > 0 ? 1.0 : 0.0);
+}
+
+double dense_tile_format_bytes(double tiles, double ti, double tj) {
+  return tiles * (ti * std::ceil(tj / 64) * 8 + ti * 4 + 8);
+}
+
 std::vector<VariantSpec> sddmm_candidates(const Features& f, const SddmmProblem& p, const Options& options,
                                           const json& model) {
   const bool supported_type = p.dtype == DType::F32 || p.dtype == DType::F64;
@@ -108,18 +176,42 @@ std::vector<VariantSpec> sddmm_candidates(const Features& f, const SddmmProblem&
     reindexed.rejected_because =
         "builds a per-pattern column reindexing: only for reused patterns (Options::reuse = Reuse::Many, or a handle "
         "that already served an SDDMM call)";
+  VariantSpec row{"row_gather", row_gather_defaults(p, model), type_reason};
+  if (row.rejected_because.empty() && row_lane_vectors(p.k, vector_width(p), 32) > kMaxLaneVectors)
+    row.rejected_because = "k = " + std::to_string(p.k) + " needs more than " + std::to_string(kMaxLaneVectors) +
+                           " A vectors of width " + std::to_string(vector_width(p)) + " per lane of 32";
+  VariantSpec dense{"dense_tile", dense_tile_defaults(p, model), type_reason};
+  if (dense.rejected_because.empty()) {
+    const double ti = dense.default_params["tile_rows"].get<double>(), tj = dense.default_params["tile_cols"].get<double>();
+    const double bytes = dense_tile_format_bytes(dense_tiles_estimate(f, p, ti, tj), ti, tj);
+    if (bytes > kMaxDenseTileFormatBytes)
+      dense.rejected_because = "its tile format would take about " + std::to_string(int64_t(bytes / (1 << 20))) +
+                               " MiB (sparse tiles): not worth building";
+  }
   VariantSpec vendor{"cusparse", json::object(), type_reason};
-  return {flat, shared, reindexed, vendor};
+  return {flat, row, dense, shared, reindexed, vendor};
 }
-
-// Expected count of occupied cells when `items` land uniformly in `cells` cells.
-double occupied(double items, double cells) { return cells <= 0 ? 0 : cells * (1.0 - std::exp(-items / cells)); }
 
 // Cost terms of a variant with its parameters. The tiled terms assume uniformly scattered
 // nonzeros (clustered patterns occupy fewer tiles, so these are upper bounds).
 json sddmm_terms(const Features& f, const SddmmProblem& p, const std::string& variant, const json& params) {
   const double vb = double(size_of(p.dtype));
   const double nnz = double(f.basic.nnz), rows = double(f.basic.rows), cols = double(f.basic.cols), k = double(p.k);
+  if (variant == "row_gather") {
+    // One A row slice per chunk: about one per row, plus one per max_nnz nonzeros of long rows.
+    const double chunks = std::min(nnz, rows - double(f.basic.empty_rows) + nnz / params.at("max_nnz").get<double>());
+    return {{"launch", 1.0},
+            {"sparse_bytes", nnz * (4.0 + 2.0 * vb) + chunks * 8.0},
+            {"gather_bytes", (nnz + chunks) * k * vb}};
+  }
+  if (variant == "dense_tile") {
+    const double ti = params.at("tile_rows").get<double>(), tj = params.at("tile_cols").get<double>();
+    const double tiles = dense_tiles_estimate(f, p, ti, tj);
+    return {{"launch", 1.0},
+            {"sparse_bytes", nnz * 2.0 * vb + dense_tile_format_bytes(tiles, ti, tj)},
+            {"tile_bytes", tiles * (ti + tj) * k * vb},
+            {"flops", 2.0 * tiles * ti * tj * k * vb / 4.0}};  // FP32-equivalent: FP64 runs at half rate
+  }
   if (!tiled(variant))
     return {{"launch", variant == "cusparse" ? 2.0 : 1.0},
             {"sparse_bytes", nnz * (8.0 + 2.0 * vb)},
@@ -170,11 +262,55 @@ void check_threads(const json& params, const std::string& variant, int64_t group
           "threads_per_block = " + std::to_string(threads) + " must be a multiple of 32 in [32, 1024]");
 }
 
+void check_row_gather(const json& params, const SddmmProblem& p) {
+  const std::string variant = "row_gather";
+  const int64_t group = int_param(params, variant, "group_size");
+  require(is_pow2(group) && group <= 32, variant, "group_size = " + std::to_string(group) + " is not a power of two in [1, 32]");
+  check_threads(params, variant, group);
+  const int64_t unroll = int_param(params, variant, "unroll");
+  require(is_pow2(unroll) && unroll <= group, variant,
+          "unroll = " + std::to_string(unroll) + " is not a power of two in [1, group_size = " + std::to_string(group) + "]");
+  const int64_t max_nnz = int_param(params, variant, "max_nnz");
+  require(max_nnz >= 1, variant, "max_nnz = " + std::to_string(max_nnz) + " must be >= 1");
+  const int64_t lane_vectors = row_lane_vectors(p.k, int_param(params, variant, "vector_width"), group);
+  require(lane_vectors <= kMaxLaneVectors, variant,
+          "k = " + std::to_string(p.k) + " needs " + std::to_string(lane_vectors) + " A vectors per lane (group_size = " +
+              std::to_string(group) + "), more than " + std::to_string(kMaxLaneVectors));
+}
+
+void check_dense_tile(const json& params, const SddmmProblem& p) {
+  const std::string variant = "dense_tile";
+  const int64_t micro_rows = int_param(params, variant, "micro_rows"), micro_cols = int_param(params, variant, "micro_cols");
+  for (int64_t micro : {micro_rows, micro_cols})
+    require(micro == 4 || micro == 8, variant, "micro-tile edge " + std::to_string(micro) + " is neither 4 nor 8");
+  const int64_t ti = int_param(params, variant, "tile_rows"), tj = int_param(params, variant, "tile_cols");
+  require(ti >= micro_rows && ti <= formats::kMaxDenseTileEdge && ti % micro_rows == 0, variant,
+          "tile_rows = " + std::to_string(ti) + " is not a multiple of micro_rows = " + std::to_string(micro_rows) +
+              " in [micro_rows, " + std::to_string(formats::kMaxDenseTileEdge) + "]");
+  require(tj >= micro_cols && tj <= formats::kMaxDenseTileEdge && tj % micro_cols == 0, variant,
+          "tile_cols = " + std::to_string(tj) + " is not a multiple of micro_cols = " + std::to_string(micro_cols) +
+              " in [micro_cols, " + std::to_string(formats::kMaxDenseTileEdge) + "]");
+  const int64_t threads = sddmm_dense_tile_threads(params);
+  require(threads % 32 == 0 && threads <= 1024, variant,
+          "(tile_rows / micro_rows) * (tile_cols / micro_cols) = " + std::to_string(threads) +
+              " threads is not a multiple of 32 in [32, 1024]");
+  const int64_t slice = int_param(params, variant, "slice");
+  const int64_t width = int_param(params, variant, "vector_width");
+  require(slice >= 1 && slice % width == 0, variant,
+          "slice = " + std::to_string(slice) + " is not a positive multiple of vector_width = " + std::to_string(width));
+  const int64_t bytes = slice * (ti + tj + 8) * int64_t(size_of(p.dtype));
+  require(bytes <= kStaticSharedBytes, variant,
+          "slice x (tile_rows + tile_cols) stages " + std::to_string(bytes) + " bytes, more than the " +
+              std::to_string(kStaticSharedBytes) + " of static shared memory");
+}
+
 // Parameters after a forced merge can be anything: every combination a kernel cannot run is
 // refused here, naming the value, before anything is rendered.
 void check_params(const std::string& variant, const json& params, const SddmmProblem& p, const DeviceTarget& device) {
   if (variant == "cusparse") return;
   check_vector_width(params, p, variant);
+  if (variant == "row_gather") return check_row_gather(params, p);
+  if (variant == "dense_tile") return check_dense_tile(params, p);
   const int64_t group = int_param(params, variant, "group_size");
   require(is_pow2(group) && group <= 32, variant, "group_size = " + std::to_string(group) + " is not a power of two in [1, 32]");
   check_threads(params, variant, group);
@@ -226,6 +362,20 @@ int64_t sddmm_tiled_shared_bytes(const nlohmann::json& params, DType dtype) {
   return params.at("tile_cols").get<int64_t>() * (params.at("slice").get<int64_t>() / width + 1) * unit_bytes;
 }
 
+int64_t sddmm_dense_tile_threads(const nlohmann::json& params) {
+  return (params.at("tile_rows").get<int64_t>() / params.at("micro_rows").get<int64_t>()) *
+         (params.at("tile_cols").get<int64_t>() / params.at("micro_cols").get<int64_t>());
+}
+
+int64_t sddmm_row_lane_vectors(const nlohmann::json& params, int32_t k) {
+  return row_lane_vectors(k, params.at("vector_width").get<int64_t>(), params.at("group_size").get<int64_t>());
+}
+
+double sddmm_tile_fill(const Features& features, const SddmmProblem& problem, int64_t tile_rows, int64_t tile_cols) {
+  const double tiles = dense_tiles_estimate(features, problem, double(tile_rows), double(tile_cols));
+  return tiles > 0 ? double(features.basic.nnz) / (tiles * double(tile_rows) * double(tile_cols)) : 0.0;
+}
+
 std::vector<std::string> sddmm_variants() {
   std::vector<std::string> names;
   for (const auto& v : sddmm_candidates(Features{}, {1, DType::F32, 1, 1}, Options{}, models::shipped_model("sddmm")))
@@ -243,6 +393,8 @@ Decision plan_sddmm(const Features& features, const SddmmProblem& problem, const
   d.features["k"] = problem.k;
   d.features["value_bytes"] = size_of(problem.dtype);
   d.features["pattern_reused"] = (options.reuse == Reuse::Many || problem.pattern_seen) ? 1 : 0;
+  d.features["tile_fill"] = sddmm_tile_fill(features, problem, launch_value(model, "dense_tile", "tile_rows").get<int64_t>(),
+                                            launch_value(model, "dense_tile", "tile_cols").get<int64_t>());
   const auto variants = sddmm_candidates(features, problem, options, model);
   const auto forced = forced_choice(Op::SDDMM, options);
   choose(d, variants, model,
@@ -285,6 +437,27 @@ std::vector<std::pair<std::string, nlohmann::json>> sddmm_search_space(const Fea
       for (int64_t threads : {128, 256})
         keep("coo_flat", {{"vector_width", width}, {"group_size", group}, {"nnz_per_group", std::min(per, group)},
                           {"threads_per_block", threads}});
+  }
+  for (int64_t group : {4, 8, 16, 32}) {
+    if (group > 2 * pow2_at_least(units) && group > 4) continue;  // most lanes would idle
+    for (int64_t unroll : {2, 4, 8}) {
+      if (unroll > group) continue;
+      for (int64_t max_nnz : {16, 64, 256})
+        keep("row_gather", {{"vector_width", width}, {"group_size", group}, {"unroll", unroll}, {"max_nnz", max_nnz},
+                            {"threads_per_block", 256}});
+    }
+  }
+  // dense_tile builds a bitmap per tile: measured only where tiles are reasonably full.
+  if (sddmm_tile_fill(features, problem, 64, 64) >= kDenseTileSearchFill) {
+    const int64_t long_slice = std::min<int64_t>(32, round_up(problem.k, width));
+    const int64_t short_slice = round_up(std::min<int64_t>(16, problem.k), width);
+    std::vector<int64_t> slices = {long_slice};
+    if (short_slice != long_slice) slices.push_back(short_slice);
+    for (const auto& [ti, tj, mi, mj] : std::vector<std::array<int64_t, 4>>{
+             {64, 64, 4, 4}, {128, 64, 8, 4}, {64, 128, 4, 8}, {128, 128, 8, 8}, {32, 64, 4, 4}, {32, 32, 4, 4}})
+      for (int64_t s : slices)
+        keep("dense_tile", {{"vector_width", width}, {"tile_rows", ti}, {"tile_cols", tj}, {"micro_rows", mi},
+                            {"micro_cols", mj}, {"slice", s}});
   }
   for (const std::string variant : {"tiled_shared", "reindexed_tiled"}) {
     for (int64_t tile_cols : {32, 64, 128}) {

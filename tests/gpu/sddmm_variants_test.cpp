@@ -4,12 +4,14 @@
 // empty rows, rectangular; fresh random values, P poisoned with NaN (and the bytes past nnz
 // checked untouched) before every run, compared with reference::sddmm. Then the reuse path:
 // Reuse::Many admits reindexed_tiled, the second call reuses the plan and the reindexing, and
-// a handle that served one SDDMM call is treated as reused by the next plan.
+// a handle that served one SDDMM call is treated as reused by the next plan. row_gather and
+// dense_tile have their own suite (sddmm_row_dense_test.cpp).
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
 
+#include "sparsejit/error.hpp"
 #include "sparsejit/generate.hpp"
 #include "sparsejit/reference.hpp"
 #include "sparsejit/runtime.hpp"
@@ -177,8 +179,9 @@ TEST_F(SddmmVariantsGpu, ReusedPatternBuildsTheReindexingOnceAndSeenHandlesCount
   Csr<float> s = cast<float>(generate::uniform(2000, 2000, 40, 11));  // 2%: the tree takes the tiled side
   generate::fill_random(s.values, next_seed());
   DeviceCsr<float> ds(rt().context(), s);
-  Options many;
+  Options many;  // the shipped tree no longer picks the tiled variants: forced here
   many.reuse = Reuse::Many;
+  many.variant = "reindexed_tiled";
   const std::vector<int32_t> ks = {32, 48};
   std::shared_ptr<void> first_tiles;
   for (int call_index = 0; call_index < 3; ++call_index) {
@@ -207,14 +210,17 @@ TEST_F(SddmmVariantsGpu, ReusedPatternBuildsTheReindexingOnceAndSeenHandlesCount
     ASSERT_LE(test::relative_error(std::vector<double>(got.begin(), got.end()),
                                    std::vector<double>(expected.values.begin(), expected.values.end())), 1e-5);
   }
-  // Reuse::Once on a fresh handle: plain tiles; on this handle (already served SDDMM): reindexed.
+  // Reuse::Once on a fresh handle: reindexed_tiled is refused; on this handle (already served
+  // SDDMM) it is admitted.
   DeviceCsr<float> fresh(rt().context(), s);
   DeviceDense<float> da(rt().context(), s.rows, ks[1]), db(rt().context(), s.cols, ks[1]);
   da.upload(Dense<float>(s.rows, ks[1], 0.5f));
   db.upload(Dense<float>(s.cols, ks[1], 0.25f));
   DeviceBuffer dp(rt().context(), s.values.size() * sizeof(float));
-  EXPECT_EQ(rt().sddmm(fresh, da, db, dp).decision->variant, "tiled_shared");
-  const CallInfo seen = rt().sddmm(ds, da, db, dp);
+  Options once;
+  once.variant = "reindexed_tiled";
+  EXPECT_THROW(rt().sddmm(fresh, da, db, dp, once), UnsupportedError);
+  const CallInfo seen = rt().sddmm(ds, da, db, dp, once);
   EXPECT_EQ(seen.decision->variant, "reindexed_tiled");
   EXPECT_EQ(seen.decision->features["pattern_reused"], 1);
   rt().context().synchronize();

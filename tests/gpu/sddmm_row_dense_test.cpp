@@ -1,0 +1,186 @@
+// row_gather and dense_tile forced with several parameter sets, f32 and f64, K = 1, 3, 32, 33,
+// 100, 128, 512, on generated patterns at 50%, 10%, 1% and 0.01% density, power-law rows much
+// longer than a chunk, empty rows, rectangular and tile-unaligned shapes, and A / B with padded
+// leading dimensions; fresh random values, P poisoned with NaN (and the bytes past nnz checked
+// untouched) before every run, compared with reference::sddmm. The second call of each run
+// reuses the plan and the cached format. Then the tree's own choice on a dense and a sparse
+// pattern.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "sparsejit/generate.hpp"
+#include "sparsejit/reference.hpp"
+#include "sparsejit/runtime.hpp"
+#include "support/test_support.hpp"
+
+namespace sparsejit {
+namespace {
+
+using nlohmann::json;
+
+class SddmmRowDenseGpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!driver_available()) GTEST_SKIP() << driver_unavailable_reason();
+    if (!runtime_) runtime_ = std::make_unique<Runtime>(0);
+    seed_ = test::fresh_seed();
+  }
+  static Runtime& rt() { return *runtime_; }
+  uint64_t next_seed() { return seed_++; }
+  static inline std::unique_ptr<Runtime> runtime_;
+  uint64_t seed_ = 0;
+};
+
+template <class T>
+double tolerance() { return std::is_same_v<T, float> ? 1e-5 : 1e-12; }
+
+Csr<double> empty_every(Csr<double> m, int32_t step) {
+  Csr<double> out;
+  out.rows = m.rows;
+  out.cols = m.cols;
+  for (int32_t r = 0; r < m.rows; ++r) {
+    if (r % step != 0) {
+      for (int32_t e = m.row_ptr[r]; e < m.row_ptr[r + 1]; ++e) {
+        out.col_idx.push_back(m.col_idx[e]);
+        out.values.push_back(m.values[e]);
+      }
+    }
+    out.row_ptr.push_back(int32_t(out.col_idx.size()));
+  }
+  return out;
+}
+
+struct Pattern {
+  std::string name;
+  Csr<double> s;
+};
+
+std::vector<Pattern> patterns() {
+  return {{"50% 256x200", generate::uniform(256, 200, 100, 1)},
+          {"10% 400x300", generate::uniform(400, 300, 30, 2)},
+          {"1% 3000x3000", generate::uniform(3000, 3000, 30, 3)},
+          {"0.01% 40000x40000", generate::uniform(40000, 40000, 4, 4)},
+          {"rmat 4096 (rows up to thousands)", generate::from_spec("rmat:4096:60000", 5)},
+          {"empty rows 40% 700x190", empty_every(generate::uniform(700, 190, 76, 6), 3)},
+          {"rectangular 5000x90", generate::uniform(5000, 90, 9, 7)},
+          {"unaligned 131x77 40%", generate::uniform(131, 77, 31, 8)}};
+}
+
+template <class T>
+int widest(int32_t k) {
+  const int w = std::is_same_v<T, float> ? 4 : 2;
+  return k % w == 0 ? w : 1;
+}
+
+std::vector<json> row_gather_sets(int32_t k) {
+  std::vector<json> sets = {json::object(),  // the planner's defaults
+                            {{"vector_width", 1}, {"group_size", 32}, {"unroll", 1}, {"max_nnz", 1}},
+                            {{"group_size", 16}, {"unroll", 16}, {"max_nnz", 7}, {"threads_per_block", 64}}};
+  if (k <= 128) sets.push_back({{"group_size", 4}, {"unroll", 2}, {"max_nnz", 1000000}});  // every row in one chunk
+  return sets;
+}
+
+template <class T>
+std::vector<json> dense_tile_sets(int32_t k) {
+  const int w = widest<T>(k);
+  auto slice = [&](int64_t max_slice) { return std::max<int64_t>(w, std::min<int64_t>(max_slice, k) / w * w); };
+  std::vector<json> sets = {json::object(),
+                            {{"tile_rows", 128}, {"tile_cols", 64}, {"micro_rows", 8}, {"micro_cols", 4}, {"slice", slice(16)}},
+                            {{"tile_rows", 32}, {"tile_cols", 128}, {"micro_rows", 4}, {"micro_cols", 8}, {"slice", slice(8)}},
+                            {{"vector_width", 1}, {"tile_rows", 32}, {"tile_cols", 32}, {"slice", 5}}};
+  if (std::is_same_v<T, float>) sets.push_back({{"tile_rows", 128}, {"tile_cols", 256}, {"micro_rows", 8}, {"micro_cols", 8}, {"slice", slice(8)}});
+  return sets;
+}
+
+template <class T>
+bool is_poison(T v) {
+  T poison;
+  std::memset(&poison, 0xFF, sizeof(T));
+  return std::memcmp(&v, &poison, sizeof(T)) == 0;
+}
+
+template <class T>
+void check(Runtime& rt, const Pattern& pattern, int32_t k, int64_t pad, const std::string& variant, const json& params,
+           uint64_t seed) {
+  SCOPED_TRACE(pattern.name + " k=" + std::to_string(k) + " pad=" + std::to_string(pad) + " " + variant + " " + params.dump() +
+               " seed=" + std::to_string(seed));
+  Csr<T> s = cast<T>(pattern.s);
+  generate::fill_random(s.values, seed);
+  Dense<T> a(s.rows, k), b(s.cols, k);
+  generate::fill_random(a, seed + 1);
+  generate::fill_random(b, seed + 2);
+  Csr<T> expected;
+  reference::sddmm(s, a, b, expected);
+
+  DeviceCsr<T> ds(rt.context(), s);
+  DeviceDense<T> da(rt.context(), s.rows, k, k + pad), db(rt.context(), s.cols, k, k + pad);
+  da.upload(a);
+  db.upload(b);
+  constexpr std::size_t kGuard = 16;
+  DeviceBuffer dp(rt.context(), (s.values.size() + kGuard) * sizeof(T));
+  Options options;
+  options.variant = variant;
+  options.params = params;
+  for (int round = 0; round < 2; ++round) {
+    dp.fill_bytes(0xFF);
+    const CallInfo call = rt.sddmm(ds, da, db, dp, options);
+    rt.context().synchronize();
+    ASSERT_TRUE(call.decision);
+    ASSERT_EQ(call.decision->variant, variant);
+    EXPECT_EQ(call.plan_reused, round == 1);
+    const auto all = dp.download_as<T>(s.values.size() + kGuard);
+    for (std::size_t i = s.values.size(); i < all.size(); ++i) ASSERT_TRUE(is_poison(all[i])) << "P written past nnz at " << i;
+    const std::vector<double> got(all.begin(), all.begin() + std::ptrdiff_t(s.values.size()));
+    for (std::size_t e = 0; e < got.size(); ++e) ASSERT_FALSE(std::isnan(got[e])) << "nonzero " << e << " was not written";
+    ASSERT_LE(test::relative_error(got, std::vector<double>(expected.values.begin(), expected.values.end())), tolerance<T>());
+  }
+}
+
+template <class T>
+void check_all(Runtime& rt, uint64_t& seed) {
+  for (const auto& pattern : patterns()) {
+    for (int32_t k : {1, 3, 32, 33, 100, 128, 512}) {
+      for (const auto& params : row_gather_sets(k)) check<T>(rt, pattern, k, 0, "row_gather", params, seed++);
+      for (const auto& params : dense_tile_sets<T>(k)) check<T>(rt, pattern, k, 0, "dense_tile", params, seed++);
+    }
+    // Padded leading dimensions: a multiple of the vector width keeps vector loads, an odd one
+    // forces scalar loads.
+    for (int64_t pad : {4, 3}) {
+      check<T>(rt, pattern, 32, pad, "row_gather", json::object(), seed++);
+      check<T>(rt, pattern, 32, pad, "dense_tile", json::object(), seed++);
+    }
+  }
+}
+
+TEST_F(SddmmRowDenseGpu, RowGatherAndDenseTileF32) { check_all<float>(rt(), seed_); }
+
+TEST_F(SddmmRowDenseGpu, RowGatherAndDenseTileF64) { check_all<double>(rt(), seed_); }
+
+// The shipped tree: 50% goes to dense_tile, 0.0075% with 3 per row to row_gather; both right.
+TEST_F(SddmmRowDenseGpu, TheTreePicksDenseTileForDenseAndRowGatherForSparse) {
+  for (const auto& [spec, variant] : std::vector<std::pair<std::string, std::string>>{
+           {"uniform:2048:1024", "dense_tile"}, {"uniform:40000:3", "row_gather"}}) {
+    Csr<float> s = cast<float>(generate::from_spec(spec, 9));
+    generate::fill_random(s.values, next_seed());
+    Dense<float> a(s.rows, 32), b(s.cols, 32);
+    generate::fill_random(a, next_seed());
+    generate::fill_random(b, next_seed());
+    Csr<float> expected;
+    reference::sddmm(s, a, b, expected);
+    DeviceCsr<float> ds(rt().context(), s);
+    DeviceDense<float> da(rt().context(), a), db(rt().context(), b);
+    DeviceBuffer dp(rt().context(), s.values.size() * sizeof(float));
+    dp.fill_bytes(0xFF);
+    const CallInfo call = rt().sddmm(ds, da, db, dp);
+    rt().context().synchronize();
+    EXPECT_EQ(call.decision->variant, variant) << spec;
+    const auto got = dp.download_as<float>(s.values.size());
+    ASSERT_LE(test::relative_error(std::vector<double>(got.begin(), got.end()),
+                                   std::vector<double>(expected.values.begin(), expected.values.end())), 1e-5) << spec;
+  }
+}
+
+}  // namespace
+}  // namespace sparsejit

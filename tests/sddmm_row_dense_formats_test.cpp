@@ -1,0 +1,114 @@
+// The row_gather and dense_tile formats (formats/sddmm_row_chunks.hpp, sddmm_dense_tiles.hpp):
+// the documented examples by hand, and on generated patterns CPU walks of the formats the way
+// sddmm_row.cu and sddmm_dense_tile.cu walk them must cover every nonzero exactly once and
+// find each one's index in S's order.
+#include <gtest/gtest.h>
+
+#include <bitset>
+#include <vector>
+
+#include "formats/sddmm_dense_tiles.hpp"
+#include "formats/sddmm_row_chunks.hpp"
+#include "sparsejit/error.hpp"
+#include "sparsejit/generate.hpp"
+
+namespace sparsejit {
+namespace {
+
+Csr<double> from_rows(int32_t rows, int32_t cols, const std::vector<std::vector<int32_t>>& row_cols) {
+  Csr<double> m;
+  m.rows = rows;
+  m.cols = cols;
+  for (const auto& r : row_cols) {
+    for (int32_t c : r) m.col_idx.push_back(c);
+    m.row_ptr.push_back(int32_t(m.col_idx.size()));
+  }
+  m.values.assign(m.col_idx.size(), 1.0);
+  return m;
+}
+
+TEST(SddmmRowChunks, DocumentedExample) {
+  const Csr<double> s = from_rows(3, 9, {{0, 1, 2, 3, 4}, {}, {5, 8}});
+  const auto chunks = formats::build_row_chunks(s.pattern(), 2);
+  EXPECT_EQ(chunks.row, (std::vector<int32_t>{0, 0, 0, 2}));
+  EXPECT_EQ(chunks.ptr, (std::vector<int32_t>{0, 2, 4, 5, 7}));
+  EXPECT_EQ(formats::count_row_chunks(s.pattern(), 2), 4);
+  EXPECT_THROW(formats::build_row_chunks(s.pattern(), 0), InvalidInputError);
+}
+
+TEST(SddmmRowChunks, ChunksTileEveryRowInOrder) {
+  for (const char* spec : {"rmat:2048:30000", "uniform:500:7"}) {
+    const Csr<double> s = generate::from_spec(spec, 3);
+    for (int32_t max_nnz : {1, 5, 32, 100000}) {
+      const auto c = formats::build_row_chunks(s.pattern(), max_nnz);
+      ASSERT_EQ(c.ptr.size(), c.row.size() + 1);
+      EXPECT_EQ(c.ptr.back(), int32_t(s.col_idx.size()));
+      for (int64_t i = 0; i < c.chunks(); ++i) {
+        const int32_t r = c.row[std::size_t(i)];
+        EXPECT_GT(c.ptr[std::size_t(i) + 1], c.ptr[std::size_t(i)]);  // never empty
+        EXPECT_LE(c.ptr[std::size_t(i) + 1] - c.ptr[std::size_t(i)], max_nnz);
+        EXPECT_GE(c.ptr[std::size_t(i)], s.row_ptr[std::size_t(r)]);  // inside its row
+        EXPECT_LE(c.ptr[std::size_t(i) + 1], s.row_ptr[std::size_t(r) + 1]);
+      }
+    }
+  }
+}
+
+TEST(SddmmDenseTiles, DocumentedExample) {
+  const Csr<double> s = from_rows(3, 5, {{1, 4}, {}, {0, 2, 3}});
+  const auto t = formats::build_dense_tiles(s.pattern(), 2, 4);
+  EXPECT_EQ(t.words, 1);
+  EXPECT_EQ(t.tile_i, (std::vector<int32_t>{0, 0, 2}));
+  EXPECT_EQ(t.tile_j, (std::vector<int32_t>{0, 4, 0}));
+  EXPECT_EQ(t.bitmap, (std::vector<uint64_t>{0b10, 0, 0b1, 0, 0b1101, 0}));
+  EXPECT_EQ(t.first, (std::vector<int32_t>{0, 0, 1, 0, 2, 0}));
+  EXPECT_EQ(formats::count_dense_tiles(s.pattern(), 2, 4), 3);
+}
+
+TEST(SddmmDenseTiles, BadEdgesAndUnsortedRowsAreRefused) {
+  const Csr<double> s = from_rows(2, 5, {{3, 1}, {0}});
+  EXPECT_THROW(formats::build_dense_tiles(s.pattern(), 4, 4), InvalidInputError);  // row 0 unsorted
+  EXPECT_EQ(formats::count_dense_tiles(s.pattern(), 4, 4), 1);  // counting needs no order
+  const Csr<double> sorted = from_rows(2, 5, {{1, 3}, {0}});
+  EXPECT_THROW(formats::build_dense_tiles(sorted.pattern(), 0, 4), InvalidInputError);
+  EXPECT_THROW(formats::build_dense_tiles(sorted.pattern(), 4, 257), InvalidInputError);
+}
+
+// Each nonzero is found once, at its own CSR index, by the kernel's bit arithmetic.
+TEST(SddmmDenseTiles, BitsAndFirstOffsetsLocateEveryNonzero) {
+  for (const char* spec : {"rmat:1000:20000", "uniform:300:120", "clustered:700:24:0.6:16"}) {
+    const Csr<double> s = generate::from_spec(spec, 5);
+    for (const auto& [ti, tj] : std::vector<std::pair<int32_t, int32_t>>{{64, 64}, {32, 128}, {128, 256}, {7, 33}}) {
+      SCOPED_TRACE(std::string(spec) + " " + std::to_string(ti) + "x" + std::to_string(tj));
+      const auto t = formats::build_dense_tiles(s.pattern(), ti, tj);
+      EXPECT_EQ(t.tiles(), formats::count_dense_tiles(s.pattern(), ti, tj));
+      std::vector<int> hits(s.col_idx.size(), 0);
+      for (int64_t tile = 0; tile < t.tiles(); ++tile) {
+        if (tile > 0) {  // ordered by tile row, then tile column
+          const bool ordered = t.tile_i[std::size_t(tile - 1)] < t.tile_i[std::size_t(tile)] ||
+                               (t.tile_i[std::size_t(tile - 1)] == t.tile_i[std::size_t(tile)] &&
+                                t.tile_j[std::size_t(tile - 1)] < t.tile_j[std::size_t(tile)]);
+          EXPECT_TRUE(ordered) << tile;
+        }
+        for (int32_t r = 0; r < ti; ++r) {
+          const uint64_t* bits = t.bitmap.data() + (std::size_t(tile) * std::size_t(ti) + std::size_t(r)) * std::size_t(t.words);
+          int32_t position = t.first[std::size_t(tile) * std::size_t(ti) + std::size_t(r)];
+          for (int32_t c = 0; c < tj; ++c) {
+            if (!((bits[c / 64] >> (c % 64)) & 1u)) continue;
+            const int32_t row = t.tile_i[std::size_t(tile)] + r, col = t.tile_j[std::size_t(tile)] + c;
+            ASSERT_LT(row, s.rows);
+            ASSERT_GE(position, s.row_ptr[std::size_t(row)]);
+            ASSERT_LT(position, s.row_ptr[std::size_t(row) + 1]);
+            EXPECT_EQ(s.col_idx[std::size_t(position)], col);
+            ++hits[std::size_t(position)];
+            ++position;
+          }
+        }
+      }
+      for (std::size_t e = 0; e < hits.size(); ++e) ASSERT_EQ(hits[e], 1) << "nonzero " << e;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace sparsejit
