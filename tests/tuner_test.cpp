@@ -13,6 +13,7 @@
 #include "jit/compiler.hpp"
 #include "models/decision_tree.hpp"
 #include "models/model_store.hpp"
+#include "plan/spmm_params.hpp"
 #include "plan/tuned.hpp"
 #include "sparsejit/cache.hpp"
 #include "sparsejit/device.hpp"
@@ -28,6 +29,8 @@
 
 namespace sparsejit {
 namespace {
+
+using namespace plan::spmm_param;
 
 // Every test of this process shares one fresh cache directory, set before anything opens
 // the process-wide cache.
@@ -203,13 +206,15 @@ TEST(Ranking, FailedOrIncompleteCandidatesAreNeverChosen) {
   EXPECT_FALSE(plan::best_over_cases({timed("c1", "x", {}, 1.0, false)}));
 }
 
-TEST(Ranking, TiesWithinTwoPercentPreferSmallerWThenT) {
-  const std::vector<plan::CaseTime> times = {timed("c", "rs", {{"W", 512}, {"T", 8}}, 1.00), timed("c", "rs", {{"W", 256}, {"T", 8}}, 1.015),
-                                             timed("c", "rs", {{"W", 256}, {"T", 4}}, 1.019), timed("c", "zz", {}, 1.001),
-                                             timed("c", "rs", {{"W", 128}, {"T", 2}}, 1.03)};
+// The planner's names (plan/spmm_params.hpp): panel_width is RS-SpMM's W, threshold its T.
+TEST(Ranking, TiesWithinTwoPercentPreferSmallerPanelWidthThenThreshold) {
+  auto rs = [](int w, int t) { return nlohmann::json{{kPanelWidth, w}, {kThreshold, t}}; };
+  const std::vector<plan::CaseTime> times = {timed("c", "rs", rs(512, 8), 1.00), timed("c", "rs", rs(256, 8), 1.015),
+                                             timed("c", "rs", rs(256, 4), 1.019), timed("c", "zz", {}, 1.001),
+                                             timed("c", "rs", rs(128, 2), 1.03)};
   const auto best = plan::best_over_cases(times);
-  EXPECT_EQ(best->params, (nlohmann::json{{"W", 256}, {"T", 4}}));
-  EXPECT_TRUE(plan::tie_break_before("b", {{"W", 1}}, "a", {}));  // a missing W comes last
+  EXPECT_EQ(best->params, rs(256, 4));
+  EXPECT_TRUE(plan::tie_break_before("b", {{kPanelWidth, 1}}, "a", {}));  // a missing width comes last
   EXPECT_TRUE(plan::tie_break_before("a", {}, "b", {}));
 }
 
@@ -353,6 +358,46 @@ TEST_F(TunedLookup, NoCacheDirectoryMeansNothingTuned) {
   EXPECT_EQ(plan::plan_spmm(features, problem, target, {}).source, DecisionSource::Tuned);
 }
 
+// Measurements shaped as `sparsejit tune` makes them (the planner's search space, params and
+// Decision features) train a model whose threshold tree the planner then follows: every case
+// is fastest at threshold 32, a value outside the planner's own threshold grid {2, 4, 8, 16}.
+TEST_F(TunedLookup, TrainingOnThePlannersSearchSpaceGivesTheThresholdThePlannerUses) {
+  const auto target = fake("Fake GPU trained");
+  const plan::SpmmProblem p{64, DType::F32, false};
+  std::vector<tuner::Measurement> ms;
+  for (const char* spec : {"clustered:3000:16:0.5:16", "band:3000:8:16", "uniform:3000:6"}) {
+    const Csr<double> m = generate::from_spec(spec, 3);
+    const Features f = inspect(m.pattern());
+    const Decision planned = plan::plan_spmm(f, p, target, {});
+    for (const auto& c : tuner::spmm_candidates(f, p, target)) {
+      tuner::Measurement x;
+      x.case_id = x.matrix = spec;
+      x.k = p.k;
+      x.dtype = p.dtype;
+      x.features = planned.features;
+      x.variant = c.variant;
+      x.params = c.params;
+      x.ok = true;
+      x.time_ms = c.variant == tuner::kRsVariant && c.params.at(kThreshold) == 32 ? 1.0 : 2.0;
+      ms.push_back(x);
+    }
+  }
+  const tuner::TrainedModel trained = tuner::train_spmm_model(ms, models::shipped_model("spmm"), target.name);
+  ASSERT_TRUE(trained.model.contains("threshold_tree")) << trained.model.dump();
+  EXPECT_EQ(trained.model["threshold_tree"]["leaf"], 32);
+  EXPECT_EQ(trained.model["rs"]["f32"]["cf_h"], 1);
+  store().put_model({plan::tuned_model_name(Op::SpMM), 1, plan::device_key(target), trained.model, 0});
+  plan::forget_tuned_lookups();
+
+  const Csr<double> other = generate::from_spec("clustered:2000:12:0.25:16", 4);
+  Options rs;
+  rs.variant = tuner::kRsVariant;
+  const Decision d = plan::plan_spmm(inspect(other.pattern()), p, target, rs,
+                                     [&](int32_t w, int32_t t) { return row_segment_split(other.pattern(), w, t); });
+  EXPECT_EQ(d.model_id, plan::tuned_model_id(Op::SpMM, target.name));
+  EXPECT_EQ(d.params.at(kThreshold), 32) << describe(d);
+}
+
 // ---------------------------------------------------------------------------------------
 tuner::Measurement rs_measurement(const std::string& c, double frac0, int cf_h, int cf_v, int t, double ms) {
   tuner::Measurement m;
@@ -363,7 +408,7 @@ tuner::Measurement rs_measurement(const std::string& c, double frac0, int cf_h, 
                 {"k", 128}, {"value_bytes", 4}};
   for (int b = 0; b < kClusterBins; ++b) m.features["cluster_frac_" + std::to_string(b)] = b == 0 ? frac0 : 0.0;
   m.variant = tuner::kRsVariant;
-  m.params = {{"W", 256}, {"T", t}, {"CF_V", cf_v}, {"CF_H", cf_h}};
+  m.params = {{kPanelWidth, 256}, {kThreshold, t}, {kCfV, cf_v}, {kCfH, cf_h}};
   m.time_ms = ms;
   m.ok = true;
   return m;
@@ -385,7 +430,7 @@ TEST(Training, RsPhasesPickModesAndTreeLearnsT) {
   std::vector<std::string> notes;
   const auto rs = tuner::train_rs(ms, notes);
   ASSERT_TRUE(rs);
-  const nlohmann::json& f32 = (*rs)["f32"];
+  const nlohmann::json& f32 = rs->per_type["f32"];
   EXPECT_EQ(f32["cf_h"], 2);
   EXPECT_EQ(f32["cf_v"], 2);
   EXPECT_EQ(f32["tree_samples"], 10);
@@ -393,6 +438,9 @@ TEST(Training, RsPhasesPickModesAndTreeLearnsT) {
   EXPECT_EQ(tree["feature"], "cluster_frac_0") << tree.dump();
   EXPECT_GT(tree["threshold"].get<double>(), 0.4);
   EXPECT_LT(tree["threshold"].get<double>(), 0.5);
+  // One value type: the planner's tree is that type's tree.
+  ASSERT_TRUE(rs->threshold_tree);
+  EXPECT_EQ(*rs->threshold_tree, tree);
   EXPECT_FALSE(tuner::train_rs({}, notes));
 }
 
@@ -412,7 +460,7 @@ TEST(Training, CfVCostsFitExactLinearTimes) {
   const auto rs = tuner::train_rs(ms, notes);
   ASSERT_TRUE(rs);
   for (int v : {1, 2}) {
-    const nlohmann::json& c = (*rs)["f32"]["cf_v_cost"][std::to_string(v)];
+    const nlohmann::json& c = rs->per_type["f32"]["cf_v_cost"][std::to_string(v)];
     EXPECT_NEAR(c["acc_dense"].get<double>() / c1[v], 1.0, 1e-8) << c.dump();
     EXPECT_NEAR(c["nnz_d"].get<double>() / c2[v], 1.0, 1e-8) << c.dump();
   }

@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "plan/spmm_params.hpp"
 #include "plan/tuned.hpp"
 #include "sparsejit/error.hpp"
 #include "tuner/decision_tree_trainer.hpp"
@@ -21,6 +22,7 @@ const std::vector<std::string> kThresholdTreeFeatures = {
 
 namespace {
 
+using namespace plan::spmm_param;
 using Group = std::vector<const Measurement*>;
 
 // The fastest correct measurement of a case; within the tie tolerance the tie-break order wins.
@@ -90,35 +92,38 @@ std::optional<nlohmann::json> fit_cf_v_cost(const std::vector<const Measurement*
   }
 }
 
-nlohmann::json train_rs_dtype(const std::vector<const Measurement*>& rs, const std::string& dtype, std::vector<std::string>& notes) {
+// One value type's phases; its threshold tree samples are also appended to all_samples.
+nlohmann::json train_rs_dtype(const std::vector<const Measurement*>& rs, const std::string& dtype, std::vector<TreeSample>& all_samples,
+                              std::vector<std::string>& notes) {
   std::map<int, int> cf_h_votes;
   for (const auto& [_, group] : by_case(rs))
-    if (const Measurement* w = case_winner(group)) ++cf_h_votes[param(*w, "CF_H")];
+    if (const Measurement* w = case_winner(group)) ++cf_h_votes[param(*w, kCfH)];
   if (cf_h_votes.empty()) return nullptr;
   const int cf_h = mode(cf_h_votes);
 
-  const auto phase1 = select(rs, [&](const Measurement& m) { return param(m, "CF_H") == cf_h; });
+  const auto phase1 = select(rs, [&](const Measurement& m) { return param(m, kCfH) == cf_h; });
   std::map<int, int> cf_v_votes;
   for (const auto& [_, group] : by_case(phase1))
-    if (const Measurement* w = case_winner(group)) ++cf_v_votes[param(*w, "CF_V")];
+    if (const Measurement* w = case_winner(group)) ++cf_v_votes[param(*w, kCfV)];
   const int cf_v = mode(cf_v_votes);
 
   std::vector<TreeSample> samples;
-  for (const auto& [_, group] : by_case(select(phase1, [&](const Measurement& m) { return param(m, "CF_V") == cf_v; }))) {
+  for (const auto& [_, group] : by_case(select(phase1, [&](const Measurement& m) { return param(m, kCfV) == cf_v; }))) {
     const Measurement* w = case_winner(group);
     if (!w) continue;
     TreeSample s;
     for (const auto& name : kThresholdTreeFeatures) s.features.push_back(feature(*w, name));
-    s.label = param(*w, "T");
+    s.label = param(*w, kThreshold);
     samples.push_back(std::move(s));
   }
+  all_samples.insert(all_samples.end(), samples.begin(), samples.end());
   nlohmann::json out = {{"cf_h", cf_h}, {"cf_v", cf_v}, {"tree_samples", samples.size()}};
   if (!samples.empty()) out["threshold_tree"] = fit_tree(samples, kThresholdTreeFeatures);
   nlohmann::json costs = nlohmann::json::object();
   std::set<int> cf_vs;
-  for (const Measurement* m : phase1) cf_vs.insert(param(*m, "CF_V"));
+  for (const Measurement* m : phase1) cf_vs.insert(param(*m, kCfV));
   for (int v : cf_vs)
-    if (auto c = fit_cf_v_cost(select(phase1, [&](const Measurement& m) { return param(m, "CF_V") == v; }), v, notes))
+    if (auto c = fit_cf_v_cost(select(phase1, [&](const Measurement& m) { return param(m, kCfV) == v; }), v, notes))
       costs[std::to_string(v)] = *c;
   out["cf_v_cost"] = costs;
   notes.push_back(dtype + ": CF_H=" + std::to_string(cf_h) + " (paper: " + (dtype == "f64" ? "1" : "2") + "), CF_V=" +
@@ -156,16 +161,18 @@ std::vector<const Measurement*> pointers(const std::vector<Measurement>& ms) {
 
 }  // namespace
 
-std::optional<nlohmann::json> train_rs(const std::vector<Measurement>& measurements, std::vector<std::string>& notes) {
+std::optional<RsTraining> train_rs(const std::vector<Measurement>& measurements, std::vector<std::string>& notes) {
   const auto rs = select(pointers(measurements), [](const Measurement& m) { return m.variant == kRsVariant; });
   if (rs.empty()) return std::nullopt;
-  nlohmann::json out = nlohmann::json::object();
+  RsTraining out;
+  std::vector<TreeSample> all_samples;
   for (DType dtype : {DType::F32, DType::F64, DType::F16, DType::BF16}) {
     const auto of_type = select(rs, [&](const Measurement& m) { return m.dtype == dtype; });
     if (of_type.empty()) continue;
-    nlohmann::json trained = train_rs_dtype(of_type, to_string(dtype), notes);
-    if (!trained.is_null()) out[to_string(dtype)] = trained;
+    nlohmann::json trained = train_rs_dtype(of_type, to_string(dtype), all_samples, notes);
+    if (!trained.is_null()) out.per_type[to_string(dtype)] = trained;
   }
+  if (!all_samples.empty()) out.threshold_tree = fit_tree(all_samples, kThresholdTreeFeatures);
   return out;
 }
 
@@ -246,8 +253,13 @@ TrainedModel train_spmm_model(const std::vector<Measurement>& measurements, cons
   t.model = tuned_header(base_model, Op::SpMM, device_name, count_cases(measurements));
   t.model["cost"] = calibrate_costs(measurements, base_model.at("cost"), t.notes);
   if (const auto rs = train_rs(measurements, t.notes)) {
-    t.model["rs"] = *rs;
+    t.model["rs"] = rs->per_type;
     t.model["rs_tree_features"] = kThresholdTreeFeatures;
+    if (rs->threshold_tree) {
+      t.model["threshold_tree"] = *rs->threshold_tree;
+      t.notes.push_back("threshold tree for the planner: depth " + std::to_string(tree_depth(*rs->threshold_tree)) + ", from " +
+                        std::to_string(rs->threshold_tree->value("samples", 0)) + " cases over all value types");
+    }
   } else {
     t.notes.push_back("threshold tree: not trained (the search space has no '" + std::string(kRsVariant) + "' variant)");
   }

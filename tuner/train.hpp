@@ -1,7 +1,8 @@
 // Training of the tuned models from measurements (pure CPU; `sparsejit tune` feeds it).
 //
-// SpMM (RS-SpMM section 4), over the measurements of the "rs" variant (params W, T, CF_V,
-// CF_H), per value type:
+// SpMM (RS-SpMM section 4), over the measurements of the "rs" variant (the paper's W, T, CF_V
+// and CF_H are the planner's params panel_width, threshold, cf_v and cf_h: plan/spmm_params.hpp),
+// per value type:
 //   CF_H     the most frequent CF_H among each case's best rs configuration (4.1)
 //   phase 1  with that CF_H: each case's best (CF_V, T); the most frequent CF_V (4.2)
 //   phase 2  with both fixed: each case's best T -> one sample of the threshold tree, whose
@@ -11,6 +12,9 @@
 //            measurements whose heavy part holds >= 95% of the nonzeros (the paper fits the
 //            heavy-only synthetic matrices; light work would bias the fit), all of that CF_V's
 //            measurements when fewer than two qualify (4.3)
+// and one threshold tree over the phase-2 samples of every value type (value_bytes is one of
+// its features), stored as the model's "threshold_tree": the key the planner reads its
+// threshold from (plan/spmm.cpp); the per-type trees stay in "rs" for the report.
 // and for every variant: "cost" coefficients of the planner's model scaled by the geometric
 // mean of measured / predicted time over the cases (the variant's best params), so the
 // cost formulas match this GPU.
@@ -66,9 +70,15 @@ TrainedModel train_sddmm_model(const std::vector<Measurement>& measurements, con
                                const std::string& device_name);
 
 // The pieces, exposed for tests.
-// {"f32": {"cf_h": .., "cf_v": .., "threshold_tree": .., "cf_v_cost": {"1": {"acc_dense": C1,
-// "nnz_d": C2}, ...}}, ...}; nullopt without rs measurements.
-std::optional<nlohmann::json> train_rs(const std::vector<Measurement>& measurements, std::vector<std::string>& notes);
+struct RsTraining {
+  // {"f32": {"cf_h": .., "cf_v": .., "threshold_tree": .., "cf_v_cost": {"1": {"acc_dense": C1,
+  // "nnz_d": C2}, ...}}, ...}
+  nlohmann::json per_type = nlohmann::json::object();
+  // Over every type's samples: the planner's "threshold_tree"; nullopt without samples.
+  std::optional<nlohmann::json> threshold_tree;
+};
+// nullopt without rs measurements.
+std::optional<RsTraining> train_rs(const std::vector<Measurement>& measurements, std::vector<std::string>& notes);
 // base "cost" with each measured variant's coefficients scaled.
 nlohmann::json calibrate_costs(const std::vector<Measurement>& measurements, const nlohmann::json& base_cost,
                                std::vector<std::string>& notes);

@@ -20,7 +20,8 @@ namespace sparsejit::tuner {
 inline constexpr int32_t kCalibrationSize = 4096;
 inline constexpr int32_t kCalibrationPanel = 256;
 inline constexpr int32_t kCalibrationSegment = 8;
-// Files with more nonzeros than this are skipped (a tuning run should stay in minutes).
+// Files with more nonzeros than this are skipped (a tuning run should stay in minutes); the
+// generated and calibration matrices are sized in advance and not limited.
 inline constexpr int64_t kMaxFileNnz = 8'000'000;
 
 struct TrainingMatrix {

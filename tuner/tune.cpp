@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "ops/runtime_state.hpp"
+#include "plan/spmm_params.hpp"
 #include "plan/tuned.hpp"
 #include "sparsejit/error.hpp"
 #include "sparsejit/features.hpp"
@@ -29,6 +30,7 @@ namespace {
 struct MatrixSource {
   std::string name;
   std::function<Csr<double>()> load;
+  bool file = false;  // from --matrices: subject to kMaxFileNnz (the generated set is sized already)
 };
 
 // "0.9/name.smtx.gz" -> "0.9/name": the path below the directory without its extensions.
@@ -53,7 +55,7 @@ std::vector<MatrixSource> training_sources(const TuneOptions& o) {
   }
   if (o.matrices_dir)
     for (const auto& file : matrix_files(*o.matrices_dir))
-      sources.push_back({matrix_name(file, *o.matrices_dir), [file] { return io::read_csr<double>(file); }});
+      sources.push_back({matrix_name(file, *o.matrices_dir), [file] { return io::read_csr<double>(file); }, true});
   return sources;
 }
 
@@ -111,8 +113,10 @@ Measurement base_measurement(const Case& c, const SearchCandidate& candidate) {
   m.params = candidate.params;
   for (const auto& p : c.plan.candidates)
     if (p.variant == candidate.variant && p.rejected_because.empty()) m.predicted_ms = p.predicted_ms;
-  if (candidate.params.contains("W") && candidate.params.contains("T")) {
-    const SplitStats split = row_segment_split(c.pattern, candidate.params["W"].get<int32_t>(), candidate.params["T"].get<int32_t>());
+  using namespace plan::spmm_param;
+  if (candidate.params.contains(kPanelWidth) && candidate.params.contains(kThreshold)) {
+    const SplitStats split =
+        row_segment_split(c.pattern, candidate.params[kPanelWidth].get<int32_t>(), candidate.params[kThreshold].get<int32_t>());
     m.heavy_segments = split.heavy_segments;
     m.heavy_nnz = split.heavy_nnz;
   }
@@ -304,8 +308,10 @@ TuneSummary tune(Runtime& rt, cache::CacheStore& store, const TuneOptions& optio
   int index = 0;
   for (const auto& source : sources) {
     const Csr<double> matrix = source.load();
-    if (matrix.nnz() == 0 || matrix.nnz() > kMaxFileNnz) {
-      progress << "skipping " << source.name << ": " << matrix.nnz() << " nonzeros (tuning uses 1 to " << kMaxFileNnz << ")\n";
+    if (matrix.nnz() == 0 || (source.file && matrix.nnz() > kMaxFileNnz)) {
+      progress << "skipping " << source.name << ": " << matrix.nnz() << " nonzeros ("
+               << (matrix.nnz() == 0 ? std::string("nothing to measure") : "files are tuned up to " + std::to_string(kMaxFileNnz))
+               << ")\n";
       index += int(options.ks.size() * options.dtypes.size());
       continue;
     }

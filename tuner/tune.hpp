@@ -10,7 +10,24 @@
 // already has records for in the same case are not measured again (their records are
 // reused for training). A CUDA error that leaves the context unusable ends the run.
 //
-// Progress: one line per case, "[12/40] cyl6 K=128 f32: best rs W=512 T=8 0.031 ms (18 candidates)".
+// The CPU reference is computed once per case, before its candidates; each candidate's
+// checked run is compared with it.
+//
+// Progress: one line per case, "[12/40] cyl6 K=128 f32: best rs ... panel_width=512 threshold=8
+// ... 0.031 ms (18 candidates)".
+//
+// Run time. Every candidate of the planner's search space is measured (no reduced grid, also
+// with `quick`: quick means three tiny matrices, K as given and 2 + 5 timed runs). SpMM f32
+// spaces hold 20-22 candidates per case at K = 32 and 128 (up to ~100 at K = 512 or f64).
+// Measured on the H200: a quick SpMM tune at K = 32 took under 1 s (60 candidates), a
+// quick SDDMM tune 4.3 s (381 candidates). Estimated for a full `tune --op spmm --k 32,128`
+// over the generated set, the two calibration matrices and the 87 shared matrices: 206
+// cases, ~4300 candidates; per candidate 5 warm-up + 20 timed runs of 10-500 us plus one
+// checked run (C downloaded and compared), the CPU reference once per case, split
+// statistics once per (handle, W, T): about 10 s of host work (2 cores), 5-10 s of kernels,
+// ~10 s of NVRTC compiles on a cold cache, so one to two minutes in all, well within the
+// 8 minutes a tuning run may take; a time budget is not needed for SpMM. (A full SDDMM tune
+// measures ~130 candidates per case, about ten times as many.)
 #pragma once
 #include <cstdint>
 #include <optional>

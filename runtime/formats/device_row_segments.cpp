@@ -1,64 +1,42 @@
 #include "formats/device_row_segments.hpp"
 
 #include <string>
-#include <vector>
+#include <utility>
 
-#include "formats/row_segments.hpp"
+#include "formats/row_segments_gpu.hpp"
 #include "sparsejit/types.hpp"
 
 namespace sparsejit {
-namespace {
-
-// The light CSR of the split (over the rows listed in light_row) as a CSR over all rows.
-template <class T>
-std::vector<int32_t> light_ptr_over_all_rows(const RowSegmentSplit<T>& split) {
-  std::vector<int32_t> ptr(std::size_t(split.rows) + 1, 0);
-  for (std::size_t i = 0; i < split.light_row.size(); ++i)
-    ptr[std::size_t(split.light_row[i]) + 1] = split.light_ptr[i + 1] - split.light_ptr[i];
-  for (std::size_t r = 0; r < std::size_t(split.rows); ++r) ptr[r + 1] += ptr[r];
-  return ptr;
-}
-
-template <class T>
-Csr<T> host_copy(const DeviceCsr<T>& a) {
-  const PatternView p = a.host_pattern();
-  Csr<T> host;
-  host.rows = p.rows;
-  host.cols = p.cols;
-  host.row_ptr.assign(p.row_ptr, p.row_ptr + std::size_t(p.rows) + 1);
-  host.col_idx.assign(p.col_idx, p.col_idx + std::size_t(a.nnz()));
-  host.values = a.values().template download_as<T>(std::size_t(a.nnz()));
-  return host;
-}
-
-}  // namespace
 
 template <class T>
 std::shared_ptr<const DeviceRowSegments<T>> upload_row_segments(const DeviceCsr<T>& a, int32_t panel_width,
                                                                int32_t threshold, int32_t segments_per_block) {
   const uint64_t version = a.values_version();
-  const RowSegmentSplit<T> split = build_row_segments(host_copy(a), panel_width, threshold, segments_per_block);
-  const Context& ctx = a.context();
+  // A stream of its own, synchronised before the split is handed out: the split is shared by
+  // every later call on any stream, so it must be complete, not just ordered on one stream.
+  const Stream stream(a.context());
+  DeviceRowSegmentSplit<T> split = build_row_segments_gpu(a, panel_width, threshold, segments_per_block, stream.handle());
+  stream.synchronize();
   auto d = std::make_shared<DeviceRowSegments<T>>();
   d->rows = split.rows;
   d->cols = split.cols;
   d->panel_width = split.panel_width;
   d->threshold = split.threshold;
-  d->items = split.blocks();
+  d->items = split.blocks;
   d->heavy_segments = split.heavy_segments;
   d->heavy_nnz = split.heavy_nnz;
   d->light_nnz = split.light_nnz;
   d->values_version = version;
-  d->block_panel = DeviceBuffer::from_host(ctx, split.block_panel);
-  d->block_seg_begin = DeviceBuffer::from_host(ctx, split.block_seg_begin);
-  d->block_seg_end = DeviceBuffer::from_host(ctx, split.block_seg_end);
-  d->seg_row = DeviceBuffer::from_host(ctx, split.seg_row);
-  d->seg_ptr = DeviceBuffer::from_host(ctx, split.seg_ptr);
-  d->heavy_col = DeviceBuffer::from_host(ctx, split.heavy_col);
-  d->heavy_val = DeviceBuffer::from_host(ctx, split.heavy_val);
-  d->light_ptr = DeviceBuffer::from_host(ctx, light_ptr_over_all_rows(split));
-  d->light_col = DeviceBuffer::from_host(ctx, split.light_col);
-  d->light_val = DeviceBuffer::from_host(ctx, split.light_val);
+  d->block_panel = std::move(split.block_panel);
+  d->block_seg_begin = std::move(split.block_seg_begin);
+  d->block_seg_end = std::move(split.block_seg_end);
+  d->seg_row = std::move(split.seg_row);
+  d->seg_ptr = std::move(split.seg_ptr);
+  d->heavy_col = std::move(split.heavy_col);
+  d->heavy_val = std::move(split.heavy_val);
+  d->light_ptr = std::move(split.light_ptr);
+  d->light_col = std::move(split.light_col);
+  d->light_val = std::move(split.light_val);
   return d;
 }
 

@@ -9,9 +9,10 @@
 // Lifecycle: the split depends on the pattern and on the values. The cache entry (key
 // "rs_split:W:T:dtype:S", S = segments per work item) lives as long as the handle; current()
 // rebuilds the split when the handle's values_version() moved since it was built
-// (update_values), otherwise it returns the split it holds. The host build downloads the
-// values once (the handle keeps only the pattern on the host), runs build_row_segments and
-// uploads every array with one copy each.
+// (update_values), otherwise it returns the split it holds. The split is built on the device
+// (row_segments_gpu.hpp: about 1.8 ms for 10M nonzeros on an H200, where the host builder
+// plus the values' download and the arrays' upload took about 90 ms), on a stream of its own
+// that is synchronised before the split is returned, so calls on any stream may use it.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -41,9 +42,9 @@ struct DeviceRowSegments {
   DeviceBuffer light_ptr, light_col, light_val;
 };
 
-// Builds the split of `a` on the host and uploads it. InvalidInputError (from
-// build_row_segments) naming the value when panel_width, threshold or segments_per_block < 1.
-// Instantiated for float and double.
+// Builds the split of `a` on the device. InvalidInputError (from build_row_segments_gpu)
+// naming the value when panel_width, threshold or segments_per_block < 1, or naming the row
+// when a row of `a` is not sorted with unique columns. Instantiated for float and double.
 template <class T>
 std::shared_ptr<const DeviceRowSegments<T>> upload_row_segments(const DeviceCsr<T>& a, int32_t panel_width,
                                                                int32_t threshold, int32_t segments_per_block);

@@ -1,5 +1,6 @@
 // Builds the RS-SpMM heavy/light split on the device (layout in row_segments.hpp; the host
-// builder in row_segments.cpp is the specification: every array must come out identical).
+// builder in row_segments.cpp is the specification: every array must come out identical,
+// except that the light part is a CSR over all rows, see row_segments_gpu.hpp).
 //
 // With n nonzeros, a segment is a maximal run of one row's nonzeros inside one panel. The
 // build runs in two phases around one host synchronisation:
@@ -10,11 +11,11 @@
 //                             by `panels` for the rest; the radix sort is stable, so heavy
 //                             segments come out by panel, rows ascending: the host order
 //           panel_ptr         binary search of the sorted keys; work items per panel, scanned
-//           light_prefix[e]   the light slot of e (a scan of light flags), and per row a
-//                             scan of "keeps a light nonzero" for the light row slots
+//           light_prefix[e]   the light slot of e (a scan of light flags)
 //   (the counts come to the host; the output buffers are allocated to size)
 //   fill    heavy segments in sorted order (seg_row, lengths scanned into seg_ptr),
-//           every nonzero scattered to its heavy or light slot, light rows, work items.
+//           every nonzero scattered to its heavy or light slot, light_ptr over all rows
+//           (light_prefix at each row start), work items.
 // Each output array is written by one small kernel, so a change of one array's layout is a
 // change of that kernel.
 //
@@ -160,24 +161,17 @@ __global__ void count_panels(const uint32_t* sorted_key, int32_t nnz, int32_t pa
   }
 }
 
-// has_light[r] = row r keeps a light nonzero (0 for the extra entry r = rows).
-__global__ void flag_light_rows(const int32_t* row_ptr, int32_t rows, const int32_t* light_prefix, int32_t* has_light) {
-  for (int64_t r = first_index(); r <= rows; r += grid_stride())
-    has_light[r] = r < rows && light_prefix[row_ptr[r + 1]] > light_prefix[row_ptr[r]];
-}
-
 // What the host needs to size the outputs, gathered so one copy brings it over.
 struct Counts {
   int32_t first_unsorted;  // nnz when every row is sorted with unique columns
   int32_t heavy_segments;
-  int32_t light_rows;
   int32_t light_nnz;
   int32_t blocks;
 };
 
-__global__ void gather_counts(const int32_t* first_unsorted, const int32_t* heavy_segments, const int32_t* light_rows,
-                              const int32_t* light_nnz, const int32_t* blocks, Counts* counts) {
-  *counts = Counts{*first_unsorted, *heavy_segments, *light_rows, *light_nnz, *blocks};
+__global__ void gather_counts(const int32_t* first_unsorted, const int32_t* heavy_segments, const int32_t* light_nnz,
+                              const int32_t* blocks, Counts* counts) {
+  *counts = Counts{*first_unsorted, *heavy_segments, *light_nnz, *blocks};
 }
 
 __global__ void set_value(int32_t* target, int32_t value) { *target = value; }
@@ -224,18 +218,10 @@ __global__ void scatter_nonzeros(const int32_t* col, const Word* val, const int3
   }
 }
 
-__global__ void place_light_rows(const int32_t* row_ptr, int32_t rows, const int32_t* light_row_slot,
-                                 const int32_t* light_prefix, int32_t light_rows, int32_t light_nnz,
-                                 int32_t* light_row, int32_t* light_ptr) {
-  for (int64_t r = first_index(); r <= rows; r += grid_stride()) {
-    if (r == rows) {
-      light_ptr[light_rows] = light_nnz;
-    } else if (light_row_slot[r + 1] > light_row_slot[r]) {
-      const int32_t i = light_row_slot[r];
-      light_row[i] = int32_t(r);
-      light_ptr[i] = light_prefix[row_ptr[r]];
-    }
-  }
+// Light nonzeros keep the CSR order, so row r's light nonzeros start at the light slot of its
+// first nonzero; light_prefix[nnz] = light_nnz closes the last row (and every empty tail).
+__global__ void place_light_ptr(const int32_t* row_ptr, int32_t rows, const int32_t* light_prefix, int32_t* light_ptr) {
+  for (int64_t r = first_index(); r <= rows; r += grid_stride()) light_ptr[r] = light_prefix[row_ptr[r]];
 }
 
 // Work item b belongs to the panel p with block_ptr[p] <= b < block_ptr[p + 1] and is that
@@ -282,7 +268,6 @@ struct CountPhase {
   Scratch<int32_t> seg_begin;       // segments + 1 (nnz + 1 reserved)
   Scratch<int32_t> sorted_id;       // nnz: heavy segments first, in output order
   Scratch<int32_t> light_prefix;    // nnz + 1
-  Scratch<int32_t> light_row_slot;  // rows + 1
   Scratch<int32_t> block_ptr;       // panels + 1
   Counts counts;
 };
@@ -328,15 +313,10 @@ void order_heavy_segments(const Shape& shape, const int32_t* col, int32_t* panel
 }
 
 // light_prefix holds the light flags (classify_segments) and becomes their exclusive scan.
-void count_light(const Shape& shape, const int32_t* row_ptr, CountPhase& out, cudaStream_t stream) {
+void count_light(const Shape& shape, CountPhase& out, cudaStream_t stream) {
   const int32_t n = shape.nnz;
   run_cub("ExclusiveSum(light nonzeros)", stream, [&](void* temp, std::size_t& bytes) {
     return cub::DeviceScan::ExclusiveSum(temp, bytes, out.light_prefix.get(), int64_t(n) + 1, stream);
-  });
-  launch("flag_light_rows", int64_t(shape.rows) + 1, stream, flag_light_rows, row_ptr, shape.rows,
-         out.light_prefix.get(), out.light_row_slot.get());
-  run_cub("ExclusiveSum(light rows)", stream, [&](void* temp, std::size_t& bytes) {
-    return cub::DeviceScan::ExclusiveSum(temp, bytes, out.light_row_slot.get(), int64_t(shape.rows) + 1, stream);
   });
 }
 
@@ -349,7 +329,6 @@ CountPhase count_phase(const Shape& shape, const int32_t* row_ptr, const int32_t
                  Scratch<int32_t>(int64_t(n) + 1, stream),
                  Scratch<int32_t>(n, stream),
                  Scratch<int32_t>(int64_t(n) + 1, stream),
-                 Scratch<int32_t>(int64_t(shape.rows) + 1, stream),
                  Scratch<int32_t>(int64_t(shape.panels) + 1, stream),
                  Counts{}};
   Scratch<int32_t> first_unsorted(1, stream);
@@ -359,10 +338,9 @@ CountPhase count_phase(const Shape& shape, const int32_t* row_ptr, const int32_t
   check(cudaMemsetAsync(out.light_prefix.get() + n, 0, sizeof(int32_t), stream), "cudaMemsetAsync(light flag)");
   find_segments(shape, row_ptr, col, first_unsorted.get(), out, stream);
   order_heavy_segments(shape, col, panel_ptr, out, stream);
-  count_light(shape, row_ptr, out, stream);
+  count_light(shape, out, stream);
   launch("gather_counts", 1, stream, gather_counts, first_unsorted.get(), panel_ptr + shape.panels,
-         out.light_row_slot.get() + shape.rows, out.light_prefix.get() + n, out.block_ptr.get() + shape.panels,
-         counts.get());
+         out.light_prefix.get() + n, out.block_ptr.get() + shape.panels, counts.get());
   check(cudaMemcpyAsync(&out.counts, counts.get(), sizeof(Counts), cudaMemcpyDeviceToHost, stream),
         "cudaMemcpyAsync(counts)");
   check(cudaStreamSynchronize(stream), "cudaStreamSynchronize(counts)");
@@ -402,8 +380,7 @@ void fill_phase(const Shape& shape, const DeviceCsr<T>& a, const CountPhase& cou
   split.block_panel = device_array<int32_t>(context, c.blocks);
   split.block_seg_begin = device_array<int32_t>(context, c.blocks);
   split.block_seg_end = device_array<int32_t>(context, c.blocks);
-  split.light_row = device_array<int32_t>(context, c.light_rows);
-  split.light_ptr = device_array<int32_t>(context, int64_t(c.light_rows) + 1);
+  split.light_ptr = device_array<int32_t>(context, int64_t(shape.rows) + 1);
   split.light_col = device_array<int32_t>(context, c.light_nnz);
   split.light_val = device_array<T>(context, c.light_nnz);
 
@@ -420,9 +397,8 @@ void fill_phase(const Shape& shape, const DeviceCsr<T>& a, const CountPhase& cou
          ptr<int32_t>(split.seg_ptr), counted.light_prefix.get(), shape.nnz, shape.panel_width, shape.threshold,
          ptr<int32_t>(split.heavy_col), ptr<Word>(split.heavy_val), ptr<int32_t>(split.light_col),
          ptr<Word>(split.light_val));
-  launch("place_light_rows", int64_t(shape.rows) + 1, stream, place_light_rows, ptr<int32_t>(a.row_ptr()), shape.rows,
-         counted.light_row_slot.get(), counted.light_prefix.get(), c.light_rows, c.light_nnz,
-         ptr<int32_t>(split.light_row), ptr<int32_t>(split.light_ptr));
+  launch("place_light_ptr", int64_t(shape.rows) + 1, stream, place_light_ptr, ptr<int32_t>(a.row_ptr()), shape.rows,
+         counted.light_prefix.get(), ptr<int32_t>(split.light_ptr));
   launch("place_work_items", c.blocks, stream, place_work_items, counted.block_ptr.get(), ptr<int32_t>(split.panel_ptr),
          shape.panels, shape.per_block, c.blocks, ptr<int32_t>(split.block_panel), ptr<int32_t>(split.block_seg_begin),
          ptr<int32_t>(split.block_seg_end));
@@ -464,7 +440,6 @@ DeviceRowSegmentSplit<T> build_row_segments_gpu(const DeviceCsr<T>& a, int32_t p
       count_phase(shape, ptr<int32_t>(a.row_ptr()), ptr<int32_t>(a.col_idx()), ptr<int32_t>(split.panel_ptr), stream);
   if (counted.counts.first_unsorted < shape.nnz) reject_unsorted(a.host_pattern(), counted.counts.first_unsorted);
   split.heavy_segments = counted.counts.heavy_segments;
-  split.light_rows = counted.counts.light_rows;
   split.light_nnz = counted.counts.light_nnz;
   split.heavy_nnz = shape.nnz - split.light_nnz;
   split.blocks = counted.counts.blocks;
@@ -489,13 +464,12 @@ RowSegmentSplit<T> download(const DeviceRowSegmentSplit<T>& split) {
   host.block_panel = download_array<int32_t>(split.block_panel);
   host.block_seg_begin = download_array<int32_t>(split.block_seg_begin);
   host.block_seg_end = download_array<int32_t>(split.block_seg_end);
-  host.light_row = download_array<int32_t>(split.light_row);
   host.light_ptr = download_array<int32_t>(split.light_ptr);
   host.light_col = download_array<int32_t>(split.light_col);
   host.light_val = download_array<T>(split.light_val);
   host.heavy_segments = split.heavy_segments;
   host.heavy_nnz = split.heavy_nnz;
-  host.light_rows = split.light_rows;
+  for (std::size_t r = 0; r + 1 < host.light_ptr.size(); ++r) host.light_rows += host.light_ptr[r + 1] > host.light_ptr[r];
   host.light_nnz = split.light_nnz;
   return host;
 }

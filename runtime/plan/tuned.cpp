@@ -13,6 +13,7 @@
 #include "jit/compiler.hpp"
 #include "models/model_store.hpp"
 #include "plan/choose.hpp"
+#include "plan/spmm_params.hpp"
 #include "sparsejit/cache.hpp"
 #include "sparsejit/device.hpp"
 #include "sparsejit/error.hpp"
@@ -100,8 +101,9 @@ std::string sddmm_bucket(const Features& f, const SddmmProblem& p) {
 }
 
 bool tie_break_before(const std::string& va, const nlohmann::json& pa, const std::string& vb, const nlohmann::json& pb) {
-  return std::make_tuple(numeric_param(pa, "W"), numeric_param(pa, "T"), va, pa.dump()) <
-         std::make_tuple(numeric_param(pb, "W"), numeric_param(pb, "T"), vb, pb.dump());
+  using namespace spmm_param;
+  return std::make_tuple(numeric_param(pa, kPanelWidth), numeric_param(pa, kThreshold), va, pa.dump()) <
+         std::make_tuple(numeric_param(pb, kPanelWidth), numeric_param(pb, kThreshold), vb, pb.dump());
 }
 
 std::optional<RankedCandidate> best_over_cases(const std::vector<CaseTime>& times) {

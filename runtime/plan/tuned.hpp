@@ -70,8 +70,9 @@ struct RankedCandidate {
   int cases = 0;
 };
 
-// Deterministic order among tied candidates: smaller "W", then smaller "T" (a candidate
-// without the parameter comes after one with it), then variant name, then parameters.
+// Deterministic order among tied candidates: smaller panel width, then smaller threshold
+// (spmm_param::kPanelWidth, kThreshold; a candidate without the parameter comes after one
+// with it), then variant name, then parameters.
 bool tie_break_before(const std::string& variant_a, const nlohmann::json& params_a, const std::string& variant_b,
                       const nlohmann::json& params_b);
 

@@ -1,6 +1,7 @@
 // `sparsejit bench` end to end on the GPU: tiny SpMM and SDDMM runs with --check, every JSON
 // line parsed and its numbers checked against each other (speedup, oracle, GFLOP/s), the
-// --json-out copy, the closing table, f64 with --variants auto, and a failing input skipped.
+// --json-out copy, the closing table, f64 with --variants auto, Aᵀ·B on a rectangular matrix
+// file, and a failing input skipped.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -16,6 +17,8 @@
 
 #include "plan/planner.hpp"
 #include "sparsejit/device.hpp"
+#include "sparsejit/generate.hpp"
+#include "sparsejit/io.hpp"
 #include "support/test_support.hpp"
 
 namespace sparsejit {
@@ -192,12 +195,32 @@ TEST_F(BenchGpu, F64AutoOnlyHasNoOracle) {
   EXPECT_EQ(r.records[1]["k"], 33);
 }
 
-TEST_F(BenchGpu, TransposedSpmmChecks) {
-  const Result r = bench("gen:uniform:1500:6 --op spmm -k 32 --transpose --repeat 2 --warmup 1 --check");
+// C = Aᵀ·B on a RECTANGULAR matrix (900 x 2300, clustered so rs has heavy segments): were
+// any run of ours or the vendor's made without the transpose, B (900 x K) would not fit A·B
+// and the run would fail; were the reference's transpose wrong, every check would fail. Every
+// variant that runs Aᵀ·B is checked; cuSPARSE's CSR_ALG3 (A·B only) is recorded as
+// unsupported without calling cuSPARSE, whose own complaint must not appear.
+TEST_F(BenchGpu, TransposedSpmmChecksEveryVariantOnARectangularMatrix) {
+  const fs::path file = dir_ / "wide.mtx";
+  io::write_matrix_market(file.string(), generate::clustered(900, 2300, 24, 0.5, 16, 7));
+  const Result r = bench("'" + file.string() + "' --op spmm -k 32,33 --transpose --repeat 2 --warmup 1 --check");
   ASSERT_EQ(r.status, 0) << r.err;
-  ASSERT_EQ(r.records.size(), 1u);
-  EXPECT_TRUE(r.records[0]["transpose"].get<bool>());
-  EXPECT_TRUE(r.records[0]["check"]["ok"].get<bool>()) << r.records[0].dump();
+  ASSERT_EQ(r.records.size(), 2u) << r.err;
+  EXPECT_EQ(r.err.find("On entry to"), std::string::npos) << r.err;
+  for (const json& record : r.records) {
+    SCOPED_TRACE(record.dump());
+    EXPECT_TRUE(record["transpose"].get<bool>());
+    EXPECT_EQ(record["rows"].get<int64_t>(), 900);
+    EXPECT_EQ(record["cols"].get<int64_t>(), 2300);
+    // csr_rowwarp computes A·B only; csr_vector and rs run and are checked.
+    EXPECT_EQ(record["variants"]["csr_rowwarp"], "unsupported");
+    EXPECT_TRUE(record["variants"]["csr_vector"].is_number());
+    EXPECT_TRUE(record["variants"]["rs"].is_number());
+    EXPECT_EQ(record["vendor"]["csr_alg3"], "unsupported");
+    EXPECT_TRUE(record["vendor"]["csr_alg1"].is_number() || record["vendor"]["csr_alg2"].is_number());
+    EXPECT_TRUE(record["check"]["ok"].get<bool>());
+    EXPECT_LT(record["check"]["rel_error"].get<double>(), 1e-4);
+  }
 }
 
 TEST_F(BenchGpu, FailingInputIsReportedAndSkipped) {

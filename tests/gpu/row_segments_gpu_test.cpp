@@ -2,7 +2,9 @@
 // generated and hand-made matrices (uniform, clustered runs, power-law rows, empty rows,
 // no nonzeros, empty shapes, rectangular, one long row) and every W in {1, 3, 32, 256},
 // T in {1, 2, 8}, max_segments_per_block in {1, 64}, every downloaded array must equal the
-// host one exactly; for all four value types; unsorted rows and bad parameters must throw.
+// host one exactly, the host split's light part turned into the device layout (a CSR over
+// all rows, light_over_all_rows); for all four value types; unsorted rows and bad parameters
+// must throw.
 // A 10M-nonzero matrix prints the build times (host, GPU, and one SpMM for scale).
 #include <gtest/gtest.h>
 
@@ -12,6 +14,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "formats/row_segments.hpp"
@@ -155,7 +158,7 @@ void check_against_host(const Context& context, const Stream& stream, const std:
                         int32_t w, int32_t t, int32_t m) {
   SCOPED_TRACE(name + " W=" + std::to_string(w) + " T=" + std::to_string(t) + " max_segments_per_block=" +
                std::to_string(m));
-  const RowSegmentSplit<T> expected = build_row_segments(a, w, t, m);
+  const RowSegmentSplit<T> expected = light_over_all_rows(build_row_segments(a, w, t, m));
   const DeviceCsr<T> device_a(context, a);
   const DeviceRowSegmentSplit<T> split = build_row_segments_gpu(device_a, w, t, m, stream.handle());
   stream.synchronize();
@@ -175,8 +178,10 @@ TEST_F(RowSegmentsGpu, DocumentedExampleGivesTheDocumentedArrays) {
   EXPECT_EQ(s.seg_ptr, (std::vector<int32_t>{0, 3, 7, 9, 13, 15}));
   EXPECT_EQ(s.heavy_col, (std::vector<int32_t>{0, 1, 3, 0, 1, 2, 3, 1, 2, 0, 1, 2, 3, 2, 3}));
   EXPECT_EQ(s.heavy_val, (std::vector<float>{1, 2, 3, 8, 9, 10, 11, 6, 7, 12, 13, 14, 15, 18, 19}));
-  EXPECT_EQ(s.light_row, (std::vector<int32_t>{0, 2, 4}));
-  EXPECT_EQ(s.light_ptr, (std::vector<int32_t>{0, 1, 2, 4}));
+  // row_segments.hpp's light_row {0, 2, 4}, light_ptr {0, 1, 2, 4} over all six rows.
+  EXPECT_TRUE(s.light_row.empty());
+  EXPECT_EQ(s.light_ptr, (std::vector<int32_t>{0, 1, 1, 2, 2, 4, 4}));
+  EXPECT_EQ(s.light_rows, 3);
   EXPECT_EQ(s.light_col, (std::vector<int32_t>{7, 2, 3, 4}));
   EXPECT_EQ(s.light_val, (std::vector<float>{4, 5, 16, 17}));
   EXPECT_EQ(split.blocks, 3);
@@ -245,8 +250,9 @@ TEST_F(RowSegmentsGpu, TenMillionNonzerosTiming) {
   const Csr<float> a = cast<float>(generate::clustered(400000, 400000, 25, 0.6, 16, seed_));
   const int32_t w = 256, t = 2;
   Clock::time_point start = Clock::now();
-  const RowSegmentSplit<float> host = build_row_segments(a, w, t);
+  RowSegmentSplit<float> host_split = build_row_segments(a, w, t);
   const double host_ms = ms_since(start);
+  const RowSegmentSplit<float> host = light_over_all_rows(std::move(host_split));
 
   Runtime rt(0);
   const DeviceCsr<float> device_a(rt.context(), a);

@@ -175,6 +175,22 @@ TEST_F(SddmmVariantsGpu, EveryVariantParamSetTypeAndK) {
   }
 }
 
+// Every variant and parameter set on two small shapes (empty rows; rectangular, fewer
+// columns than a tile) at a vector and a scalar K: the subset tools/device_check.sh runs
+// under compute-sanitizer, where kernels run 10-100x slower than here.
+TEST_F(SddmmVariantsGpu, EveryVariantOnSmallShapes) {
+  Stream stream(rt().context());
+  const std::vector<std::pair<std::string, Csr<double>>> small = {
+      {"empty rows 300x500", empty_every(generate::uniform(300, 500, 6, 8), 5)},
+      {"rectangular 700x60", generate::uniform(700, 60, 7, 9)}};
+  for (const auto& [name, m] : small) {
+    for (int32_t k : {32, 33}) {
+      for (const auto& run : runs<float>(k, stream.handle())) check<float>(rt(), name, m, k, run, next_seed(), stream);
+      for (const auto& run : runs<double>(k, stream.handle())) check<double>(rt(), name, m, k, run, next_seed(), stream);
+    }
+  }
+}
+
 TEST_F(SddmmVariantsGpu, ReusedPatternBuildsTheReindexingOnceAndSeenHandlesCountAsReused) {
   Csr<float> s = cast<float>(generate::uniform(2000, 2000, 40, 11));  // 2%: the tree takes the tiled side
   generate::fill_random(s.values, next_seed());
