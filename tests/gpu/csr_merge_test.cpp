@@ -45,8 +45,7 @@ Csr<double> with_row_lengths(const std::vector<int32_t>& lengths, int32_t cols, 
   std::mt19937_64 rng(seed);
   Csr<double> a;
   a.rows = int32_t(lengths.size());
-  a.cols = cols;
-  a.row_ptr.push_back(0);
+  a.cols = cols;  // row_ptr starts as {0}
   std::vector<int32_t> all(static_cast<std::size_t>(cols));
   for (int32_t c = 0; c < cols; ++c) all[std::size_t(c)] = c;
   for (int32_t len : lengths) {

@@ -74,7 +74,8 @@ void run_spmm(const RunArgs& args) {
     rt.spmm(da, db, dc, options);
     Dense<T> want;
     reference::spmm(a, b, want, args.transpose);
-    const double err = relative_error(std::vector<double>(dc.download().data.begin(), dc.download().data.end()),
+    const Dense<T> got = dc.download();
+    const double err = relative_error(std::vector<double>(got.data.begin(), got.data.end()),
                                       std::vector<double>(want.data.begin(), want.data.end()));
     const double limit = std::is_same_v<T, float> ? 1e-4 : 1e-10;
     check = "; check " + std::string(err <= limit ? "passed" : "FAILED") + " (relative error " + std::to_string(err) + ")";
