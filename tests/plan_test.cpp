@@ -661,5 +661,51 @@ TEST(SddmmPlan, SearchSpaceMeasuresDenseTileOnFullTilesOnly) {
   EXPECT_EQ(variants.count("row_gather"), 1u);
 }
 
+
+// Every priced candidate carries the terms its predicted cost came from, in the JSON only;
+// a forced candidate is priced at the forced params (the tuner fits coefficients on them).
+TEST(PlanCost, CandidatesCarryTheirTermsAndForcedOnesArePricedAtTheirParams) {
+  const Planned p = planned(generate::clustered(4096, 4096, 24, 0.6, 16, 2));
+  const plan::SpmmProblem problem{128, DType::F32, false, 128, 128};
+  const Decision d = plan::plan_spmm(p.features, problem, h200(), {}, p.split);
+  ASSERT_EQ(d.model_id, models::shipped_model("spmm").at("id"));
+  const nlohmann::json& cost = models::shipped_model("spmm").at("cost");
+  const nlohmann::json j = to_json(d);
+  ASSERT_EQ(j["candidates"].size(), d.candidates.size());
+  for (const auto& c : j["candidates"]) {
+    ASSERT_TRUE(c.contains("terms")) << c.dump();
+    EXPECT_GT(c["terms"]["launch"].get<double>(), 0) << c.dump();
+    EXPECT_DOUBLE_EQ(c["predicted_ms"].get<double>(), models::linear_cost(cost[c["variant"].get<std::string>()], c["terms"]));
+  }
+  EXPECT_EQ(describe(d).find("gather_bytes"), std::string::npos);
+
+  auto forced_entry = [&](const char* variant, const nlohmann::json& params) {
+    Options o;
+    o.variant = variant;
+    o.params = params;
+    const Decision f = plan::plan_spmm(p.features, problem, h200(), o, p.split);
+    for (const auto& c : f.candidates)
+      if (c.variant == variant) {
+        EXPECT_EQ(c.params, f.params);
+        EXPECT_DOUBLE_EQ(c.predicted_ms, models::linear_cost(cost[variant], c.terms));
+        return c;
+      }
+    ADD_FAILURE() << variant;
+    return Candidate{};
+  };
+  // csr_merge walks its range: ceil(256 / unroll 8) + 1 round trips (K = 128: 32 lanes of one
+  // 4-wide vector, cf 1, unroll 8 / cf).
+  const Candidate merge = forced_entry("csr_merge", {{"nnz_per_group", 256}});
+  EXPECT_EQ(merge.params["unroll"], 8);
+  EXPECT_DOUBLE_EQ(merge.terms["critical_loads"].get<double>(), 33.0);
+  EXPECT_DOUBLE_EQ(forced_entry("csr_merge", {{"nnz_per_group", 256}, {"unroll", 2}}).terms["critical_loads"].get<double>(), 129.0);
+  // rs at another threshold: the split statistics of that threshold price it.
+  const Candidate rs2 = forced_entry("rs", {{"threshold", 2}});
+  const Candidate rs32 = forced_entry("rs", {{"threshold", 32}});
+  const SplitStats s32 = p.split(rs32.params["panel_width"].get<int>(), 32);
+  EXPECT_DOUBLE_EQ(rs32.terms["shared_bytes"].get<double>(), double(s32.heavy_nnz) * 128 * 4);
+  EXPECT_NE(rs2.terms["shared_bytes"], rs32.terms["shared_bytes"]);
+}
+
 }  // namespace
 }  // namespace sparsejit

@@ -8,9 +8,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <random>
 
 #include "jit/compiler.hpp"
+#include "models/cost_model.hpp"
 #include "models/decision_tree.hpp"
 #include "models/model_store.hpp"
 #include "plan/spmm_params.hpp"
@@ -648,6 +650,148 @@ TEST(TuneCli, WithoutAGpuTuningSaysSo) {
   const CliResult r = run_cli("tune --op spmm --quick", "SPARSEJIT_CACHE_DIR=" + kCacheDir);
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.out.find("unsupported"), std::string::npos) << r.out;
+}
+
+
+// ---------------------------------------------------------------------------------------
+TEST(NonnegativeLeastSquares, ClampsANegativeUnconstrainedCoefficient) {
+  // Unconstrained: x = (2, -1). With x2 >= 0 the best is x2 = 0, x1 = 2.
+  auto x = tuner::nonnegative_least_squares({{1, 0}, {0, 1}}, {2, -1});
+  EXPECT_NEAR(x[0], 2.0, 1e-12);
+  EXPECT_EQ(x[1], 0.0);
+  // y = 4 - i on rows (1, i): least squares gives (4, -1); with both >= 0 the constant 2
+  // (residual 2) beats the slope 5/7 alone (residual 336/49).
+  EXPECT_NEAR(tuner::least_squares({{1, 1}, {1, 2}, {1, 3}}, {3, 2, 1})[1], -1.0, 1e-12);
+  x = tuner::nonnegative_least_squares({{1, 1}, {1, 2}, {1, 3}}, {3, 2, 1});
+  EXPECT_NEAR(x[0], 2.0, 1e-12);
+  EXPECT_EQ(x[1], 0.0);
+}
+
+// Rows of four regressors of very different magnitude (a launch, bytes, a count, noise-free).
+std::vector<std::vector<double>> cost_like_rows(int n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(0.1, 1.0);
+  std::vector<std::vector<double>> rows;
+  for (int i = 0; i < n; ++i) rows.push_back({1.0 + (i % 3), 1e7 * u(rng), 1e3 * u(rng), 1e5 * u(rng)});
+  return rows;
+}
+
+TEST(NonnegativeLeastSquares, RecoversExactDataWithAZeroCoefficient) {
+  const std::vector<double> truth = {3e-3, 0.0, 2e-4, 5e-8};
+  const auto rows = cost_like_rows(20, 7);
+  std::vector<double> y;
+  for (const auto& r : rows) y.push_back(truth[0] * r[0] + truth[1] * r[1] + truth[2] * r[2] + truth[3] * r[3]);
+  const auto x = tuner::nonnegative_least_squares(rows, y);
+  ASSERT_EQ(x.size(), 4u);
+  for (int j : {0, 2, 3}) EXPECT_NEAR(x[j] / truth[j], 1.0, 1e-8) << j;
+  EXPECT_NEAR(x[1] * 1e7, 0.0, 1e-9);  // its contribution to a time, not only its value
+  EXPECT_GE(x[1], 0.0);
+}
+
+TEST(NonnegativeLeastSquares, NoisyDataStaysCloseAndNonNegative) {
+  const std::vector<double> truth = {3e-3, 1e-10, 0.0, 5e-8};
+  const auto rows = cost_like_rows(400, 9);
+  std::mt19937_64 rng(5);
+  std::normal_distribution<double> noise(0.0, 0.01);
+  std::vector<double> y;
+  for (const auto& r : rows)
+    y.push_back((truth[0] * r[0] + truth[1] * r[1] + truth[2] * r[2] + truth[3] * r[3]) * (1 + noise(rng)));
+  const auto x = tuner::nonnegative_least_squares(rows, y);
+  for (double v : x) EXPECT_GE(v, 0.0);
+  for (int j : {0, 1, 3}) EXPECT_NEAR(x[j] / truth[j], 1.0, 0.05) << j;
+  EXPECT_LT(x[2] * 1e3, 0.01 * 3e-3);  // the absent term explains under 1% of a launch
+  EXPECT_THROW(tuner::nonnegative_least_squares({{1, 2}, {1}}, {1, 2}), InvalidInputError);
+  EXPECT_THROW(tuner::nonnegative_least_squares({{1}, {NAN}}, {1, 2}), InvalidInputError);
+  EXPECT_EQ(tuner::nonnegative_least_squares({{0, 1}, {0, 2}}, {1, 2}), (std::vector<double>{0.0, 1.0}));
+}
+
+// ---------------------------------------------------------------------------------------
+// Measurements as `sparsejit tune` records them: every candidate of the planner's search
+// space forced through the planner, its terms those of the forced plan, its time an exact
+// linear combination of them with known coefficients.
+std::vector<tuner::Measurement> synthetic_spmm_measurements(const std::vector<const char*>& specs, const nlohmann::json& truth) {
+  const plan::DeviceTarget target;
+  std::vector<tuner::Measurement> ms;
+  for (const char* spec : specs) {
+    const Csr<double> m = generate::from_spec(spec, 3);
+    const Features f = inspect(m.pattern());
+    const plan::SplitStatsSource split = [&](int32_t w, int32_t t) { return row_segment_split(m.pattern(), w, t); };
+    for (int32_t k : {32, 128}) {
+      const plan::SpmmProblem p{k, DType::F32, false};
+      for (const auto& c : tuner::spmm_candidates(f, p, target)) {
+        if (!truth.contains(c.variant)) continue;
+        Options o;
+        o.variant = c.variant;
+        o.params = c.params;
+        const Decision d = plan::plan_spmm(f, p, target, o, split);
+        tuner::Measurement x;
+        x.case_id = std::string(spec) + " k" + std::to_string(k);
+        x.matrix = spec;
+        x.k = k;
+        x.features = d.features;
+        x.variant = c.variant;
+        x.params = c.params;
+        for (const auto& candidate : d.candidates)
+          if (candidate.variant == c.variant) x.terms = candidate.terms;
+        x.time_ms = models::linear_cost(truth.at(c.variant), x.terms);
+        x.predicted_ms = 1.0;
+        x.ok = true;
+        ms.push_back(x);
+      }
+    }
+  }
+  return ms;
+}
+
+const std::vector<const char*> kCalibrationSpecs = {"uniform:3000:6", "band:2500:8:16", "clustered:3000:16:0.5:16",
+                                                    "uniform:1500:24", "rmat:2048:30000", "blockdiag:2000:32:4"};
+
+TEST(Training, CostFitRecoversKnownCoefficientsFromThePlannersTerms) {
+  const nlohmann::json truth = {
+      {"csr_vector", {{"launch", 0.005}, {"sparse_bytes", 1e-10}, {"gather_bytes", 3e-11}, {"output_bytes", 2e-10},
+                      {"atomic_bytes", 0.0}, {"critical_loads", 1.5e-4}}},
+      {"csr_merge", {{"launch", 0.002}, {"sparse_bytes", 4e-10}, {"gather_bytes", 1e-10}, {"output_bytes", 0.0},
+                     {"atomic_bytes", 5e-10}, {"critical_loads", 3e-4}}}};
+  const auto ms = synthetic_spmm_measurements(kCalibrationSpecs, truth);
+  const nlohmann::json shipped = models::shipped_model("spmm").at("cost");
+  std::vector<std::string> notes;
+  const nlohmann::json cost = tuner::calibrate_costs(ms, shipped, notes);
+  // A·B: csr_vector never adds atomically, so its atomic_bytes coefficient is kept.
+  EXPECT_EQ(cost["csr_vector"]["atomic_bytes"], shipped["csr_vector"]["atomic_bytes"]);
+  for (const char* term : {"launch", "sparse_bytes", "gather_bytes", "output_bytes", "critical_loads"})
+    EXPECT_NEAR(cost["csr_vector"][term].get<double>() / truth["csr_vector"][term].get<double>(), 1.0, 1e-5) << term << cost.dump();
+  for (const auto& [term, value] : truth["csr_merge"].items()) {
+    if (value.get<double>() == 0) EXPECT_LT(cost["csr_merge"][term].get<double>(), 1e-6 * shipped["csr_merge"][term].get<double>()) << term;
+    else EXPECT_NEAR(cost["csr_merge"][term].get<double>() / value.get<double>(), 1.0, 1e-5) << term << cost.dump();
+  }
+  EXPECT_EQ(cost["rs"], shipped["rs"]);  // not measured
+  ASSERT_EQ(notes.size(), 2u);
+  for (const auto& note : notes) {
+    EXPECT_NE(note.find("fitted"), std::string::npos) << note;
+    // Exact data: the median and worst relative errors after the fit ("-> x") are rounding.
+    for (std::size_t at = note.find("-> "), seen = 0; seen < 2; at = note.find("-> ", at + 1), ++seen) {
+      ASSERT_NE(at, std::string::npos) << note;
+      EXPECT_LT(std::stod(note.substr(at + 3)), 1e-9) << note;
+    }
+  }
+}
+
+TEST(Training, CostFitNeedsThreeCasesMoreThanTermsElseScales) {
+  // Two matrices at two K: 4 cases for csr_vector's 5 non-zero terms.
+  const nlohmann::json truth = {{"csr_vector", {{"launch", 0.005}, {"sparse_bytes", 1e-10}, {"gather_bytes", 3e-11},
+                                                {"output_bytes", 2e-10}, {"atomic_bytes", 0.0}, {"critical_loads", 1.5e-4}}}};
+  auto ms = synthetic_spmm_measurements({"uniform:3000:6", "band:2500:8:16"}, truth);
+  // The model is twice too fast: every prediction of a case is half its best time.
+  std::map<std::string, double> best;
+  for (const auto& m : ms) best[m.case_id] = best.count(m.case_id) ? std::min(best[m.case_id], m.time_ms) : m.time_ms;
+  for (auto& m : ms) m.predicted_ms = best[m.case_id] / 2;
+  const nlohmann::json shipped = models::shipped_model("spmm").at("cost");
+  std::vector<std::string> notes;
+  const nlohmann::json cost = tuner::calibrate_costs(ms, shipped, notes);
+  for (const auto& [term, value] : shipped["csr_vector"].items())
+    EXPECT_NEAR(cost["csr_vector"][term].get<double>(), 2 * value.get<double>(), 1e-12 * value.get<double>()) << term;
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("scaled, not fitted: 4 cases for 5 terms, a fit needs 8"), std::string::npos) << notes[0];
 }
 
 }  // namespace

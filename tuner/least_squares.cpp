@@ -1,5 +1,6 @@
 #include "tuner/least_squares.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -9,13 +10,13 @@ namespace sparsejit::tuner {
 
 namespace {
 
-void check_system(const std::vector<std::vector<double>>& rows, const std::vector<double>& y) {
+void check_system(const std::vector<std::vector<double>>& rows, const std::vector<double>& y, bool need_determined = true) {
   if (rows.empty()) throw InvalidInputError("least squares: no observations");
   const std::size_t n = rows.front().size();
   if (n == 0) throw InvalidInputError("least squares: no regressors");
   if (rows.size() != y.size())
     throw InvalidInputError("least squares: " + std::to_string(rows.size()) + " rows but " + std::to_string(y.size()) + " targets");
-  if (rows.size() < n)
+  if (need_determined && rows.size() < n)
     throw InvalidInputError("least squares: " + std::to_string(rows.size()) + " observations for " + std::to_string(n) + " unknowns");
   for (std::size_t i = 0; i < rows.size(); ++i) {
     if (rows[i].size() != n)
@@ -57,7 +58,96 @@ std::vector<double> solve(std::vector<double> m, std::vector<double> b, std::siz
   return x;
 }
 
+// Unit-norm columns of A (an all-zero column stays zero) and the norms they were divided by.
+std::vector<std::vector<double>> unit_columns(const std::vector<std::vector<double>>& rows, std::vector<double>& norms) {
+  const std::size_t n = rows.front().size();
+  norms.assign(n, 0.0);
+  for (const auto& row : rows)
+    for (std::size_t j = 0; j < n; ++j) norms[j] += row[j] * row[j];
+  for (double& v : norms) v = std::sqrt(v);
+  std::vector<std::vector<double>> a = rows;
+  for (auto& row : a)
+    for (std::size_t j = 0; j < n; ++j) row[j] = norms[j] > 0 ? row[j] / norms[j] : 0.0;
+  return a;
+}
+
+// Aᵀ(y - A·x): the descent direction of every coefficient.
+std::vector<double> gradient(const std::vector<std::vector<double>>& a, const std::vector<double>& y, const std::vector<double>& x) {
+  std::vector<double> w(x.size(), 0.0);
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    double r = y[i];
+    for (std::size_t j = 0; j < x.size(); ++j) r -= a[i][j] * x[j];
+    for (std::size_t j = 0; j < x.size(); ++j) w[j] += a[i][j] * r;
+  }
+  return w;
+}
+
+// Unconstrained least squares over the passive columns; the others are 0.
+std::vector<double> solve_passive(const std::vector<std::vector<double>>& a, const std::vector<double>& y,
+                                  const std::vector<bool>& passive) {
+  std::vector<std::size_t> cols;
+  for (std::size_t j = 0; j < passive.size(); ++j)
+    if (passive[j]) cols.push_back(j);
+  std::vector<std::vector<double>> sub(a.size());
+  for (std::size_t i = 0; i < a.size(); ++i)
+    for (std::size_t j : cols) sub[i].push_back(a[i][j]);
+  const std::vector<double> solved = least_squares(sub, y);
+  std::vector<double> z(passive.size(), 0.0);
+  for (std::size_t k = 0; k < cols.size(); ++k) z[cols[k]] = solved[k];
+  return z;
+}
+
 }  // namespace
+
+std::vector<double> nonnegative_least_squares(const std::vector<std::vector<double>>& rows, const std::vector<double>& y) {
+  check_system(rows, y, false);
+  const std::size_t n = rows.front().size();
+  std::vector<double> norms;
+  const auto a = unit_columns(rows, norms);
+  double y_norm = 0;
+  for (double v : y) y_norm += v * v;
+  // Columns have unit norm, so every gradient entry is at most ||y||: below this it is noise.
+  const double tolerance = 1e-10 * std::max(1.0, std::sqrt(y_norm));
+  std::vector<bool> passive(n, false), excluded(n, false);
+  for (std::size_t j = 0; j < n; ++j) excluded[j] = norms[j] == 0;
+  std::vector<double> x(n, 0.0);
+  // Each outer step frees one coefficient; the bound only stops rounding from cycling.
+  for (std::size_t step = 0; step < 3 * n + 3; ++step) {
+    const std::vector<double> w = gradient(a, y, x);
+    std::size_t enter = n;
+    for (std::size_t j = 0; j < n; ++j)
+      if (!passive[j] && !excluded[j] && w[j] > tolerance && (enter == n || w[j] > w[enter])) enter = j;
+    if (enter == n) break;
+    passive[enter] = true;
+    for (;;) {
+      std::vector<double> z;
+      try {
+        z = solve_passive(a, y, passive);
+      } catch (const InvalidInputError&) {  // the entering column depends on the passive ones
+        passive[enter] = false;
+        excluded[enter] = true;
+        break;
+      }
+      // Step from x towards z as far as every passive coefficient stays >= 0; the ones that
+      // reach 0 leave the passive set.
+      double alpha = 1.0;
+      std::size_t blocking = n;
+      for (std::size_t j = 0; j < n; ++j) {
+        if (!passive[j] || z[j] > 0) continue;
+        const double a_j = x[j] > 0 ? x[j] / (x[j] - z[j]) : 0.0;
+        if (blocking == n || a_j < alpha) { alpha = a_j; blocking = j; }
+      }
+      for (std::size_t j = 0; j < n; ++j) x[j] += alpha * (z[j] - x[j]);
+      if (blocking == n) break;
+      x[blocking] = 0;
+      for (std::size_t j = 0; j < n; ++j)
+        if (passive[j] && x[j] <= 0) { passive[j] = false; x[j] = 0; }
+      if (std::none_of(passive.begin(), passive.end(), [](bool p) { return p; })) break;
+    }
+  }
+  for (std::size_t j = 0; j < n; ++j) x[j] = norms[j] > 0 ? x[j] / norms[j] : 0.0;
+  return x;
+}
 
 std::vector<double> least_squares(const std::vector<std::vector<double>>& rows, const std::vector<double>& y) {
   check_system(rows, y);

@@ -143,7 +143,7 @@ nlohmann::json tuned_header(const nlohmann::json& base, Op op, const std::string
   model["version"] = "1";
   model["op"] = to_string(op);
   model["description"] = std::string("Tuned on ") + device_name + " by `sparsejit tune` from " + std::to_string(cases) +
-                         " measured cases; cost coefficients rescaled from " + base.value("id", "?") + ".";
+                         " measured cases; cost coefficients calibrated from " + base.value("id", "?") + ".";
   return model;
 }
 
@@ -157,6 +157,77 @@ std::vector<const Measurement*> pointers(const std::vector<Measurement>& ms) {
   std::vector<const Measurement*> out;
   for (const auto& m : ms) out.push_back(&m);
   return out;
+}
+
+// Σ coefficient · term; a term the candidate lacks counts 0.
+double predict(const nlohmann::json& coefficients, const nlohmann::json& terms) {
+  double ms = 0;
+  for (const auto& [name, c] : coefficients.items()) ms += c.get<double>() * terms.value(name, 0.0);
+  return ms;
+}
+
+// Median and largest |predicted / measured - 1| over the measurements.
+std::pair<double, double> relative_errors(const std::vector<const Measurement*>& rows, const nlohmann::json& coefficients) {
+  std::vector<double> errors;
+  for (const Measurement* m : rows) errors.push_back(std::fabs(predict(coefficients, m->terms) / m->time_ms - 1.0));
+  std::sort(errors.begin(), errors.end());
+  const std::size_t n = errors.size();
+  const double median = n % 2 ? errors[n / 2] : 0.5 * (errors[n / 2 - 1] + errors[n / 2]);
+  return {median, errors.back()};
+}
+
+struct CostFit {
+  nlohmann::json coefficients;           // the variant's coefficients, the fitted ones replaced
+  std::vector<std::string> terms;        // the fitted terms
+  std::vector<const Measurement*> rows;  // the measurements fitted
+  std::size_t cases = 0;
+};
+
+// The non-negative fit of calibrate_costs over one variant's correct measurements; nullopt
+// with the reason in why_not when it cannot be made.
+std::optional<CostFit> fit_costs(const std::vector<const Measurement*>& group, const nlohmann::json& coefficients,
+                                 std::string& why_not) {
+  CostFit fit;
+  fit.coefficients = coefficients;
+  std::set<std::string> cases;
+  for (const Measurement* m : group)
+    if (!m->terms.empty()) { fit.rows.push_back(m); cases.insert(m->case_id); }
+  fit.cases = cases.size();
+  if (fit.rows.empty()) { why_not = "no measurement carries its cost terms"; return std::nullopt; }
+  for (const auto& [name, _] : coefficients.items())
+    if (std::any_of(fit.rows.begin(), fit.rows.end(), [&](const Measurement* m) { return m->terms.value(name, 0.0) != 0; }))
+      fit.terms.push_back(name);
+  if (fit.terms.empty()) { why_not = "every priced term is 0"; return std::nullopt; }
+  if (fit.cases < fit.terms.size() + kFitExtraCases) {
+    why_not = std::to_string(fit.cases) + " cases for " + std::to_string(fit.terms.size()) + " terms, a fit needs " +
+              std::to_string(fit.terms.size() + kFitExtraCases);
+    return std::nullopt;
+  }
+  // Row i divided by its time: minimizing Σ (a_i·c / t_i - 1)² is the relative-error fit.
+  std::vector<std::vector<double>> rows;
+  for (const Measurement* m : fit.rows) {
+    std::vector<double> row;
+    for (const auto& name : fit.terms) row.push_back(m->terms.value(name, 0.0) / m->time_ms);
+    rows.push_back(std::move(row));
+  }
+  const std::vector<double> c = nonnegative_least_squares(rows, std::vector<double>(rows.size(), 1.0));
+  for (std::size_t j = 0; j < fit.terms.size(); ++j) fit.coefficients[fit.terms[j]] = c[j];
+  return fit;
+}
+
+// The geometric mean over the cases of the best measured time / the planner's prediction,
+// and the number of cases; nullopt without predictions.
+std::optional<std::pair<double, std::size_t>> scale_factor(const std::vector<const Measurement*>& group) {
+  std::map<std::string, std::pair<double, double>> best;  // case -> (time, predicted)
+  for (const Measurement* m : group) {
+    if (!(m->predicted_ms > 0) || !std::isfinite(m->predicted_ms)) continue;
+    auto [it, fresh] = best.emplace(m->case_id, std::make_pair(m->time_ms, m->predicted_ms));
+    if (!fresh) it->second.first = std::min(it->second.first, m->time_ms);
+  }
+  if (best.empty()) return std::nullopt;
+  double log_sum = 0;
+  for (const auto& [_, tp] : best) log_sum += std::log(tp.first / tp.second);
+  return std::make_pair(std::exp(log_sum / double(best.size())), best.size());
 }
 
 }  // namespace
@@ -179,20 +250,33 @@ std::optional<RsTraining> train_rs(const std::vector<Measurement>& measurements,
 nlohmann::json calibrate_costs(const std::vector<Measurement>& measurements, const nlohmann::json& base_cost,
                                std::vector<std::string>& notes) {
   nlohmann::json cost = base_cost;
-  std::map<std::string, std::map<std::string, std::pair<double, double>>> best;  // variant -> case -> (time, predicted)
-  for (const auto& m : measurements) {
-    if (!m.ok || !(m.predicted_ms > 0) || !std::isfinite(m.predicted_ms)) continue;
-    auto [it, fresh] = best[m.variant].emplace(m.case_id, std::make_pair(m.time_ms, m.predicted_ms));
-    if (!fresh) it->second.first = std::min(it->second.first, m.time_ms);
-  }
-  for (const auto& [variant, cases] : best) {
-    if (!cost.contains(variant)) continue;
-    double log_sum = 0;
-    for (const auto& [_, tp] : cases) log_sum += std::log(tp.first / tp.second);
-    const double scale = std::exp(log_sum / double(cases.size()));
-    for (auto& [term, coefficient] : cost[variant].items()) coefficient = coefficient.get<double>() * scale;
-    notes.push_back("cost " + variant + ": measured/predicted = " + format_number(scale) + " over " +
-                    std::to_string(cases.size()) + " cases");
+  std::map<std::string, std::vector<const Measurement*>> by_variant;
+  for (const auto& m : measurements)
+    if (m.ok && m.time_ms > 0 && std::isfinite(m.time_ms) && cost.contains(m.variant)) by_variant[m.variant].push_back(&m);
+  for (const auto& [variant, group] : by_variant) {
+    std::string why_not;
+    if (const auto fit = fit_costs(group, cost[variant], why_not)) {
+      const auto [median_before, worst_before] = relative_errors(fit->rows, cost[variant]);
+      const auto [median_after, worst_after] = relative_errors(fit->rows, fit->coefficients);
+      std::string zeroed;
+      for (const auto& name : fit->terms)
+        if (fit->coefficients[name].get<double>() == 0) zeroed += (zeroed.empty() ? "" : ", ") + name;
+      notes.push_back("cost " + variant + ": fitted " + std::to_string(fit->terms.size()) + " terms (non-negative, relative error) on " +
+                      std::to_string(fit->rows.size()) + " measurements of " + std::to_string(fit->cases) +
+                      " cases: |predicted/measured - 1| median " + format_number(median_before) + " -> " +
+                      format_number(median_after) + ", worst " + format_number(worst_before) + " -> " + format_number(worst_after) +
+                      (zeroed.empty() ? "" : "; zero: " + zeroed));
+      cost[variant] = fit->coefficients;
+      continue;
+    }
+    const auto scale = scale_factor(group);
+    if (!scale) {
+      notes.push_back("cost " + variant + ": unchanged (not fitted: " + why_not + "; no prediction to scale)");
+      continue;
+    }
+    for (auto& [term, coefficient] : cost[variant].items()) coefficient = coefficient.get<double>() * scale->first;
+    notes.push_back("cost " + variant + ": measured/predicted = " + format_number(scale->first) + " over " +
+                    std::to_string(scale->second) + " cases (scaled, not fitted: " + why_not + ")");
   }
   return cost;
 }

@@ -15,14 +15,13 @@
 // and one threshold tree over the phase-2 samples of every value type (value_bytes is one of
 // its features), stored as the model's "threshold_tree": the key the planner reads its
 // threshold from (plan/spmm.cpp); the per-type trees stay in "rs" for the report.
-// and for every variant: "cost" coefficients of the planner's model scaled by the geometric
-// mean of measured / predicted time over the cases (the variant's best params), so the
-// cost formulas match this GPU.
+// and for every variant: "cost" coefficients of the planner's model fitted to this GPU (see
+// calibrate_costs).
 //
 // SDDMM (GPU-Dynamic section 7): per K, the density threshold that minimizes the time lost
 // by running a case's tiled variant (variant names containing "tiled") above it and its COO
 // variant ("coo") at or below it; per variant and density decade, the launch parameters with
-// the smallest mean slowdown; and the scaled "cost" coefficients as for SpMM.
+// the smallest mean slowdown; and the fitted "cost" coefficients as for SpMM.
 //
 // Ties among a case's candidates (within plan::kTieTolerance) follow plan::tie_break_before.
 #pragma once
@@ -54,6 +53,9 @@ struct Measurement {
   double time_ms = 0;
   bool ok = false;            // ran and matched the CPU reference
   double predicted_ms = 0;    // the planner model's prediction for the variant (0: none)
+  // The cost terms the planner priced this candidate with at its params (Candidate::terms of
+  // the forced plan); empty when unknown.
+  nlohmann::json terms = nlohmann::json::object();
   int64_t heavy_segments = -1;  // acc_dense at this candidate's W and T (-1: no W/T)
   int64_t heavy_nnz = -1;       // nnz_d at this candidate's W and T
 };
@@ -79,7 +81,18 @@ struct RsTraining {
 };
 // nullopt without rs measurements.
 std::optional<RsTraining> train_rs(const std::vector<Measurement>& measurements, std::vector<std::string>& notes);
-// base "cost" with each measured variant's coefficients scaled.
+// base "cost" fitted to the measurements, per variant with coefficients in base_cost:
+//   fit      over every correct measurement of the variant that has terms (all its params:
+//            the terms follow the params), the coefficients of the terms seen non-zero are
+//            the non-negative least-squares fit of time_ms on the terms in relative error
+//            (minimizing Σ ((predicted - t) / t)², as the dispatcher compares ratios and
+//            times span 5 µs to 5 ms); the other coefficients stay as they were. Needs at
+//            least kFitExtraCases more cases than fitted terms.
+//   scale    otherwise (too few cases, or no terms): every coefficient times the geometric
+//            mean over the cases of the best measured time / predicted_ms.
+// One note per variant says which, with the fit's median and worst |predicted / t - 1|
+// before and after.
+inline constexpr std::size_t kFitExtraCases = 3;
 nlohmann::json calibrate_costs(const std::vector<Measurement>& measurements, const nlohmann::json& base_cost,
                                std::vector<std::string>& notes);
 // The learned density threshold of one K; nullopt when no case has both a tiled and a COO time.

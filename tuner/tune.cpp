@@ -10,6 +10,7 @@
 #include <map>
 #include <sstream>
 
+#include "formats/sddmm_dense_tiles.hpp"
 #include "ops/runtime_state.hpp"
 #include "plan/spmm_params.hpp"
 #include "plan/tuned.hpp"
@@ -91,12 +92,27 @@ struct Case {
   PatternView pattern;
 };
 
-// How to run one candidate of a case: once against the reference, and timed on a set.
+// One checked run: its relative error against the reference and the call's report.
+struct CheckedRun {
+  double error = 0;
+  CallInfo call;
+};
+
+// How to run one candidate of a case: once against the reference, and timed on a set; and
+// how the planner plans it on the CPU (for records reused from an earlier run).
 struct CaseRunner {
   int sets = 1;
-  std::function<double(const Options&)> error_of;             // relative error of one checked run
+  std::function<CheckedRun(const Options&)> checked_run;
   std::function<void(int set, CUstream stream, const Options&)> launch;
+  std::function<Decision(const Options&)> plan;
 };
+
+// The cost terms a plan priced its chosen (forced) variant with; empty when it has none.
+nlohmann::json chosen_terms(const Decision& d) {
+  for (const auto& c : d.candidates)
+    if (c.variant == d.variant) return c.terms;
+  return nlohmann::json::object();
+}
 
 struct Counters {
   int measured = 0, reused = 0, failed = 0;
@@ -153,24 +169,26 @@ std::vector<Measurement> run_case(Runtime& rt, cache::CacheStore& store, const c
   for (const auto& candidate : space) {
     Measurement m = base_measurement(c, candidate);
     const auto previous = done.find(candidate.variant + "\n" + candidate.params.dump());
-    if (previous != done.end()) {
-      m.ok = previous->second.ok;
-      m.time_ms = previous->second.time_ms;
-      ++counters.reused;
-      out.push_back(m);
-      continue;
-    }
     Options run;
     run.variant = candidate.variant;
     run.params = candidate.params;
     run.reuse = reuse_for(candidate.variant);
     run.stream = stream.handle();
+    if (previous != done.end()) {
+      m.ok = previous->second.ok;
+      m.time_ms = previous->second.time_ms;
+      if (m.ok) m.terms = chosen_terms(runner.plan(run));
+      ++counters.reused;
+      out.push_back(m);
+      continue;
+    }
     std::string error;
     try {
-      const double err = runner.error_of(run);
-      if (!(err <= (c.dtype == DType::F64 ? tolerance<double>() : tolerance<float>()))) {
+      const CheckedRun checked = runner.checked_run(run);
+      m.terms = chosen_terms(*checked.call.decision);
+      if (!(checked.error <= (c.dtype == DType::F64 ? tolerance<double>() : tolerance<float>()))) {
         std::ostringstream s;
-        s << "output differs from the CPU reference: relative error " << err;
+        s << "output differs from the CPU reference: relative error " << checked.error;
         error = s.str();
       } else {
         const Timing t = time_on_stream(rt.context(), stream.handle(), runner.sets, timing,
@@ -217,13 +235,19 @@ std::vector<Measurement> spmm_case(Runtime& rt, cache::CacheStore& store, const 
   }
   CaseRunner runner;
   runner.sets = sets;
-  runner.error_of = [&](const Options& run) {
+  runner.checked_run = [&](const Options& run) {
     cs[0].buffer().fill_bytes(0xFF);  // NaN: an element the kernel skips cannot pass
-    rt.spmm(da, bs[0], cs[0], run);
+    CheckedRun checked;
+    checked.call = rt.spmm(da, bs[0], cs[0], run);
     stream.synchronize();
-    return relative_error(cs[0].download().data, expected.data);
+    checked.error = relative_error(cs[0].download().data, expected.data);
+    return checked;
   };
   runner.launch = [&](int set, CUstream, const Options& run) { rt.spmm(da, bs[set], cs[set], run); };
+  runner.plan = [&](const Options& run) {
+    return plan::plan_spmm(features, problem, target, run,
+                           [&](int32_t w, int32_t t) { return row_segment_split(c.pattern, w, t); });
+  };
   return run_case(rt, store, key, c, spmm_candidates(features, problem, target), runner, options, stream, counters);
 }
 
@@ -255,13 +279,20 @@ std::vector<Measurement> sddmm_case(Runtime& rt, cache::CacheStore& store, const
   }
   CaseRunner runner;
   runner.sets = sets;
-  runner.error_of = [&](const Options& run) {
+  runner.checked_run = [&](const Options& run) {
     ps[0].fill_bytes(0xFF);
-    rt.sddmm(ds, as[0], bs[0], ps[0], run);
+    CheckedRun checked;
+    checked.call = rt.sddmm(ds, as[0], bs[0], ps[0], run);
     stream.synchronize();
-    return relative_error(ps[0].download_as<T>(s.values.size()), expected.values);
+    checked.error = relative_error(ps[0].download_as<T>(s.values.size()), expected.values);
+    return checked;
   };
   runner.launch = [&](int set, CUstream, const Options& run) { rt.sddmm(ds, as[set], bs[set], ps[set], run); };
+  runner.plan = [&](const Options& run) {
+    plan::SddmmProblem exact = problem;
+    exact.dense_tile_count = [&](int32_t rows, int32_t cols) { return formats::count_dense_tiles(c.pattern, rows, cols); };
+    return plan::plan_sddmm(features, exact, target, run);
+  };
   return run_case(rt, store, key, c, sddmm_candidates(features, problem, target), runner, options, stream, counters);
 }
 

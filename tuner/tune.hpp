@@ -13,6 +13,11 @@
 // The CPU reference is computed once per case, before its candidates; each candidate's
 // checked run is compared with it.
 //
+// Each measurement carries the cost terms its candidate was priced with at its own params
+// (Measurement::terms): those of the checked run's Decision, or, for a record reused from an
+// earlier run, of the planner run on the CPU with the same forced Options. The cost
+// coefficients are fitted on them (calibrate_costs).
+//
 // Progress: one line per case, "[12/40] cyl6 K=128 f32: best rs ... panel_width=512 threshold=8
 // ... 0.031 ms (18 candidates)".
 //

@@ -20,9 +20,18 @@ nlohmann::json merge_params(const std::string& variant, const nlohmann::json& de
   return merged;
 }
 
+namespace {
+
+void price(Candidate& c, const nlohmann::json& costs, const CostTerms& cost_terms) {
+  c.terms = cost_terms(c.variant, c.params);
+  c.predicted_ms = costs.contains(c.variant) ? models::linear_cost(costs.at(c.variant), c.terms)
+                                             : std::numeric_limits<double>::infinity();
+}
+
+}  // namespace
+
 void choose(Decision& decision, const std::vector<VariantSpec>& variants, const nlohmann::json& model,
-            const std::function<nlohmann::json(const std::string&)>& cost_terms,
-            const std::optional<ForcedChoice>& forced) {
+            const CostTerms& cost_terms, const std::optional<ForcedChoice>& forced, const ParamsCheck& check_forced) {
   decision.model_id = model.value("id", "");
   decision.model_version = model.value("version", "");
   const nlohmann::json& costs = model.at("cost");
@@ -31,8 +40,7 @@ void choose(Decision& decision, const std::vector<VariantSpec>& variants, const 
   for (const auto& v : variants) {
     Candidate c{v.name, v.default_params, 0.0, v.rejected_because};
     if (c.rejected_because.empty()) {
-      c.predicted_ms = costs.contains(v.name) ? models::linear_cost(costs.at(v.name), cost_terms(v.name))
-                                              : std::numeric_limits<double>::infinity();
+      price(c, costs, cost_terms);
       if (c.predicted_ms < best) { best = c.predicted_ms; chosen = &v; }
     }
     decision.candidates.push_back(c);
@@ -50,6 +58,12 @@ void choose(Decision& decision, const std::vector<VariantSpec>& variants, const 
     decision.variant = match->name;
     decision.params = merge_params(match->name, match->default_params, forced->params);
     decision.source = DecisionSource::Forced;
+    if (check_forced) check_forced(decision.variant, decision.params);
+    for (auto& c : decision.candidates) {
+      if (c.variant != decision.variant) continue;
+      c.params = decision.params;
+      price(c, costs, cost_terms);
+    }
     return;
   }
   if (chosen == nullptr) throw UnsupportedError(std::string("no ") + to_string(decision.op) + " variant can run this problem");

@@ -50,6 +50,7 @@ nlohmann::json to_json(const Decision& d) {
   for (const auto& c : d.candidates) {
     nlohmann::json j = {{"variant", c.variant}, {"params", c.params}, {"predicted_ms", c.predicted_ms}};
     if (!c.rejected_because.empty()) j["rejected_because"] = c.rejected_because;
+    else j["terms"] = c.terms;
     candidates.push_back(j);
   }
   return {{"op", to_string(d.op)}, {"variant", d.variant}, {"params", d.params},

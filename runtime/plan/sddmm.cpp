@@ -398,12 +398,8 @@ Decision plan_sddmm(const Features& features, const SddmmProblem& problem, const
   const auto variants = sddmm_candidates(features, problem, options, model);
   const auto forced = forced_choice(Op::SDDMM, options);
   choose(d, variants, model,
-         [&](const std::string& name) {
-           for (const auto& v : variants)
-             if (v.name == name) return sddmm_terms(features, problem, name, v.default_params);
-           return json::object();
-         },
-         forced);
+         [&](const std::string& name, const json& params) { return sddmm_terms(features, problem, name, params); }, forced,
+         [&](const std::string& name, const json& params) { check_params(name, params, problem, device); });
   if (d.source == DecisionSource::Model) apply_tree(d, model, variants);
   const std::string bucket = sddmm_bucket(features, problem);
   d.features["feature_bucket"] = bucket;

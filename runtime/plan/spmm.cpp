@@ -198,9 +198,9 @@ double light_critical_loads(double row, const nlohmann::json& params, bool trans
 // csr_rowwarp walks its longest row once per pass of 32 * cols_per_lane columns, one B load
 // after another (the first benchmark: about 0.15-0.3 µs per nonzero of the longest row at
 // K = 32, e.g. cora 168 nonzeros 26 µs, email-Enron 1383 nonzeros 392 µs).
-nlohmann::json csr_rowwarp_terms(const Features& f, const SpmmProblem& p) {
+nlohmann::json csr_rowwarp_terms(const Features& f, const SpmmProblem& p, const nlohmann::json& params) {
   nlohmann::json t = base_terms(f, p);
-  const int cols_per_lane = std::clamp((p.k + 31) / 32, 1, 4);
+  const int cols_per_lane = params.at("cols_per_lane").get<int>();
   t["critical_loads"] = double(f.basic.row_max) * ceil_div(p.k, 32.0 * cols_per_lane);
   return t;
 }
@@ -424,16 +424,23 @@ std::vector<VariantSpec> spmm_candidates(const SpmmProblem& p, const nlohmann::j
 }
 
 // A forced rs choice without a panel width (or read-ahead) gets the formula's width (and
-// read-ahead) for its own slice.
-void finish_rs_params(Decision& d, const Features& f, const SpmmProblem& p, const DeviceTarget& device,
-                      const std::optional<ForcedChoice>& forced) {
-  if (forced && !forced->params.contains("heavy_unroll"))
-    d.params["heavy_unroll"] = heavy_unroll_for(d.params.at("cf_v").get<int>());
-  if (forced && !forced->params.contains("panel_width")) {
-    const int64_t row_bytes = int64_t(heavy_slice(d.params)) * value_bytes(p);
-    d.params["panel_width"] = panel_width_for(device, f.basic.cols, row_bytes, d.params.at("blocks_per_sm").get<int>());
+// read-ahead) for its own slice, before choose() prices it.
+void complete_forced_rs(std::optional<ForcedChoice>& forced, const nlohmann::json& rs_defaults, const Features& f,
+                        const SpmmProblem& p, const DeviceTarget& device) {
+  if (!forced || forced->variant != "rs") return;
+  const nlohmann::json merged = merge_params("rs", rs_defaults, forced->params);
+  if (!forced->params.contains("heavy_unroll")) forced->params["heavy_unroll"] = heavy_unroll_for(merged.at("cf_v").get<int>());
+  if (!forced->params.contains("panel_width")) {
+    const int64_t row_bytes = int64_t(slice_columns(merged.at("heavy_lanes").get<int>(), merged.at("vec_width").get<int>(),
+                                                    merged.at("cf_v").get<int>())) * value_bytes(p);
+    forced->params["panel_width"] = panel_width_for(device, f.basic.cols, row_bytes, merged.at("blocks_per_sm").get<int>());
   }
-  check_rs_params(d.params, p, device);
+}
+
+void check_params(const std::string& variant, const nlohmann::json& params, const SpmmProblem& p, const DeviceTarget& device) {
+  if (variant == "csr_vector") check_light_params("csr_vector", params, p);
+  if (variant == "csr_merge") check_merge_params(params, p);
+  if (variant == "rs") check_rs_params(params, p, device);
 }
 
 }  // namespace
@@ -466,28 +473,27 @@ Decision plan_spmm(const Features& features, const SpmmProblem& problem, const D
   RsChoice rs;
   if (have_split) rs = best_rs(d, features, problem, device, model, split_stats);
   else if (priced) rs.params = rs_base_params(features, problem, device, kDefaultBlocksPerSm);
-  const nlohmann::json base = base_terms(features, problem);
-  const nlohmann::json vector_terms =
-      priced ? csr_vector_terms(features, problem, light_params(problem)) : base;
   const nlohmann::json merge = priced ? best_merge_params(features, problem, model) : nlohmann::json::object();
-  const nlohmann::json merge_terms = priced ? csr_merge_terms(features, problem, merge) : base;
-  const nlohmann::json rowwarp_terms = csr_rowwarp_terms(features, problem);
-  const auto forced = forced_choice(Op::SpMM, options);
-  choose(d, spmm_candidates(problem, rs.params, merge, have_split), model,
-         [&](const std::string& variant) {
-           if (variant == "csr_rowwarp") return rowwarp_terms;
-           if (variant == "csr_vector") return vector_terms;
-           if (variant == "csr_merge") return merge_terms;
-           if (variant == "rs") return rs.terms;
-           return base;
-         },
-         forced);
+  auto forced = forced_choice(Op::SpMM, options);
+  if (have_split) complete_forced_rs(forced, rs.params, features, problem, device);
+  // Only eligible candidates are priced: the value type is supported and, for rs, the split
+  // statistics exist.
+  const CostTerms terms = [&](const std::string& variant, const nlohmann::json& params) {
+    if (variant == "csr_rowwarp") return csr_rowwarp_terms(features, problem, params);
+    if (variant == "csr_vector") return csr_vector_terms(features, problem, params);
+    if (variant == "csr_merge") return csr_merge_terms(features, problem, params);
+    if (variant == "rs") {
+      if (params == rs.params) return rs.terms;
+      return rs_terms(features, problem, params, split_stats(params.at("panel_width").get<int>(), params.at("threshold").get<int>()));
+    }
+    return base_terms(features, problem);
+  };
+  choose(d, spmm_candidates(problem, rs.params, merge, have_split), model, terms, forced,
+         [&](const std::string& variant, const nlohmann::json& params) { check_params(variant, params, problem, device); });
   const std::string bucket = spmm_bucket(features, problem);
   d.features["feature_bucket"] = bucket;
   apply_tuned_choice(d, device, bucket);
-  if (d.variant == "csr_vector") check_light_params("csr_vector", d.params, problem);
-  if (d.variant == "csr_merge") check_merge_params(d.params, problem);
-  if (d.variant == "rs") finish_rs_params(d, features, problem, device, forced);
+  check_params(d.variant, d.params, problem, device);
   return d;
 }
 

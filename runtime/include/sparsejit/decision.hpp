@@ -49,6 +49,9 @@ struct Candidate {
   nlohmann::json params = nlohmann::json::object();
   double predicted_ms = 0;
   std::string rejected_because;  // empty when eligible
+  // The cost terms it was priced with at `params` (predicted_ms = models::linear_cost of the
+  // model's coefficients and these): {"launch": 1, "gather_bytes": ...}; empty when rejected.
+  nlohmann::json terms = nlohmann::json::object();
 };
 
 struct Decision {
