@@ -12,29 +12,13 @@
 #include "sparsejit/io.hpp"
 #include "sparsejit/reference.hpp"
 #include "sparsejit/runtime.hpp"
+#include "support/gpu_suite.hpp"
 #include "support/test_support.hpp"
 
 namespace sparsejit {
 namespace {
 
-class RsSpmmGpu : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (!driver_available()) GTEST_SKIP() << driver_unavailable_reason();
-    if (!runtime_) runtime_ = std::make_unique<Runtime>(0);
-    seed_ = test::fresh_seed();
-  }
-  static Runtime& rt() { return *runtime_; }
-  uint64_t next_seed() { return seed_++; }
-  static inline std::unique_ptr<Runtime> runtime_;
-  uint64_t seed_ = 0;
-};
-
-template <class T>
-double tolerance() { return std::is_same_v<T, float> ? 1e-5 : 1e-12; }
-
-template <class T>
-std::vector<double> as_double(const std::vector<T>& v) { return std::vector<double>(v.begin(), v.end()); }
+class RsSpmmGpu : public test::GpuSuite {};
 
 // Clustered (heavy segments), banded, power-law with empty and very long rows, uniform
 // (almost no heavy segments), block-diagonal, and rectangular shapes both ways.
@@ -89,7 +73,7 @@ void check_spmm(Runtime& rt, const std::string& name, const Csr<double>& pattern
       for (const auto& [key, value] : options.params.items()) EXPECT_EQ(call.decision->params.at(key), value) << key;
     }
     const Dense<T> got = dc.download();
-    ASSERT_LE(test::relative_error(as_double(got.data), as_double(expected.data)), tolerance<T>());
+    ASSERT_LE(test::relative_error(test::as_double(got.data), test::as_double(expected.data)), test::gpu_tolerance<T>());
   }
 }
 
@@ -183,7 +167,7 @@ TEST_F(RsSpmmGpu, NewValuesRebuildTheSplit) {
     const CallInfo call = rt().spmm(da, db, dc, o);
     rt().context().synchronize();
     EXPECT_EQ(call.plan_reused, round == 1);
-    ASSERT_LE(test::relative_error(as_double(dc.download().data), as_double(expected.data)), 1e-5) << "round " << round;
+    ASSERT_LE(test::relative_error(test::as_double(dc.download().data), test::as_double(expected.data)), 1e-5) << "round " << round;
   }
 }
 

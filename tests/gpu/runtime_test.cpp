@@ -11,29 +11,13 @@
 #include "sparsejit/io.hpp"
 #include "sparsejit/reference.hpp"
 #include "sparsejit/runtime.hpp"
+#include "support/gpu_suite.hpp"
 #include "support/test_support.hpp"
 
 namespace sparsejit {
 namespace {
 
-class RuntimeGpu : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (!driver_available()) GTEST_SKIP() << driver_unavailable_reason();
-    if (!runtime_) runtime_ = std::make_unique<Runtime>(0);
-    seed_ = test::fresh_seed();
-  }
-  static Runtime& rt() { return *runtime_; }
-  uint64_t next_seed() { return seed_++; }
-  static inline std::unique_ptr<Runtime> runtime_;
-  uint64_t seed_ = 0;
-};
-
-template <class T>
-double tolerance() { return std::is_same_v<T, float> ? 1e-5 : 1e-12; }
-
-template <class T>
-std::vector<double> as_double(const std::vector<T>& v) { return std::vector<double>(v.begin(), v.end()); }
+class RuntimeGpu : public test::GpuSuite {};
 
 // Matrices with structure that stresses different paths: uniform, banded, power-law (long
 // rows), clustered, empty rows, rectangular.
@@ -87,7 +71,7 @@ void check_spmm(Runtime& rt, const std::string& name, const Csr<double>& pattern
       EXPECT_EQ(call.decision->variant, options.variant);
     }
     const Dense<T> got = dc.download();
-    ASSERT_LE(test::relative_error(as_double(got.data), as_double(expected.data)), tolerance<T>());
+    ASSERT_LE(test::relative_error(test::as_double(got.data), test::as_double(expected.data)), test::gpu_tolerance<T>());
   }
 }
 
@@ -116,7 +100,7 @@ void check_sddmm(Runtime& rt, const std::string& name, const Csr<double>& patter
       EXPECT_EQ(call.decision->variant, options.variant);
     }
     const auto got = dp.download_as<T>(s.values.size());
-    ASSERT_LE(test::relative_error(as_double(got), as_double(expected.values)), tolerance<T>());
+    ASSERT_LE(test::relative_error(test::as_double(got), test::as_double(expected.values)), test::gpu_tolerance<T>());
   }
 }
 
@@ -216,7 +200,7 @@ TEST_F(RuntimeGpu, ConcurrentCallsOnOneHandleAgree) {
       }
       stream.synchronize();
       const Dense<float> got = dc.download();
-      errors[std::size_t(t)] = test::relative_error(as_double(got.data), as_double(expected.data));
+      errors[std::size_t(t)] = test::relative_error(test::as_double(got.data), test::as_double(expected.data));
     });
   }
   for (auto& th : threads) th.join();

@@ -13,6 +13,7 @@
 #include "sparsejit/generate.hpp"
 #include "sparsejit/reference.hpp"
 #include "sparsejit/runtime.hpp"
+#include "support/gpu_suite.hpp"
 #include "support/test_support.hpp"
 
 namespace sparsejit {
@@ -20,21 +21,7 @@ namespace {
 
 using nlohmann::json;
 
-class SddmmRowDenseGpu : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (!driver_available()) GTEST_SKIP() << driver_unavailable_reason();
-    if (!runtime_) runtime_ = std::make_unique<Runtime>(0);
-    seed_ = test::fresh_seed();
-  }
-  static Runtime& rt() { return *runtime_; }
-  uint64_t next_seed() { return seed_++; }
-  static inline std::unique_ptr<Runtime> runtime_;
-  uint64_t seed_ = 0;
-};
-
-template <class T>
-double tolerance() { return std::is_same_v<T, float> ? 1e-5 : 1e-12; }
+class SddmmRowDenseGpu : public test::GpuSuite {};
 
 Csr<double> empty_every(Csr<double> m, int32_t step) {
   Csr<double> out;
@@ -134,7 +121,7 @@ void check(Runtime& rt, const Pattern& pattern, int32_t k, int64_t pad, const st
     for (std::size_t i = s.values.size(); i < all.size(); ++i) ASSERT_TRUE(is_poison(all[i])) << "P written past nnz at " << i;
     const std::vector<double> got(all.begin(), all.begin() + std::ptrdiff_t(s.values.size()));
     for (std::size_t e = 0; e < got.size(); ++e) ASSERT_FALSE(std::isnan(got[e])) << "nonzero " << e << " was not written";
-    ASSERT_LE(test::relative_error(got, std::vector<double>(expected.values.begin(), expected.values.end())), tolerance<T>());
+    ASSERT_LE(test::relative_error(got, std::vector<double>(expected.values.begin(), expected.values.end())), test::gpu_tolerance<T>());
   }
 }
 
@@ -154,9 +141,15 @@ void check_all(Runtime& rt, uint64_t& seed) {
   }
 }
 
-TEST_F(SddmmRowDenseGpu, RowGatherAndDenseTileF32) { check_all<float>(rt(), seed_); }
+TEST_F(SddmmRowDenseGpu, RowGatherAndDenseTileF32) {
+  uint64_t seed = next_seed();
+  check_all<float>(rt(), seed);
+}
 
-TEST_F(SddmmRowDenseGpu, RowGatherAndDenseTileF64) { check_all<double>(rt(), seed_); }
+TEST_F(SddmmRowDenseGpu, RowGatherAndDenseTileF64) {
+  uint64_t seed = next_seed();
+  check_all<double>(rt(), seed);
+}
 
 // The shipped tree: 50% goes to dense_tile, 0.0075% with 3 per row to row_gather; both right.
 TEST_F(SddmmRowDenseGpu, TheTreePicksDenseTileForDenseAndRowGatherForSparse) {

@@ -15,6 +15,7 @@
 #include "sparsejit/generate.hpp"
 #include "sparsejit/reference.hpp"
 #include "sparsejit/runtime.hpp"
+#include "support/gpu_suite.hpp"
 #include "support/test_support.hpp"
 
 namespace sparsejit {
@@ -22,21 +23,7 @@ namespace {
 
 using nlohmann::json;
 
-class SddmmVariantsGpu : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (!driver_available()) GTEST_SKIP() << driver_unavailable_reason();
-    if (!runtime_) runtime_ = std::make_unique<Runtime>(0);
-    seed_ = test::fresh_seed();
-  }
-  static Runtime& rt() { return *runtime_; }
-  uint64_t next_seed() { return seed_++; }
-  static inline std::unique_ptr<Runtime> runtime_;
-  uint64_t seed_ = 0;
-};
-
-template <class T>
-double tolerance() { return std::is_same_v<T, float> ? 1e-5 : 1e-12; }
+class SddmmVariantsGpu : public test::GpuSuite {};
 
 // Removes every entry of every `step`-th row: truly empty rows, not stored zeros.
 Csr<double> empty_every(Csr<double> m, int32_t step) {
@@ -161,7 +148,7 @@ void check(Runtime& rt, const std::string& name, const Csr<double>& pattern, int
     for (std::size_t i = s.values.size(); i < all.size(); ++i) ASSERT_TRUE(is_poison(all[i])) << "P written past nnz at " << i;
     const std::vector<double> got(all.begin(), all.begin() + std::ptrdiff_t(s.values.size()));
     for (double v : got) ASSERT_FALSE(std::isnan(v)) << "an output was not written";
-    ASSERT_LE(test::relative_error(got, std::vector<double>(expected.values.begin(), expected.values.end())), tolerance<T>());
+    ASSERT_LE(test::relative_error(got, std::vector<double>(expected.values.begin(), expected.values.end())), test::gpu_tolerance<T>());
   }
 }
 

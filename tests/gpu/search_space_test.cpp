@@ -10,22 +10,16 @@
 #include "sparsejit/generate.hpp"
 #include "sparsejit/reference.hpp"
 #include "sparsejit/runtime.hpp"
+#include "support/gpu_suite.hpp"
 #include "support/test_support.hpp"
 #include "tuner/search_space.hpp"
 
 namespace sparsejit {
 namespace {
 
-std::vector<double> as_double(const std::vector<float>& v) { return std::vector<double>(v.begin(), v.end()); }
+using test::as_double;
 
-class SearchSpaceGpu : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (!driver_available()) GTEST_SKIP() << driver_unavailable_reason();
-    if (!runtime_) runtime_ = std::make_unique<Runtime>(0);
-  }
-  static inline std::unique_ptr<Runtime> runtime_;
-};
+class SearchSpaceGpu : public test::GpuSuite {};
 
 plan::DeviceTarget target_of(const Runtime& rt) {
   plan::DeviceTarget t;
@@ -39,8 +33,8 @@ plan::DeviceTarget target_of(const Runtime& rt) {
 }
 
 TEST_F(SearchSpaceGpu, EverySddmmCandidateMatchesTheReference) {
-  Runtime& rt = *runtime_;
-  const uint64_t seed = test::fresh_seed();
+  Runtime& rt = GpuSuite::rt();
+  const uint64_t seed = next_seed();
   for (const auto& [spec, k] : std::vector<std::pair<std::string, int32_t>>{
            {"band:100000:16:64", 128}, {"uniform:3000:9", 33}, {"rmat:4096:40000", 128}, {"blockdiag:1500:30:2", 32},
            {"uniform:512:200", 64}}) {
@@ -74,8 +68,8 @@ TEST_F(SearchSpaceGpu, EverySddmmCandidateMatchesTheReference) {
 }
 
 TEST_F(SearchSpaceGpu, EverySpmmCandidateMatchesTheReference) {
-  Runtime& rt = *runtime_;
-  const uint64_t seed = test::fresh_seed();
+  Runtime& rt = GpuSuite::rt();
+  const uint64_t seed = next_seed();
   for (const auto& [spec, k] : std::vector<std::pair<std::string, int32_t>>{
            {"uniform:3000:9", 33}, {"rmat:4096:40000", 128}, {"clustered:2048:24:0.6:16", 512}}) {
     for (bool transpose : {false, true}) {
