@@ -2,6 +2,8 @@
 // memory-only mode, one compile per key across threads, eight processes on one database,
 // tuning records and models, and the management operations.
 #include <gtest/gtest.h>
+
+#include "support/test_support.hpp"
 #include <spawn.h>
 #include <sqlite3.h>
 #include <sys/wait.h>
@@ -25,27 +27,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = std::string(old);
-    if (value != nullptr) ::setenv(name, value, 1); else ::unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (old_) ::setenv(name_.c_str(), old_->c_str(), 1); else ::unsetenv(name_.c_str());
-  }
+using test::ScopedEnv;
 
- private:
-  std::string name_;
-  std::optional<std::string> old_;
-};
-
-fs::path fresh_dir(const std::string& tag) {
-  const fs::path dir = fs::temp_directory_path() / ("sparsejit-cache-test-" + tag + "-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+fs::path fresh_dir(const std::string& tag) { return test::fresh_dir("cache-" + tag); }
 
 KernelKey test_key(const std::string& source, const std::string& arch = "sm_90",
                    const std::string& options = "-default-device -std=c++17") {

@@ -3,6 +3,8 @@
 // facade's memory/disk/compiled paths.
 #include <gtest/gtest.h>
 
+#include "support/test_support.hpp"
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -21,28 +23,9 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-// Sets (or unsets, with nullptr) an environment variable for one scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = std::string(old);
-    if (value != nullptr) ::setenv(name, value, 1); else ::unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (old_) ::setenv(name_.c_str(), old_->c_str(), 1); else ::unsetenv(name_.c_str());
-  }
+using test::ScopedEnv;
 
- private:
-  std::string name_;
-  std::optional<std::string> old_;
-};
-
-fs::path fresh_dir(const std::string& tag) {
-  const fs::path dir = fs::temp_directory_path() / ("sparsejit-jit-test-" + tag + "-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+fs::path fresh_dir(const std::string& tag) { return test::fresh_dir("jit-" + tag); }
 
 std::string read_text(const fs::path& path) {
   std::ifstream in(path);

@@ -13,6 +13,7 @@
 #include "sparsejit/error.hpp"
 #include "sparsejit/generate.hpp"
 #include "sparsejit/matrix.hpp"
+#include "support/test_support.hpp"
 
 namespace sparsejit {
 namespace {
@@ -29,9 +30,8 @@ Features small_features() {
   return inspect(a.pattern());
 }
 
-struct ForceEnv {
-  explicit ForceEnv(const char* value) { setenv("SPARSEJIT_FORCE", value, 1); }
-  ~ForceEnv() { unsetenv("SPARSEJIT_FORCE"); }
+struct ForceEnv : test::ScopedEnv {
+  explicit ForceEnv(const char* value) : test::ScopedEnv("SPARSEJIT_FORCE", value) {}
 };
 
 TEST(Force, ParsesOpVariantAndParams) {

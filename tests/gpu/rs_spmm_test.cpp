@@ -49,19 +49,11 @@ void check_spmm(Runtime& rt, const std::string& name, const Csr<double>& pattern
   SCOPED_TRACE(name + " k=" + std::to_string(k) + " " + (options.variant.empty() ? "auto" : options.variant) +
                options.params.dump() + (options.transpose_a ? " Aᵀ·B" : " A·B") + " ld_pad=" + std::to_string(ld_pad) +
                " seed=" + std::to_string(seed));
-  Csr<T> a = cast<T>(pattern);
-  generate::fill_random(a.values, seed);
-  const int32_t inner = options.transpose_a ? a.rows : a.cols;
-  const int32_t outer = options.transpose_a ? a.cols : a.rows;
-  Dense<T> b(inner, k);
-  generate::fill_random(b, seed + 1);
-  Dense<T> expected;
-  reference::spmm(a, b, expected, options.transpose_a);
-
-  DeviceCsr<T> da(rt.context(), a);
-  DeviceDense<T> db(rt.context(), inner, k, k + ld_pad);
-  db.upload(b);
-  DeviceDense<T> dc(rt.context(), outer, k, k + ld_pad);
+  test::SpmmCase<T> problem(rt, pattern, k, options.transpose_a, seed, ld_pad);
+  const Dense<T>& expected = problem.expected;
+  DeviceCsr<T>& da = problem.da;
+  DeviceDense<T>& db = problem.db;
+  DeviceDense<T>& dc = problem.dc;
   for (int round = 0; round < 2; ++round) {
     dc.buffer().fill_bytes(0xFF);
     const CallInfo call = rt.spmm(da, db, dc, options);

@@ -8,6 +8,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "sparsejit/generate.hpp"
+#include "sparsejit/reference.hpp"
 #include "sparsejit/runtime.hpp"
 
 namespace sparsejit::test {
@@ -30,5 +32,33 @@ double gpu_tolerance() { return std::is_same_v<T, float> ? 1e-5 : 1e-12; }
 
 template <class T>
 std::vector<double> as_double(const std::vector<T>& v) { return std::vector<double>(v.begin(), v.end()); }
+
+// One SpMM problem ready on the device: A (the pattern, fresh random values), B, the CPU
+// reference C, and device copies; B and C have leading dimension k + ld_pad.
+template <class T>
+struct SpmmCase {
+  SpmmCase(Runtime& rt, const Csr<double>& pattern, int32_t k, bool transpose, uint64_t seed, int64_t ld_pad = 0)
+      : a(random_values(pattern, seed)),
+        b(transpose ? a.rows : a.cols, k),
+        da(rt.context(), a),
+        db(rt.context(), b.rows, k, k + ld_pad),
+        dc(rt.context(), transpose ? a.cols : a.rows, k, k + ld_pad) {
+    generate::fill_random(b, seed + 1);
+    reference::spmm(a, b, expected, transpose);
+    db.upload(b);
+  }
+
+  static Csr<T> random_values(const Csr<double>& pattern, uint64_t seed) {
+    Csr<T> m = cast<T>(pattern);
+    generate::fill_random(m.values, seed);
+    return m;
+  }
+
+  Csr<T> a;
+  Dense<T> b;
+  Dense<T> expected;
+  DeviceCsr<T> da;
+  DeviceDense<T> db, dc;
+};
 
 }  // namespace sparsejit::test

@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <random>
 
+#include <unistd.h>
+
 namespace sparsejit::test {
 
 std::string shared_matrices_dir() {
@@ -45,6 +47,24 @@ double relative_error(const std::vector<double>& out, const std::vector<double>&
   }
   if (out.size() != ref.size()) return INFINITY;
   return norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
+}
+
+ScopedEnv::ScopedEnv(const char* name, const char* value) : name_(name) {
+  if (const char* old = std::getenv(name)) old_ = std::string(old);
+  if (value != nullptr) ::setenv(name, value, 1);
+  else ::unsetenv(name);
+}
+
+ScopedEnv::~ScopedEnv() {
+  if (old_) ::setenv(name_.c_str(), old_->c_str(), 1);
+  else ::unsetenv(name_.c_str());
+}
+
+std::filesystem::path fresh_dir(const std::string& tag) {
+  const auto dir = std::filesystem::temp_directory_path() / ("sparsejit-test-" + tag + "-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
 }
 
 }  // namespace sparsejit::test

@@ -2,6 +2,8 @@
 // and relative errors against a reference.
 #pragma once
 #include <cstdint>
+#include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,5 +22,21 @@ std::string cli_path();
 uint64_t fresh_seed();
 // ||out - ref||_2 / ||ref||_2 (or ||out||_2 when ref is all zeros).
 double relative_error(const std::vector<double>& out, const std::vector<double>& ref);
+
+// Sets (or unsets, with nullptr) an environment variable for one scope, then restores it.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value);
+  ~ScopedEnv();
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  std::string name_;
+  std::optional<std::string> old_;
+};
+
+// An empty folder in the system temp dir, unique to this process and tag.
+std::filesystem::path fresh_dir(const std::string& tag);
 
 }  // namespace sparsejit::test
