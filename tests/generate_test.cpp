@@ -33,7 +33,7 @@ void expect_well_formed(const Csr<double>& m, const std::string& what) {
   }
 }
 
-const char* const kSpecs[] = {"uniform:300:7", "band:400:9:5", "rmat:1000:8000", "clustered:256:20:0.5:4",
+const char* const kSpecs[] = {"uniform:300:7", "rect:40:900:120", "band:400:9:5", "rmat:1000:8000", "clustered:256:20:0.5:4",
                               "blockdiag:100:8:3"};
 
 TEST(Generate, SameSeedSameMatrixOtherSeedOtherMatrix) {
@@ -211,6 +211,7 @@ TEST(Generate, RandomDecaySignsKeepMagnitudes) {
 
 TEST(Generate, SpecsBuildTheDocumentedMatrices) {
   EXPECT_TRUE(same(generate::from_spec("uniform:300:7", 5), generate::uniform(300, 300, 7, 5)));
+  EXPECT_TRUE(same(generate::from_spec("rect:64:576:288", 5), generate::uniform(64, 576, 288, 5)));
   EXPECT_TRUE(same(generate::from_spec("band:400:9:5", 5), generate::banded(400, 9, 5, 5)));
   EXPECT_TRUE(same(generate::from_spec("rmat:1000:8000", 5), generate::rmat(1000, 8000, 5)));
   EXPECT_TRUE(same(generate::from_spec("clustered:256:20:0.5:4", 5), generate::clustered(256, 256, 20, 0.5, 4, 5)));
@@ -244,6 +245,7 @@ TEST(Generate, BadSpecsNameTheSpecAndTheField) {
   expect_invalid(spec("clustered:100:10:1.5:4"), {"field FRAC = \"1.5\" is outside [0, 1]"});
   expect_invalid(spec("clustered:100:10:half:4"), {"field FRAC = \"half\" is not a number"});
   expect_invalid(spec("uniform:10:20"), {"\"uniform:10:20\"", "nnz_per_row 20 exceeds cols 10"});
+  expect_invalid(spec("rect:64:100:101"), {"\"rect:64:100:101\"", "nnz_per_row 101 exceeds cols 100"});
   expect_invalid(spec("blockdiag:10:0:1"), {"\"blockdiag:10:0:1\"", "block size 0"});
   expect_invalid(spec(""), {"unknown generator \"\""});
 }

@@ -55,7 +55,7 @@ TEST(Plan, ModelPicksTheCheapestEligibleCandidate) {
   const Decision d = plan::plan_spmm(small_features(), {32, DType::F32, false}, {}, {});
   EXPECT_EQ(d.source, DecisionSource::Model);
   EXPECT_EQ(d.model_id, "spmm-default");
-  ASSERT_EQ(d.candidates.size(), 5u);  // csr_rowwarp, csr_vector, rs (no split source: rejected), csr_merge, cusparse
+  ASSERT_EQ(d.candidates.size(), 6u);  // csr_rowwarp, csr_vector, csr_rowsplit, rs (no split source: rejected), csr_merge, cusparse
   double best = 1e300;
   std::string best_name;
   for (const auto& c : d.candidates) {
@@ -125,7 +125,7 @@ TEST(Plan, DecisionJsonAndDescriptionNameTheChoice) {
   const auto j = to_json(d);
   EXPECT_EQ(j["variant"], d.variant);
   EXPECT_EQ(j["source"], "model");
-  EXPECT_EQ(j["candidates"].size(), 5u);
+  EXPECT_EQ(j["candidates"].size(), 6u);
   const std::string text = describe(d);
   EXPECT_NE(text.find("* " + d.variant), std::string::npos) << text;
   EXPECT_NE(text.find("spmm-default"), std::string::npos) << text;
@@ -285,6 +285,7 @@ TEST(PlanRs, SearchSpaceEntriesAreValidWhenForced) {
         EXPECT_EQ(variants.count("csr_vector"), 1u);
         EXPECT_EQ(variants.count("cusparse"), 1u);
         EXPECT_EQ(variants.count("csr_rowwarp"), transpose ? 0u : 1u);
+        EXPECT_EQ(variants.count("csr_rowsplit"), transpose ? 0u : 1u);
       }
     }
   }

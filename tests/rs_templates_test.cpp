@@ -13,6 +13,7 @@
 #include "ops/spmm_kernels.hpp"
 #include "plan/planner.hpp"
 #include "sparsejit/generate.hpp"
+#include "sparsejit/error.hpp"
 
 namespace sparsejit {
 namespace {
@@ -157,6 +158,57 @@ TEST(MergeTemplates, RenderedSourceCarriesThePlannedShapeAndSlice) {
                            "constexpr int kNnzPerGroup = 64;", "sj_load_vec<float4>", "__launch_bounds__(128)"})
     EXPECT_NE(source.find(line), std::string::npos) << line;
   EXPECT_EQ(ops::merge_slice(d.params), 16 * 4 * 2);
+}
+
+// ---------------------------------------------------------------------------------------
+// csr_rowsplit
+
+struct RowsplitShape {
+  int lanes, cf, unroll, parts;
+};
+
+Decision forced_rowsplit(DType dtype, int32_t k, int vec_width, const RowsplitShape& s) {
+  const Csr<double> a = generate::uniform(64, 576, 200, 1);
+  Options o;
+  o.variant = "csr_rowsplit";
+  o.params = {{"vec_width", vec_width}, {"lanes", s.lanes}, {"cf", s.cf}, {"unroll", s.unroll}, {"parts", s.parts}};
+  return plan::plan_spmm(inspect(a.pattern()), {k, dtype, false, k, k}, {}, o);
+}
+
+void compile_rowsplit(DType dtype) {
+  const int vector = dtype == DType::F64 ? 2 : 4;
+  for (int vec_width : {vector, 1}) {
+    for (const RowsplitShape& s : {RowsplitShape{8, 1, 4, 2}, RowsplitShape{16, 2, 8, 4}, RowsplitShape{32, 4, 1, 16}, RowsplitShape{32, 1, 2, 8}}) {
+      const Decision d = forced_rowsplit(dtype, 128, vec_width, s);
+      const auto specs = ops::spmm_kernel_specs(d, dtype, false);
+      ASSERT_EQ(specs.size(), 1u);
+      EXPECT_EQ(specs[0].template_name, "spmm_csr_rowsplit.cu");
+      expect_compiles(specs[0], std::string(to_string(dtype)) + " csr_rowsplit vec=" + std::to_string(vec_width) + " lanes=" +
+                                    std::to_string(s.lanes) + " cf=" + std::to_string(s.cf) + " unroll=" + std::to_string(s.unroll) +
+                                    " parts=" + std::to_string(s.parts));
+    }
+  }
+}
+
+TEST(RowsplitTemplates, F32VariantsCompileForSm80AndSm90) { compile_rowsplit(DType::F32); }
+
+TEST(RowsplitTemplates, F64VariantsCompileForSm80AndSm90) { compile_rowsplit(DType::F64); }
+
+TEST(RowsplitTemplates, RenderedSourceCarriesThePlannedShapeAndSlice) {
+  const Decision d = forced_rowsplit(DType::F32, 512, 4, {16, 2, 4, 8});
+  const std::string source = jit::render(ops::rowsplit_spec(d.params, DType::F32));
+  for (const char* line : {"constexpr int kLanes = 16;", "constexpr int kCf = 2;", "constexpr int kUnroll = 4;",
+                           "constexpr int kParts = 8;", "sj_load_vec<float4>", "__launch_bounds__(16 * 8)"})
+    EXPECT_NE(source.find(line), std::string::npos) << line;
+  EXPECT_EQ(ops::rowsplit_slice(d.params), 16 * 4 * 2);
+}
+
+TEST(RowsplitTemplates, FewerPartsThanVectorsPerLaneOrTransposeAreRejected) {
+  EXPECT_THROW(forced_rowsplit(DType::F32, 128, 4, {8, 4, 4, 2}), InvalidInputError);
+  const Csr<double> a = generate::uniform(64, 576, 200, 1);
+  Options o;
+  o.variant = "csr_rowsplit";
+  EXPECT_THROW(plan::plan_spmm(inspect(a.pattern()), {128, DType::F32, true, 128, 128}, {}, o), UnsupportedError);
 }
 
 }  // namespace

@@ -2,15 +2,17 @@
 
 #include <algorithm>
 
+#include "cuda/graph.hpp"
 #include "sparsejit/error.hpp"
 
 namespace sparsejit::tuner {
 
-Timing time_on_stream(const Context& context, CUstream stream, int sets, const TimingOptions& options,
-                      const std::function<void(int, CUstream)>& launch) {
-  if (sets < 1) throw InvalidInputError("operand sets " + std::to_string(sets) + " must be >= 1");
-  if (options.repeat < 1) throw InvalidInputError("repeat " + std::to_string(options.repeat) + " must be >= 1");
-  for (int i = 0; i < options.warmup; ++i) launch(i % sets, stream);
+namespace {
+
+using Launch = std::function<void(int, CUstream)>;
+
+std::vector<double> event_samples(const Context& context, CUstream stream, int sets, const TimingOptions& options,
+                                  const Launch& launch) {
   std::vector<Event> starts, ends;
   for (int i = 0; i < options.repeat; ++i) {
     starts.emplace_back(context);
@@ -21,8 +23,50 @@ Timing time_on_stream(const Context& context, CUstream stream, int sets, const T
     launch((options.warmup + i) % sets, stream);
     ends[std::size_t(i)].record(stream);
   }
+  std::vector<double> samples;
+  for (int i = 0; i < options.repeat; ++i) samples.push_back(elapsed_ms(starts[std::size_t(i)], ends[std::size_t(i)]));
+  return samples;
+}
+
+std::vector<double> graph_samples(const Context& context, CUstream stream, int sets, const TimingOptions& options,
+                                  const Launch& launch) {
+  if (options.calls_per_graph < 1)
+    throw InvalidInputError("calls per graph " + std::to_string(options.calls_per_graph) + " must be >= 1");
+  const int calls = (options.calls_per_graph + sets - 1) / sets * sets;
+  const cuda::CapturedGraph graph(context, stream, [&] {
+    for (int i = 0; i < calls; ++i) launch(i % sets, stream);
+  });
+  graph.launch(stream);  // the first replay uploads the graph
+  std::vector<Event> marks;
+  for (int i = 0; i <= options.repeat; ++i) marks.emplace_back(context);
+  marks[0].record(stream);
+  for (int i = 0; i < options.repeat; ++i) {
+    graph.launch(stream);
+    marks[std::size_t(i) + 1].record(stream);
+  }
+  std::vector<double> samples;
+  for (int i = 0; i < options.repeat; ++i)
+    samples.push_back(elapsed_ms(marks[std::size_t(i)], marks[std::size_t(i) + 1]) / calls);
+  return samples;
+}
+
+}  // namespace
+
+const char* to_string(Clock clock) { return clock == Clock::Graph ? "graph" : "events"; }
+
+Clock parse_clock(const std::string& text) {
+  if (text == "graph") return Clock::Graph;
+  if (text == "events") return Clock::Events;
+  throw InvalidInputError("clock '" + text + "' is not one of: graph, events");
+}
+
+Timing time_on_stream(const Context& context, CUstream stream, int sets, const TimingOptions& options, const Launch& launch) {
+  if (sets < 1) throw InvalidInputError("operand sets " + std::to_string(sets) + " must be >= 1");
+  if (options.repeat < 1) throw InvalidInputError("repeat " + std::to_string(options.repeat) + " must be >= 1");
+  for (int i = 0; i < options.warmup; ++i) launch(i % sets, stream);
   Timing t;
-  for (int i = 0; i < options.repeat; ++i) t.samples_ms.push_back(elapsed_ms(starts[std::size_t(i)], ends[std::size_t(i)]));
+  t.samples_ms = options.clock == Clock::Graph ? graph_samples(context, stream, sets, options, launch)
+                                               : event_samples(context, stream, sets, options, launch);
   std::vector<double> sorted = t.samples_ms;
   std::sort(sorted.begin(), sorted.end());
   const std::size_t n = sorted.size();

@@ -34,6 +34,11 @@ std::vector<TrainingMatrix> generated_training_matrices(bool quick, uint64_t see
     specs.insert(specs.end(), {"clustered:8192:8:0.5:16", "clustered:16384:64:1:32", "band:20000:8:16", "band:100000:16:64",
                                "rmat:16384:100000", "rmat:131072:1500000", "uniform:4096:3", "uniform:50000:4",
                                "uniform:200000:8"});
+    // Pruned weight matrices of deep-learning layers: few rows, long rows, 5-50% dense
+    // (the shapes the DLMC collection holds), where launch shapes and the vendor's small-problem
+    // path decide, and a 10%-dense square one.
+    specs.insert(specs.end(), {"rect:64:576:288", "rect:128:1152:58", "rect:256:2304:460", "rect:512:4608:1382",
+                               "rect:1024:512:51", "rect:2048:512:154", "rect:512:512:256", "rect:4096:4096:410"});
   }
   std::vector<TrainingMatrix> out;
   for (const auto& spec : specs) out.push_back({spec, generate::from_spec(spec, seed)});

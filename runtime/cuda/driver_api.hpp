@@ -29,7 +29,9 @@ namespace sparsejit::cuda {
   X(cuMemsetD8Async) X(cuMemsetD32Async)                                                 \
   X(cuStreamCreate) X(cuStreamDestroy_v2) X(cuStreamSynchronize)                         \
   X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime_v2)       \
-  X(cuEventDestroy_v2)
+  X(cuEventDestroy_v2)                                                                    \
+  X(cuStreamBeginCapture_v2) X(cuStreamEndCapture) X(cuGraphInstantiateWithFlags)       \
+  X(cuGraphLaunch) X(cuGraphExecDestroy) X(cuGraphDestroy)
 
 struct DriverApi {
 #define SPARSEJIT_DRIVER_MEMBER(name) decltype(&::name) name = nullptr;

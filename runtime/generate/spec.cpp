@@ -89,6 +89,8 @@ const std::vector<SpecForm>& spec_forms() {
   static const std::vector<SpecForm> forms = {
       {"uniform", {"N", "R"}, "N×N, R distinct uniform columns per row",
        [](const SpecReader& f, uint64_t seed) { return uniform(f.integer(0), f.integer(0), f.integer(1), seed); }},
+      {"rect", {"M", "N", "R"}, "M×N, R distinct uniform columns per row (pruned weight matrices: few rows, long rows)",
+       [](const SpecReader& f, uint64_t seed) { return uniform(f.integer(0), f.integer(1), f.integer(2), seed); }},
       {"band", {"N", "R", "H"}, "N×N, R draws per row from columns [i-H, i+H), duplicates merged",
        [](const SpecReader& f, uint64_t seed) { return banded(f.integer(0), f.integer(1), f.integer(2), seed); }},
       {"rmat", {"N", "EDGES"}, "N×N R-MAT power-law graph (a=0.57 b=0.19 c=0.19), duplicates merged",

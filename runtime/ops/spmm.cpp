@@ -4,6 +4,7 @@
 //   csr_rowwarp  A·B: one kernel, plain stores.
 //   csr_vector   A·B: spmm_rs_light over A, plain stores of every row of C.
 //                Aᵀ·B: memset C, spmm_rs_light_t over A (global atomics).
+//   csr_rowsplit A·B: one kernel, a block per row and K slice, plain stores.
 //   csr_merge    memset C, then spmm_csr_merge (A·B: stores, atomics for rows shared between
 //                nonzero ranges) or spmm_csr_merge_t (Aᵀ·B: atomics), over the cached COO
 //                row indices.
@@ -44,7 +45,7 @@ struct Launch {
   unsigned shared_bytes = 0;
 };
 
-enum class Path { Rowwarp, Vector, Merge, Rs, Vendor };
+enum class Path { Rowwarp, Vector, RowSplit, Merge, Rs, Vendor };
 
 // A plan ready to launch: our kernels with their launch shapes, or the vendor with its
 // per-operand prepared calls (cuSPARSE binds B and C at preparation).
@@ -53,7 +54,7 @@ struct PreparedSpmm {
   std::shared_ptr<const Decision> decision;
   Path path = Path::Vendor;
   bool transpose = false;
-  std::optional<Launch> main;   // rowwarp, merge, or the light kernel of csr_vector / rs
+  std::optional<Launch> main;   // rowwarp, rowsplit, merge, or the light kernel of csr_vector / rs
   std::optional<Launch> heavy;  // rs: grid.x is the split's work items, set per call
   std::shared_ptr<CachedRowSegments<T>> split;
   std::shared_ptr<const DeviceBuffer> coo_rows;  // csr_merge: the row of every nonzero
@@ -112,6 +113,14 @@ Launch light_launch(detail::RuntimeState& rt, Decision& d, DType dtype, bool tra
           {unsigned(threads), 1, 1}, 0};
 }
 
+// One block of `parts` groups of `lanes` lanes per row and K slice.
+Launch rowsplit_launch(detail::RuntimeState& rt, Decision& d, DType dtype, int32_t rows, int32_t k) {
+  const ops::LoadedKernel loaded = rt.loader.load(ops::rowsplit_spec(d.params, dtype));
+  ops::record_kernel(d, loaded);
+  const int threads = d.params.at("lanes").get<int>() * d.params.at("parts").get<int>();
+  return {loaded.kernel, {ops::blocks_for(rows, 1), k_slices(k, ops::rowsplit_slice(d.params)), 1}, {unsigned(threads), 1, 1}, 0};
+}
+
 // One group of `lanes` lanes per nnz_per_group nonzeros and K slice.
 Launch merge_launch(detail::RuntimeState& rt, Decision& d, DType dtype, bool transpose, int64_t nnz, int32_t k) {
   const ops::LoadedKernel loaded = rt.loader.load(ops::merge_spec(d.params, dtype, transpose));
@@ -151,6 +160,9 @@ std::shared_ptr<PreparedSpmm<T>> prepare_spmm(detail::RuntimeState& rt, const De
   } else if (d.variant == "csr_vector") {
     prepared->path = Path::Vector;
     prepared->main = light_launch(rt, d, problem.dtype, problem.transpose_a, a.rows(), problem.k);
+  } else if (d.variant == "csr_rowsplit") {
+    prepared->path = Path::RowSplit;
+    prepared->main = rowsplit_launch(rt, d, problem.dtype, a.rows(), problem.k);
   } else if (d.variant == "csr_merge") {
     prepared->path = Path::Merge;
     prepared->main = merge_launch(rt, d, problem.dtype, problem.transpose_a, a.nnz(), problem.k);
@@ -179,7 +191,7 @@ void launch_merge(const Launch& l, long long nnz, int k, CUdeviceptr row_idx, CU
   l.kernel.launch(l.grid, l.block, l.shared_bytes, stream, args);
 }
 
-// One launch of a CSR kernel (rowwarp or light, either direction): all take
+// One launch of a CSR kernel (rowwarp, rowsplit or light, either direction): all take
 // (m, k, row_ptr, col_idx, values, b, ldb, c, ldc).
 void launch_csr(const Launch& l, int m, int k, CUdeviceptr row_ptr, CUdeviceptr col_idx, CUdeviceptr values,
                 CUdeviceptr b, long long ldb, CUdeviceptr c, long long ldc, CUstream stream) {

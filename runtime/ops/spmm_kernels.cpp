@@ -55,12 +55,22 @@ jit::KernelSpec merge_spec(const nlohmann::json& params, DType dtype, bool trans
   return {"spmm_csr_merge.cu", "sj_spmm_csr_merge", p, {}};
 }
 
+jit::KernelSpec rowsplit_spec(const nlohmann::json& params, DType dtype) {
+  nlohmann::json p = vector_types(params, dtype);
+  for (const char* key : {"lanes", "cf", "unroll", "parts"}) p[key] = param(params, key);
+  return {"spmm_csr_rowsplit.cu", "sj_spmm_csr_rowsplit", p, {}};
+}
+
 int light_slice(const nlohmann::json& params) {
   return param(params, "lanes_per_row") * param(params, "vec_width") * param(params, "cf_h");
 }
 
 int heavy_slice(const nlohmann::json& params) {
   return param(params, "heavy_lanes") * param(params, "vec_width") * param(params, "cf_v");
+}
+
+int rowsplit_slice(const nlohmann::json& params) {
+  return param(params, "lanes") * param(params, "vec_width") * param(params, "cf");
 }
 
 int merge_slice(const nlohmann::json& params) {
@@ -75,6 +85,7 @@ std::vector<jit::KernelSpec> spmm_kernel_specs(const Decision& d, DType dtype, b
   if (d.variant == "csr_rowwarp") return {rowwarp_spec(d.params, dtype)};
   if (d.variant == "csr_vector") return {light_spec(d.params, dtype, transpose)};
   if (d.variant == "csr_merge") return {merge_spec(d.params, dtype, transpose)};
+  if (d.variant == "csr_rowsplit") return {rowsplit_spec(d.params, dtype)};
   if (d.variant == "rs") return {light_spec(d.params, dtype, transpose), heavy_spec(d.params, dtype, transpose)};
   return {};
 }

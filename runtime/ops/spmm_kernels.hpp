@@ -17,12 +17,16 @@ jit::KernelSpec light_spec(const nlohmann::json& params, DType dtype, bool trans
 jit::KernelSpec heavy_spec(const nlohmann::json& params, DType dtype, bool transpose);
 // spmm_csr_merge.cu (A·B) or spmm_csr_merge_t.cu (Aᵀ·B) for a csr_merge decision.
 jit::KernelSpec merge_spec(const nlohmann::json& params, DType dtype, bool transpose);
+// spmm_csr_rowsplit.cu (A·B only) for a csr_rowsplit decision.
+jit::KernelSpec rowsplit_spec(const nlohmann::json& params, DType dtype);
 // Dynamic shared memory of the heavy kernel: panel_width rows of one K slice.
 unsigned heavy_shared_bytes(const nlohmann::json& params, DType dtype);
-// Columns of C one block of the light / heavy / merge kernel covers (its gridDim.y is ceil(K / this)).
+// Columns of C one block of the light / heavy / merge / rowsplit kernel covers (its gridDim.y
+// is ceil(K / this)).
 int light_slice(const nlohmann::json& params);
 int heavy_slice(const nlohmann::json& params);
 int merge_slice(const nlohmann::json& params);
+int rowsplit_slice(const nlohmann::json& params);
 
 // Every kernel the decision's variant launches (none for cusparse).
 std::vector<jit::KernelSpec> spmm_kernel_specs(const Decision& decision, DType dtype, bool transpose);

@@ -3,6 +3,8 @@
 //   csr_vector   the RS light (horizontal) kernel over the whole matrix: groups of 8/16/32
 //                lanes per row, 16-byte loads of B, plain stores (Aᵀ·B: C cleared, then
 //                atomics)
+//   csr_rowsplit every row split between `parts` lane groups of one block, partial sums added
+//                in shared memory, plain stores (A·B only): few long rows (pruned layers)
 //   csr_merge    nonzero-balanced: every lane group takes nnz_per_group consecutive nonzeros
 //                (rows from the cached COO row array), so no group waits on the longest row;
 //                C cleared first, rows split between groups added atomically, the others
@@ -27,6 +29,8 @@
 //                  a group of 8 lanes loads its whole chunk of B rows at once);
 //                  nnz_per_group the cheapest of kMergeRanges by the cost formulas;
 //                  kMergeThreads threads per block (small matrices still spread over SMs)
+//   csr_rowsplit   vec_width, lanes and cf as the light kernel; parts the cheapest of
+//                  kRowsplitParts (at least cf) by the cost formulas
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -57,6 +61,7 @@ const int kSearchThresholds[] = {2, 4, 8, 16, 32};
 const int kMergeRanges[] = {16, 32, 64, 128, 256};
 const int kSearchMergeRanges[] = {32, 64, 128, 256};
 constexpr int kMergeThreads = 128;
+const int kRowsplitParts[] = {2, 4, 8, 16};
 
 int value_bytes(const SpmmProblem& p) { return int(size_of(p.dtype)); }
 int64_t ld_or_k(int64_t ld, int32_t k) { return ld > 0 ? ld : k; }
@@ -112,6 +117,13 @@ nlohmann::json merge_base_params(const SpmmProblem& p) {
   const int cf = cf_for(p, vec, lanes);
   return {{"vec_width", vec}, {"lanes", lanes}, {"cf", cf}, {"unroll", std::max(2, 8 / cf)},
           {"nnz_per_group", 64}, {"block_threads", kMergeThreads}};
+}
+
+// The csr_rowsplit parameters with `parts` groups per row.
+nlohmann::json rowsplit_params(const SpmmProblem& p, int parts) {
+  const int vec = vector_width(p);
+  const int lanes = lanes_for(vector_units(p, vec));
+  return {{"vec_width", vec}, {"lanes", lanes}, {"cf", cf_for(p, vec, lanes)}, {"unroll", kUnroll}, {"parts", parts}};
 }
 
 int heavy_slice(const nlohmann::json& params) {
@@ -246,6 +258,26 @@ nlohmann::json csr_merge_terms(const Features& f, const SpmmProblem& p, const nl
   return t;
 }
 
+// csr_rowsplit: a block per row and K slice whose `parts` groups each walk 1/parts of the
+// row (the longest row's share is the chain of round trips, plus one for the shared-memory
+// sum); the partial sums go through shared memory; every thread of a block is launched
+// however short its row (thread_slots), which is what this variant pays on many short rows.
+nlohmann::json csr_rowsplit_terms(const Features& f, const SpmmProblem& p, const nlohmann::json& params) {
+  nlohmann::json t = base_terms(f, p);
+  const double vb = value_bytes(p);
+  const double rows = f.basic.rows;
+  const int lanes = params.at("lanes").get<int>();
+  const int parts = params.at("parts").get<int>();
+  const int slice = slice_columns(lanes, params.at("vec_width").get<int>(), params.at("cf").get<int>());
+  const double k_slices = double(slices(p.k, slice));
+  const double share = ceil_div(double(f.basic.row_max), parts);
+  t["sparse_bytes"] = double(f.basic.nnz) * (4.0 + vb) * k_slices + (rows + 1.0) * 4.0 * k_slices;
+  t["critical_loads"] = ceil_div(share, lanes) + ceil_div(share, params.at("unroll").get<int>()) + 1.0;
+  t["shared_bytes"] = rows * k_slices * parts * slice * vb;
+  t["thread_slots"] = rows * k_slices * lanes * parts;
+  return t;
+}
+
 // Round trips of the slowest heavy group, which runs after the light kernel: a group walks
 // segments_per_block / groups segments one after another, the longest one (at most the
 // longest row, at most a panel wide) and the others of mean length, loading indices every
@@ -329,6 +361,16 @@ void check_merge_params(const nlohmann::json& params, const SpmmProblem& p) {
   check_vector_width("csr_merge", params, p);
 }
 
+void check_rowsplit_params(const nlohmann::json& params, const SpmmProblem& p) {
+  require_one_of("csr_rowsplit", params, "lanes", {8, 16, 32});
+  require_one_of("csr_rowsplit", params, "cf", {1, 2, 4});
+  require_one_of("csr_rowsplit", params, "unroll", {1, 2, 4, 8});
+  require_one_of("csr_rowsplit", params, "parts", {2, 4, 8, 16});
+  if (params.at("parts").get<int>() < params.at("cf").get<int>())  // the final sum takes a thread per vector
+    throw InvalidInputError("csr_rowsplit: parts = " + params.at("parts").dump() + " must be >= cf = " + params.at("cf").dump());
+  check_vector_width("csr_rowsplit", params, p);
+}
+
 void check_rs_params(const nlohmann::json& params, const SpmmProblem& p, const DeviceTarget& device) {
   check_light_params("rs", params, p);
   require_one_of("rs", params, "heavy_lanes", {8, 16, 32});
@@ -401,13 +443,31 @@ nlohmann::json best_merge_params(const Features& f, const SpmmProblem& p, const 
   return best;
 }
 
+// The csr_rowsplit parameters with the group count the cost formulas like best (the first
+// allowed one when the model prices no csr_rowsplit).
+nlohmann::json best_rowsplit_params(const Features& f, const SpmmProblem& p, const nlohmann::json& model) {
+  const nlohmann::json& costs = model.at("cost");
+  nlohmann::json best;
+  double best_ms = std::numeric_limits<double>::infinity();
+  for (int parts : kRowsplitParts) {
+    nlohmann::json params = rowsplit_params(p, parts);
+    if (parts < params.at("cf").get<int>()) continue;
+    const double ms = costs.contains("csr_rowsplit") ? models::linear_cost(costs.at("csr_rowsplit"), csr_rowsplit_terms(f, p, params)) : 0.0;
+    if (best.is_null() || ms < best_ms) {
+      best_ms = ms;
+      best = params;
+    }
+  }
+  return best;
+}
+
 std::string type_rejection(const SpmmProblem& p) {
   const bool supported = p.dtype == DType::F32 || p.dtype == DType::F64;
   return supported ? "" : std::string("value type ") + to_string(p.dtype) + " not supported";
 }
 
 std::vector<VariantSpec> spmm_candidates(const SpmmProblem& p, const nlohmann::json& rs_params, const nlohmann::json& merge_params,
-                                         bool have_split) {
+                                         const nlohmann::json& rowsplit_params, bool have_split) {
   const std::string type_reason = type_rejection(p);
   // Each lane keeps cols_per_lane columns of C in registers, so one pass over a row covers
   // 32 * cols_per_lane columns; past 128 columns a second pass beats register pressure.
@@ -415,12 +475,14 @@ std::vector<VariantSpec> spmm_candidates(const SpmmProblem& p, const nlohmann::j
   VariantSpec rowwarp{"csr_rowwarp", {{"warps_per_block", 4}, {"cols_per_lane", cols_per_lane}}, type_reason};
   if (rowwarp.rejected_because.empty() && p.transpose_a) rowwarp.rejected_because = "computes A·B only (Aᵀ·B needs the split variants)";
   VariantSpec vector{"csr_vector", type_reason.empty() ? light_params(p) : nlohmann::json::object(), type_reason};
+  VariantSpec rowsplit{"csr_rowsplit", rowsplit_params, type_reason};
+  if (rowsplit.rejected_because.empty() && p.transpose_a) rowsplit.rejected_because = "computes A·B only";
   VariantSpec merge{"csr_merge", merge_params, type_reason};
   VariantSpec rs{"rs", rs_params, type_reason};
   if (rs.rejected_because.empty() && !have_split) rs.rejected_because = "needs the matrix pattern to measure the split";
   // CSR_ALG2 is cuSPARSE's row-major CSR algorithm with deterministic results.
   VariantSpec vendor{"cusparse", {{"alg", 2}}, type_reason};
-  return {rowwarp, vector, rs, merge, vendor};
+  return {rowwarp, vector, rowsplit, rs, merge, vendor};
 }
 
 // A forced rs choice without a panel width (or read-ahead) gets the formula's width (and
@@ -440,6 +502,7 @@ void complete_forced_rs(std::optional<ForcedChoice>& forced, const nlohmann::jso
 void check_params(const std::string& variant, const nlohmann::json& params, const SpmmProblem& p, const DeviceTarget& device) {
   if (variant == "csr_vector") check_light_params("csr_vector", params, p);
   if (variant == "csr_merge") check_merge_params(params, p);
+  if (variant == "csr_rowsplit") check_rowsplit_params(params, p);
   if (variant == "rs") check_rs_params(params, p, device);
 }
 
@@ -447,7 +510,8 @@ void check_params(const std::string& variant, const nlohmann::json& params, cons
 
 std::vector<std::string> spmm_variants() {
   std::vector<std::string> names;
-  for (const auto& v : spmm_candidates({}, nlohmann::json::object(), nlohmann::json::object(), false)) names.push_back(v.name);
+  const nlohmann::json none = nlohmann::json::object();
+  for (const auto& v : spmm_candidates({}, none, none, none, false)) names.push_back(v.name);
   return names;
 }
 
@@ -474,6 +538,7 @@ Decision plan_spmm(const Features& features, const SpmmProblem& problem, const D
   if (have_split) rs = best_rs(d, features, problem, device, model, split_stats);
   else if (priced) rs.params = rs_base_params(features, problem, device, kDefaultBlocksPerSm);
   const nlohmann::json merge = priced ? best_merge_params(features, problem, model) : nlohmann::json::object();
+  const nlohmann::json rowsplit = priced ? best_rowsplit_params(features, problem, model) : nlohmann::json::object();
   auto forced = forced_choice(Op::SpMM, options);
   if (have_split) complete_forced_rs(forced, rs.params, features, problem, device);
   // Only eligible candidates are priced: the value type is supported and, for rs, the split
@@ -482,13 +547,14 @@ Decision plan_spmm(const Features& features, const SpmmProblem& problem, const D
     if (variant == "csr_rowwarp") return csr_rowwarp_terms(features, problem, params);
     if (variant == "csr_vector") return csr_vector_terms(features, problem, params);
     if (variant == "csr_merge") return csr_merge_terms(features, problem, params);
+    if (variant == "csr_rowsplit") return csr_rowsplit_terms(features, problem, params);
     if (variant == "rs") {
       if (params == rs.params) return rs.terms;
       return rs_terms(features, problem, params, split_stats(params.at("panel_width").get<int>(), params.at("threshold").get<int>()));
     }
     return base_terms(features, problem);
   };
-  choose(d, spmm_candidates(problem, rs.params, merge, have_split), model, terms, forced,
+  choose(d, spmm_candidates(problem, rs.params, merge, rowsplit, have_split), model, terms, forced,
          [&](const std::string& variant, const nlohmann::json& params) { check_params(variant, params, problem, device); });
   const std::string bucket = spmm_bucket(features, problem);
   d.features["feature_bucket"] = bucket;
@@ -505,6 +571,8 @@ std::vector<std::pair<std::string, nlohmann::json>> spmm_search_space(const Feat
   const int units = vector_units(problem, vec);
   // A coarsening factor past what covers K only idles lanes, except 1 which is always valid.
   auto useful_cf = [&](int lanes, int cf) { return cf == 1 || (cf - 1) * lanes < units; };
+  std::vector<int> lanes_and_32{lanes_for(units)};
+  if (lanes_and_32[0] != 32) lanes_and_32.push_back(32);
   if (!problem.transpose_a) {
     space.emplace_back("csr_rowwarp", nlohmann::json{{"warps_per_block", 4}, {"cols_per_lane", std::clamp((problem.k + 31) / 32, 1, 4)}});
   }
@@ -517,11 +585,20 @@ std::vector<std::pair<std::string, nlohmann::json>> spmm_search_space(const Feat
       space.emplace_back("csr_vector", params);
     }
   }
+  // csr_rowsplit (A·B): the lanes covering K and 32 lanes, every group count of at least cf.
+  if (!problem.transpose_a) {
+    for (int lanes : lanes_and_32) {
+      for (int parts : kRowsplitParts) {
+        nlohmann::json params = rowsplit_params(problem, parts);
+        params["lanes"] = lanes;
+        params["cf"] = cf_for(problem, vec, lanes);
+        if (parts >= params.at("cf").get<int>()) space.emplace_back("csr_rowsplit", params);
+      }
+    }
+  }
   // csr_merge: the lanes covering K and 32 lanes (fewer vectors per lane, more columns per
   // group), every searched range, and unroll 4 or 8 B rows in flight.
-  std::vector<int> merge_lanes{lanes_for(units)};
-  if (merge_lanes[0] != 32) merge_lanes.push_back(32);
-  for (int lanes : merge_lanes) {
+  for (int lanes : lanes_and_32) {
     for (int range : kSearchMergeRanges) {
       for (int unroll : {4, 8}) {
         nlohmann::json params = merge_base_params(problem);

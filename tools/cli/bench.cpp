@@ -36,6 +36,7 @@ struct BenchArgs {
   std::string dtype = "f32";
   int repeat = 20;
   int warmup = 5;
+  std::string clock = "graph";
   std::string variants = "all";
   bool transpose = false;
   bool check = false;
@@ -101,7 +102,7 @@ bench::Config validated(const BenchArgs& args) {
   config.dtype = parse_dtype(args.dtype);
   if (args.repeat < 1) throw InvalidInputError("bench: --repeat " + std::to_string(args.repeat) + " must be >= 1");
   if (args.warmup < 0) throw InvalidInputError("bench: --warmup " + std::to_string(args.warmup) + " must be >= 0");
-  config.timing = {args.warmup, args.repeat};
+  config.timing = {args.warmup, args.repeat, tuner::parse_clock(args.clock)};
   if (args.variants != "auto" && args.variants != "all")
     throw InvalidInputError("bench: --variants '" + args.variants + "' (expected auto or all)");
   config.all_variants = args.variants == "all";
@@ -222,7 +223,8 @@ class BenchRun {
     return {{"device", rt_.device().name}, {"date", utc_now()}, {"op", to_string(config_.op)},
             {"dtype", to_string(config_.dtype)}, {"matrix", source.name}, {"rows", rows}, {"cols", cols},
             {"nnz", nnz}, {"k", k}, {"transpose", config_.transpose}, {"seed", config_.seed},
-            {"warmup", config_.timing.warmup}, {"repeat", config_.timing.repeat}};
+            {"warmup", config_.timing.warmup}, {"repeat", config_.timing.repeat},
+            {"clock", tuner::to_string(config_.timing.clock)}};
   }
 
   void emit(ordered_json record, const ordered_json& measured) {
@@ -278,6 +280,11 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--dtype", args.dtype, "f32 or f64")->capture_default_str();
   cmd->add_option("--repeat", args.repeat, "Timed runs; the median is reported")->capture_default_str();
   cmd->add_option("--warmup", args.warmup, "Untimed runs before timing")->capture_default_str();
+  cmd->add_option("--clock", args.clock,
+                  "graph: the calls captured in a CUDA graph, replays timed (device time of a call, ours and the vendor's "
+                  "alike); events: an event pair around each call as the host makes it (includes host launch cost when "
+                  "the device work is shorter)")
+      ->capture_default_str();
   cmd->add_option("--variants", args.variants, "auto: the planner's choice and the vendor; all: also every variant forced (oracle)")
       ->capture_default_str();
   cmd->add_flag("--transpose", args.transpose, "SpMM: C = Aᵀ·B");

@@ -24,11 +24,16 @@ struct TuneArgs {
   bool quick = false;
   bool resume = false;
   bool restart = false;
-  std::vector<int32_t> ks = {32, 128};
+  std::vector<int32_t> ks;  // empty: the op's benchmark widths (default_ks)
   std::vector<std::string> dtypes = {"f32"};
   std::string write_models;
   uint64_t seed = 1;
 };
+
+// The widths `sparsejit bench` reports for the op, so the tuned model covers them.
+std::vector<int32_t> default_ks(Op op) {
+  return op == Op::SpMM ? std::vector<int32_t>{32, 128, 512} : std::vector<int32_t>{32, 64, 128};
+}
 
 tuner::TuneOptions to_options(const TuneArgs& args) {
   tuner::TuneOptions o;
@@ -38,7 +43,7 @@ tuner::TuneOptions to_options(const TuneArgs& args) {
   o.seed = args.seed;
   for (int32_t k : args.ks)
     if (k < 1) throw InvalidInputError("tune: --k " + std::to_string(k) + " must be >= 1");
-  o.ks = args.ks;
+  o.ks = args.ks.empty() ? default_ks(o.op) : args.ks;
   o.dtypes.clear();
   for (const auto& text : args.dtypes) {
     const DType t = parse_dtype(text);
@@ -76,7 +81,7 @@ void add_tune_command(CLI::App& app) {
   cmd->add_flag("--quick", args.quick, "Three tiny generated matrices and short timing (a smoke test)");
   auto* resume = cmd->add_flag("--resume", args.resume, "Skip candidates this device already has records for (the default)");
   cmd->add_flag("--restart", args.restart, "Measure everything again (earlier records stay, newer ones win)")->excludes(resume);
-  cmd->add_option("--k", args.ks, "Widths K to tune, comma separated")->delimiter(',')->capture_default_str();
+  cmd->add_option("--k", args.ks, "Widths K to tune, comma separated (default: spmm 32,128,512; sddmm 32,64,128)")->delimiter(',');
   cmd->add_option("--dtype", args.dtypes, "Value types to tune, comma separated (f32, f64)")->delimiter(',')->capture_default_str();
   cmd->add_option("--write-models", args.write_models, "Also write the tuned model as DIR/<op>.json (to ship as a default)");
   cmd->add_option("--seed", args.seed, "Seed of the generated matrices and values")->capture_default_str();

@@ -67,8 +67,9 @@ Dense<double> algebraic_decay(int32_t rows, int32_t cols, double c, double lambd
 Dense<double> exponential_decay(int32_t rows, int32_t cols, double c, double lambda, DecaySigns signs, uint64_t seed);
 
 // A matrix from a generator spec, the form the CLI and the benchmarks use. Fields are separated
-// by ':'; N, R, H, EDGES, B, NOISE and RUN are decimal integers, FRAC a decimal number:
+// by ':'; M, N, R, H, EDGES, B, NOISE and RUN are decimal integers, FRAC a decimal number:
 //   uniform:N:R               uniform(N, N, R)
+//   rect:M:N:R                uniform(M, N, R)
 //   band:N:R:H                banded(N, R, H)
 //   rmat:N:EDGES              rmat(N, EDGES) with the default a, b, c
 //   clustered:N:R:FRAC:RUN    clustered(N, N, R, FRAC, RUN) with 32-row groups

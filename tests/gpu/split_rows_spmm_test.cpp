@@ -1,4 +1,5 @@
-// The csr_merge SpMM variant (nonzero-balanced ranges) end to end on the GPU, forced with
+// The SpMM variants that split rows between lane groups, end to end on the GPU: csr_merge
+// (nonzero-balanced ranges) and csr_rowsplit (a block of groups per row, A·B only), forced with
 // several parameter sets, f32 and f64, A·B and Aᵀ·B, K = 1, 7, 32, 33, 100, 128, 512, on
 // matrices whose rows stress the range boundaries: empty rows (also at both ends), one huge
 // row among short ones, a few long rows, power-law rmat, uniform, rectangular both ways, and
@@ -21,7 +22,7 @@
 namespace sparsejit {
 namespace {
 
-class CsrMergeGpu : public test::GpuSuite {};
+class SplitRowsGpu : public test::GpuSuite {};
 
 // A CSR with the given row lengths, distinct sorted columns drawn at random, values 1 (the
 // checks draw fresh values).
@@ -77,9 +78,9 @@ std::vector<std::pair<std::string, Csr<double>>> matrices() {
   return out;
 }
 
-Options forced(nlohmann::json params, bool transpose) {
+Options forced(nlohmann::json params, bool transpose, const char* variant = "csr_merge") {
   Options o;
-  o.variant = "csr_merge";
+  o.variant = variant;
   o.params = std::move(params);
   o.transpose_a = transpose;
   return o;
@@ -103,7 +104,7 @@ void check_spmm(Runtime& rt, const std::string& name, const Csr<double>& pattern
     rt.context().synchronize();
     ASSERT_TRUE(call.decision);
     EXPECT_EQ(call.plan_reused, round == 1);
-    EXPECT_EQ(call.decision->variant, "csr_merge");
+    EXPECT_EQ(call.decision->variant, options.variant);
     for (const auto& [key, value] : options.params.items()) EXPECT_EQ(call.decision->params.at(key), value) << key;
     const Dense<T> got = dc.download();
     ASSERT_LE(test::relative_error(test::as_double(got.data), test::as_double(expected.data)), test::gpu_tolerance<T>());
@@ -122,7 +123,7 @@ std::vector<nlohmann::json> param_sets() {
 
 const int32_t kWidths[] = {1, 7, 32, 33, 100, 128, 512};
 
-TEST_F(CsrMergeGpu, EveryParameterSetTypeKAndDirection) {
+TEST_F(SplitRowsGpu, MergeEveryParameterSetTypeKAndDirection) {
   for (const auto& [name, m] : matrices()) {
     for (int32_t k : kWidths) {
       for (bool transpose : {false, true}) {
@@ -135,7 +136,29 @@ TEST_F(CsrMergeGpu, EveryParameterSetTypeKAndDirection) {
   }
 }
 
-TEST_F(CsrMergeGpu, PaddedLeadingDimensions) {
+// Two groups and scalar walks, the most groups with the most vectors per lane, and a middle
+// shape with the longest read-ahead.
+std::vector<nlohmann::json> rowsplit_param_sets() {
+  return {nlohmann::json::object(),
+          {{"parts", 2}, {"lanes", 8}, {"unroll", 1}},
+          {{"parts", 16}, {"lanes", 32}, {"cf", 4}, {"unroll", 2}},
+          {{"parts", 4}, {"lanes", 16}, {"cf", 2}, {"unroll", 8}}};
+}
+
+TEST_F(SplitRowsGpu, RowsplitEveryParameterSetTypeAndK) {
+  auto shapes = matrices();
+  shapes.emplace_back("pruned layer 64 x 576 at 50%", generate::uniform(64, 576, 288, 13));
+  for (const auto& [name, m] : shapes) {
+    for (int32_t k : kWidths) {
+      for (const auto& params : rowsplit_param_sets()) {
+        check_spmm<float>(rt(), name, m, k, forced(params, false, "csr_rowsplit"), next_seed());
+        check_spmm<double>(rt(), name, m, k, forced(params, false, "csr_rowsplit"), next_seed());
+      }
+    }
+  }
+}
+
+TEST_F(SplitRowsGpu, PaddedLeadingDimensions) {
   // ld = k + 1 forbids vectors (the planner falls back to scalar); ld = k + 4 keeps them.
   const Csr<double> m = one_huge_row();
   for (int64_t pad : {1, 4}) {
@@ -143,10 +166,12 @@ TEST_F(CsrMergeGpu, PaddedLeadingDimensions) {
       check_spmm<float>(rt(), "one huge row", m, 128, forced({{"nnz_per_group", 64}}, transpose), next_seed(), pad);
       check_spmm<double>(rt(), "one huge row", m, 100, forced(nlohmann::json::object(), transpose), next_seed(), pad);
     }
+    check_spmm<float>(rt(), "one huge row", m, 128, forced({{"parts", 8}}, false, "csr_rowsplit"), next_seed(), pad);
+    check_spmm<double>(rt(), "one huge row", m, 100, forced(nlohmann::json::object(), false, "csr_rowsplit"), next_seed(), pad);
   }
 }
 
-TEST_F(CsrMergeGpu, NewValuesAreUsedByTheSamePlan) {
+TEST_F(SplitRowsGpu, NewValuesAreUsedByTheSamePlan) {
   Csr<float> a = cast<float>(one_huge_row());
   generate::fill_random(a.values, next_seed());
   Dense<float> b(a.cols, 64);
@@ -169,7 +194,7 @@ TEST_F(CsrMergeGpu, NewValuesAreUsedByTheSamePlan) {
   }
 }
 
-TEST_F(CsrMergeGpu, EmptyMatrixGivesZeros) {
+TEST_F(SplitRowsGpu, MergeEmptyMatrixGivesZeros) {
   Csr<float> empty;
   empty.rows = 5;
   empty.cols = 4;
@@ -184,13 +209,15 @@ TEST_F(CsrMergeGpu, EmptyMatrixGivesZeros) {
   }
 }
 
-TEST_F(CsrMergeGpu, InvalidForcedParametersAreRejected) {
+TEST_F(SplitRowsGpu, InvalidForcedParametersAreRejected) {
   const Csr<float> a = cast<float>(generate::uniform(64, 64, 4, 1));
   DeviceCsr<float> da(rt().context(), a);
   DeviceDense<float> db(rt().context(), 64, 7), dc(rt().context(), 64, 7);
   EXPECT_THROW(rt().spmm(da, db, dc, forced({{"vec_width", 4}}, false)), InvalidInputError);
   EXPECT_THROW(rt().spmm(da, db, dc, forced({{"nnz_per_group", 0}}, false)), InvalidInputError);
   EXPECT_THROW(rt().spmm(da, db, dc, forced({{"lanes", 12}}, false)), InvalidInputError);
+  EXPECT_THROW(rt().spmm(da, db, dc, forced({{"parts", 3}}, false, "csr_rowsplit")), InvalidInputError);
+  EXPECT_THROW(rt().spmm(da, db, dc, forced(nlohmann::json::object(), true, "csr_rowsplit")), UnsupportedError);
 }
 
 }  // namespace
