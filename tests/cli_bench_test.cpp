@@ -48,7 +48,7 @@ TEST(CliBench, HelpListsEveryOption) {
   const Result r = run_cli("bench --help");
   EXPECT_EQ(r.status, 0);
   for (const char* option : {"Usage", "--op", "-k", "--dtype", "--repeat", "--warmup", "--variants", "--transpose", "--check",
-                             "--json-out", "--seed", "gen:", "uniform:N:R"})
+                             "--no-reuse", "--json-out", "--seed", "gen:", "uniform:N:R"})
     EXPECT_NE(r.out.find(option), std::string::npos) << option << " missing from: " << r.out;
 }
 
@@ -73,6 +73,7 @@ TEST(CliBench, OtherBadOptions) {
   expect_one_line_error("gen:uniform:100:4 --warmup -1", {"--warmup -1"});
   expect_one_line_error("gen:uniform:100:4 --variants some", {"some"});
   expect_one_line_error("gen:uniform:100:4 --op sddmm --transpose", {"--transpose"});
+  expect_one_line_error("gen:uniform:100:4 --op spmm --no-reuse", {"--no-reuse", "sddmm"});
   expect_one_line_error("gen:uniform:100:4 --json-out /nonexistent/dir/out.jsonl", {"/nonexistent/dir/out.jsonl"});
 }
 

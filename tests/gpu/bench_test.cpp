@@ -1,7 +1,7 @@
 // `sparsejit bench` end to end on the GPU: tiny SpMM and SDDMM runs with --check, every JSON
-// line parsed and its numbers checked against each other (speedup, oracle, GFLOP/s), the
-// --json-out copy, the closing table, f64 with --variants auto, Aᵀ·B on a rectangular matrix
-// file, and a failing input skipped.
+// line parsed and its numbers checked against each other (speedup, oracle, GFLOP/s, SDDMM's
+// "reuse"), the --json-out copy, the closing table, f64 with --variants auto, Aᵀ·B on a
+// rectangular matrix file, --no-reuse, and a failing input skipped.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -138,6 +138,47 @@ void check_record(const json& r, const std::string& op, const std::string& matri
   EXPECT_LT(r["check"]["rel_error"].get<double>(), 1e-4);
 }
 
+// An SDDMM record's "reuse" object and its relations to the record's other times: prepare is
+// the fresh handle's first call less one steady call; the best choice without reuse is the
+// fastest of auto, every forced candidate but reindexed_tiled and the vendor; the payoff is
+// the least number of calls that recovers the preprocessing.
+void check_reuse(const json& r) {
+  SCOPED_TRACE(r.dump());
+  ASSERT_TRUE(r.contains("reuse"));
+  const json& reuse = r["reuse"];
+  const double first = reuse["first_call_ms"].get<double>();
+  const double prepare = reuse["prepare_ms"].get<double>();
+  const double reindexed = reuse["reindexed_ms"].get<double>();
+  EXPECT_GT(first, 0);
+  EXPECT_GE(prepare, 0);
+  EXPECT_GT(reindexed, 0);
+  EXPECT_NEAR(prepare, std::max(0.0, first - reindexed), 1e-12 * first);
+  if (r["variants"].contains("reindexed_tiled")) {
+    EXPECT_EQ(reindexed, r["variants"]["reindexed_tiled"].get<double>());
+  }
+
+  double without = r["vendor"]["best"].get<double>();
+  if (r["auto"]["variant"] != "reindexed_tiled") without = std::min(without, r["auto"]["ms"].get<double>());
+  for (const auto& [name, ms] : r["variants"].items())
+    if (name != "reindexed_tiled" && ms.is_number()) without = std::min(without, ms.get<double>());
+  EXPECT_EQ(reuse["without_reuse_ms"].get<double>(), without);
+  EXPECT_NE(reuse["without_reuse_variant"].get<std::string>(), "reindexed_tiled");
+  EXPECT_GT(reuse["auto_reuse_ms"].get<double>(), 0);
+  EXPECT_FALSE(reuse["auto_reuse_variant"].get<std::string>().empty());
+
+  if (reindexed < without) {
+    const int64_t calls = reuse["pays_off_after_calls"].get<int64_t>();
+    const double saved = without - reindexed;
+    EXPECT_GE(calls, 1);
+    EXPECT_LE(prepare, double(calls) * saved * (1 + 1e-9));
+    if (calls > 1) {
+      EXPECT_GT(prepare, double(calls - 1) * saved * (1 - 1e-9));
+    }
+  } else {
+    EXPECT_TRUE(reuse["pays_off_after_calls"].is_null());
+  }
+}
+
 std::vector<std::string> without_cusparse(std::vector<std::string> names) {
   names.erase(std::remove(names.begin(), names.end(), "cusparse"), names.end());
   return names;
@@ -160,6 +201,7 @@ TEST_F(BenchGpu, SpmmTinyRunWithCheck) {
   check_record(r.records[0], "spmm", "gen:uniform:2000:8", 2000, 32, ours, algs);
   EXPECT_EQ(r.records[0]["nnz"].get<int64_t>(), 2000 * 8);
   check_record(r.records[1], "spmm", "gen:band:2000:16:40", 2000, 32, ours, algs);
+  for (const json& record : r.records) EXPECT_FALSE(record.contains("reuse")) << "reuse is measured for SDDMM only";
 
   // --json-out holds the same lines; stderr ends with the table and the K=32 summary.
   std::istringstream saved(read_text(json_out));
@@ -178,6 +220,26 @@ TEST_F(BenchGpu, SddmmTinyRunWithCheck) {
   const auto ours = sorted(without_cusparse(plan::sddmm_variants()));
   check_record(r.records[0], "sddmm", "gen:uniform:2000:8", 2000, 32, ours, {"sddmm_alg_default"});
   check_record(r.records[1], "sddmm", "gen:band:2000:16:40", 2000, 32, ours, {"sddmm_alg_default"});
+  for (const json& record : r.records) check_reuse(record);
+  EXPECT_NE(r.err.find("K=32 reuse: reindexed_tiled beats every choice without reuse on "), std::string::npos) << r.err;
+}
+
+// With --variants auto the reuse measurement times reindexed_tiled itself and compares it
+// with auto and the vendor only; --no-reuse leaves the record and its summary line out.
+TEST_F(BenchGpu, SddmmReuseWithVariantsAutoAndNoReuse) {
+  const Result r = bench("gen:uniform:1000:5 --op sddmm -k 16 --variants auto --repeat 2 --warmup 1 --check");
+  ASSERT_EQ(r.status, 0) << r.err;
+  ASSERT_EQ(r.records.size(), 1u) << r.err;
+  EXPECT_TRUE(r.records[0]["variants"].empty());
+  check_reuse(r.records[0]);
+  EXPECT_TRUE(r.records[0]["check"]["ok"].get<bool>());
+  EXPECT_NE(r.err.find("K=16 reuse: "), std::string::npos) << r.err;
+
+  const Result off = bench("gen:uniform:1000:5 --op sddmm -k 16 --variants auto --repeat 2 --warmup 1 --no-reuse");
+  ASSERT_EQ(off.status, 0) << off.err;
+  ASSERT_EQ(off.records.size(), 1u) << off.err;
+  EXPECT_FALSE(off.records[0].contains("reuse"));
+  EXPECT_EQ(off.err.find("K=16 reuse: "), std::string::npos) << off.err;
 }
 
 TEST_F(BenchGpu, F64AutoOnlyHasNoOracle) {

@@ -40,6 +40,7 @@ struct BenchArgs {
   std::string variants = "all";
   bool transpose = false;
   bool check = false;
+  bool no_reuse = false;
   std::string json_out;
   uint64_t seed = 1;
 };
@@ -108,6 +109,8 @@ bench::Config validated(const BenchArgs& args) {
   config.all_variants = args.variants == "all";
   if (args.transpose && config.op != Op::SpMM) throw InvalidInputError("bench: --transpose applies to --op spmm only");
   config.transpose = args.transpose;
+  if (args.no_reuse && config.op != Op::SDDMM) throw InvalidInputError("bench: --no-reuse applies to --op sddmm only");
+  config.reuse = config.op == Op::SDDMM && !args.no_reuse;
   config.check = args.check;
   config.seed = args.seed;
   return config;
@@ -289,6 +292,9 @@ void add_bench_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--transpose", args.transpose, "SpMM: C = Aᵀ·B");
   cmd->add_flag("--check", args.check, "Check every result of ours against the CPU reference (once per matrix and K)");
+  cmd->add_flag("--no-reuse", args.no_reuse,
+                "SDDMM: skip the \"reuse\" record (the pattern declared reused: reindexed_tiled's preprocessing cost, "
+                "auto with Reuse::Many, after how many calls the preprocessing pays off)");
   cmd->add_option("--json-out", args.json_out, "Also append the JSON lines to this file");
   cmd->add_option("--seed", args.seed, "Seed of generated matrices and random values")->capture_default_str();
   cmd->callback([] { run_bench(args); });

@@ -1,5 +1,6 @@
 // `sparsejit bench`: our runtime and the vendor (cuSPARSE) measured side by side in one process.
 // bench.cpp parses the command and walks the inputs, bench_measure.cpp times one (matrix, K),
+// bench_reuse.cpp turns the SDDMM pattern-reuse times into the record's "reuse" object, and
 // bench_report.cpp prints the closing table and the per-K summary.
 //
 // One (matrix, K) gives one JSON record (ordered_json: its fields keep a fixed, readable order;
@@ -7,6 +8,8 @@
 // what the table shows is what the JSON lines hold.
 #pragma once
 #include <cstdint>
+#include <limits>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -31,7 +34,21 @@ struct Config {
   bool all_variants = true;  // --variants all: also force each of our variants (the oracle)
   bool transpose = false;    // SpMM only: C = Aᵀ·B
   bool check = false;
+  bool reuse = true;  // SDDMM only: the "reuse" record (off with --no-reuse)
   uint64_t seed = 1;
+};
+
+// The fastest of several named times.
+struct Fastest {
+  std::string name;
+  double ms = std::numeric_limits<double>::infinity();
+  void offer(const std::string& candidate, double candidate_ms) {
+    if (candidate_ms < ms) {
+      name = candidate;
+      ms = candidate_ms;
+    }
+  }
+  bool found() const { return !name.empty(); }
 };
 
 // One of our variants with fixed parameters, measured by forcing it (Options::variant/params).
@@ -56,7 +73,38 @@ template <class T>
 nlohmann::ordered_json measure(Runtime& rt, const vendor::CusparseHandle& handle, const Csr<T>& a, int32_t k,
                        const Config& config, std::vector<std::string>& failures);
 
-// The closing table (one line per record) and the per-K summary.
+// SDDMM pattern reuse (bench_reuse.cpp; pure, so tests check it on hand-made numbers).
+//
+// The variant that needs a per-pattern preprocessing, admitted only for reused patterns.
+inline constexpr const char* kReuseVariant = "reindexed_tiled";
+
+// How many calls on one pattern it takes before preprocessing once (`prepare_ms`) and then
+// running at `reindexed_ms` per call costs no more than running at `without_reuse_ms` every
+// call: the least N >= 1 with prepare_ms + N·reindexed_ms <= N·without_reuse_ms. nullopt when
+// the reindexed variant is not faster (it never pays off) or a time is not finite.
+std::optional<int64_t> pays_off_after_calls(double prepare_ms, double without_reuse_ms, double reindexed_ms);
+
+// The fastest choice a caller has without declaring reuse, from a record's "auto" (planned
+// with Reuse::Once on handles that had served no call), "variants" (every forced candidate
+// but kReuseVariant) and "vendor" best (named cusparse:ALG).
+Fastest best_without_reuse(const nlohmann::ordered_json& record);
+
+// What the reuse measurement timed; a missing time is nullopt (the reindexed variant
+// unsupported or failed for this problem).
+struct ReuseTimes {
+  std::optional<double> first_call_ms;  // host wall-clock of the first Reuse::Many call on a fresh handle
+  std::optional<double> reindexed_ms;   // steady state of one kReuseVariant call
+  double auto_reuse_ms = 0;             // auto with Reuse::Many
+  std::string auto_reuse_variant;
+};
+
+// The record's "reuse" object: {first_call_ms, prepare_ms, reindexed_ms, without_reuse_ms,
+// without_reuse_variant, auto_reuse_ms, auto_reuse_variant, pays_off_after_calls}, where
+// prepare_ms = max(0, first_call_ms - reindexed_ms); unknown values are null.
+nlohmann::ordered_json reuse_record(const ReuseTimes& times, const Fastest& without_reuse);
+
+// The closing table (one line per record) and the per-K summary (with the SDDMM reuse line
+// where records hold "reuse").
 void print_report(std::ostream& out, const std::vector<nlohmann::ordered_json>& records);
 
 }  // namespace sparsejit::cli::bench

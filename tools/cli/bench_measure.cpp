@@ -1,6 +1,7 @@
 // Timing one (matrix, K): auto, each forced candidate and the vendor, on rotated operand sets,
-// and the --check of every result of ours against the CPU reference.
+// SDDMM's pattern-reuse costs, and the --check of every result of ours against the CPU reference.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -185,6 +186,22 @@ class SddmmBench final : public OpBench {
     return [calls](int set, CUstream on) { (*calls)[std::size_t(set)]->run(on); };
   }
 
+  // The first call with `timed` on a fresh copy of S (with set 0's A, B and P), in host
+  // wall-clock ms between two context synchronizations: nothing `timed` builds from the pattern
+  // is cached on that handle yet, so the call builds and uploads it. The copy serves one
+  // untimed call with `warm` first, so what every first call on a pattern pays whatever the
+  // variant (features, the planner's tile counts) is not counted.
+  double fresh_first_call_ms(const Options& warm, const Options& timed) {
+    const DeviceCsr<T> fresh(rt_.context(), s_);
+    Set& s = *sets_[0];
+    rt_.sddmm(fresh, s.a, s.b, s.p, warm);
+    rt_.context().synchronize();
+    const auto start = std::chrono::steady_clock::now();
+    rt_.sddmm(fresh, s.a, s.b, s.p, timed);
+    rt_.context().synchronize();
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  }
+
   double checked_error(const Options& options) override {
     Set& s = *sets_[0];
     s.p.fill_bytes(0xFF);
@@ -220,19 +237,6 @@ class SddmmBench final : public OpBench {
   std::vector<std::unique_ptr<Set>> sets_;
 };
 
-// The fastest of several named times.
-struct Fastest {
-  std::string name;
-  double ms = std::numeric_limits<double>::infinity();
-  void offer(const std::string& candidate, double candidate_ms) {
-    if (candidate_ms < ms) {
-      name = candidate;
-      ms = candidate_ms;
-    }
-  }
-  bool found() const { return !name.empty(); }
-};
-
 // A ratio, or null when either side is missing or zero (JSON has no infinity).
 ordered_json ratio(double numerator, double denominator) {
   const double r = numerator / denominator;
@@ -265,8 +269,49 @@ class Measurement {
   Stream stream_;
 };
 
+// What --check runs: a label and the options of one call of ours.
+using Checks = std::vector<std::pair<std::string, Options>>;
+
+// Host wall-clock ms of one call with `timed` on a fresh copy of the sparse operand that has
+// served one untimed call with `warm` (SddmmBench::fresh_first_call_ms).
+using FirstCall = std::function<double(const Options& warm, const Options& timed)>;
+
+// The record's "reuse" (SDDMM): auto with Reuse::Many; kReuseVariant forced with Reuse::Many,
+// its steady state (the time in "variants" when --variants all took it: the same plan, the
+// handles having served calls) and its first call on a fresh handle; all set against the best
+// choice without reuse (best_without_reuse). Both runs join `to_check`.
+ordered_json measure_reuse(Measurement& m, OpBench& bench, const Options& auto_options, const ordered_json& record,
+                           const FirstCall& first_call, Checks& to_check, std::vector<std::string>& failures) {
+  ReuseTimes times;
+  Options auto_reuse = auto_options;
+  auto_reuse.reuse = Reuse::Many;
+  times.auto_reuse_variant = bench.run(auto_reuse, 0).decision->variant;
+  times.auto_reuse_ms = m.time(m.ours(auto_reuse));
+  to_check.emplace_back("auto reuse=many", auto_reuse);
+
+  Options reindexed = auto_reuse;
+  reindexed.variant = kReuseVariant;
+  const ordered_json timed = record.at("variants").value(kReuseVariant, ordered_json());
+  if (timed == "failed") return reuse_record(times, best_without_reuse(record));  // already reported
+  try {
+    // One call on set 0's handle first: the kernel is compiled (NVRTC) and loaded there, if
+    // the forced run in "variants" had not done it yet, so the fresh handle's first call below
+    // finds it loaded and pays only for the pattern's reindexing (built on the host, uploaded).
+    bench.run(reindexed, 0);
+    times.reindexed_ms = timed.is_number() ? timed.get<double>() : m.time(m.ours(reindexed));
+    times.first_call_ms = first_call(auto_options, reindexed);
+    to_check.emplace_back(std::string(kReuseVariant) + " reuse=many", reindexed);
+  } catch (const UnsupportedError&) {
+    // Not for this problem (e.g. too many K slices): no reindexed times, the rest is reported.
+  } catch (const Error& e) {
+    failures.push_back(std::string("reuse ") + kReuseVariant + ": " + e.what());
+  }
+  return reuse_record(times, best_without_reuse(record));
+}
+
+// `first_call` empty: no "reuse" record (SpMM, or --no-reuse).
 ordered_json measure_op(Runtime& rt, OpBench& bench, const Config& config, int64_t nnz, int32_t k, double tol,
-                        std::vector<std::string>& failures) {
+                        std::vector<std::string>& failures, const FirstCall& first_call) {
   Measurement m(rt, bench, config);
   const auto gflops = [&](double ms) { return 2.0 * double(nnz) * double(k) / (ms * 1e6); };
   ordered_json record;
@@ -281,7 +326,7 @@ ordered_json measure_op(Runtime& rt, OpBench& bench, const Config& config, int64
                     {"params", ordered_json(chosen.decision->params)}, {"gflops", gflops(auto_ms)}};
 
   // Forced candidates: the record's "variants" and, with the vendor's algorithms, the oracle.
-  std::vector<std::pair<std::string, Options>> to_check = {{"auto", auto_options}};
+  Checks to_check = {{"auto", auto_options}};
   ordered_json variants = ordered_json::object();
   Fastest oracle;
   if (config.all_variants) {
@@ -326,6 +371,7 @@ ordered_json measure_op(Runtime& rt, OpBench& bench, const Config& config, int64
   record["speedup"] = ratio(vendor_best.ms, auto_ms);
   record["oracle"] = oracle.found() ? ordered_json{{"ms", oracle.ms}, {"variant", oracle.name}} : ordered_json(nullptr);
   record["auto_over_oracle"] = oracle.found() ? ratio(auto_ms, oracle.ms) : ordered_json(nullptr);
+  if (first_call) record["reuse"] = measure_reuse(m, bench, auto_options, record, first_call, to_check, failures);
 
   record["check"] = nullptr;
   if (config.check) {
@@ -355,12 +401,15 @@ ordered_json measure_op(Runtime& rt, OpBench& bench, const Config& config, int64
 template <class T>
 ordered_json measure(Runtime& rt, const vendor::CusparseHandle& handle, const Csr<T>& a, int32_t k, const Config& config,
                      std::vector<std::string>& failures) {
-  std::unique_ptr<OpBench> bench;
-  if (config.op == Op::SpMM)
-    bench = std::make_unique<SpmmBench<T>>(rt, handle, a, k, config.transpose, config.seed + 101);
-  else
-    bench = std::make_unique<SddmmBench<T>>(rt, handle, a, k, config.seed + 101);
-  return measure_op(rt, *bench, config, a.nnz(), k, tolerance<T>(), failures);
+  if (config.op == Op::SpMM) {
+    SpmmBench<T> bench(rt, handle, a, k, config.transpose, config.seed + 101);
+    return measure_op(rt, bench, config, a.nnz(), k, tolerance<T>(), failures, FirstCall());
+  }
+  SddmmBench<T> bench(rt, handle, a, k, config.seed + 101);
+  FirstCall first_call;
+  if (config.reuse)
+    first_call = [&bench](const Options& warm, const Options& timed) { return bench.fresh_first_call_ms(warm, timed); };
+  return measure_op(rt, bench, config, a.nnz(), k, tolerance<T>(), failures, first_call);
 }
 
 template ordered_json measure<float>(Runtime&, const vendor::CusparseHandle&, const Csr<float>&, int32_t, const Config&,

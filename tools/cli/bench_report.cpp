@@ -1,5 +1,6 @@
 // The closing report of `sparsejit bench`: one table line per (matrix, K) record and, per K,
-// the geometric-mean and worst speedup over the vendor and how far auto is from the oracle.
+// the geometric-mean and worst speedup over the vendor and how far auto is from the oracle,
+// then, for SDDMM records with "reuse", what declaring the pattern reused gains.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -101,6 +102,53 @@ void print_summary(std::ostream& out, const std::vector<ordered_json>& records) 
   }
 }
 
+// One K's "reuse" objects, summarized.
+struct ReuseStats {
+  std::size_t measured = 0;          // with both reindexed_ms and without_reuse_ms
+  std::vector<Named> prepare_calls;  // prepare_ms / reindexed_ms: the preprocessing in calls of the variant
+  std::vector<Named> payoffs;        // pays_off_after_calls, where the variant wins
+};
+
+std::map<int, ReuseStats> reuse_stats_by_k(const std::vector<ordered_json>& records) {
+  std::map<int, ReuseStats> by_k;
+  for (const ordered_json& r : records) {
+    const auto reuse = r.find("reuse");
+    if (reuse == r.end() || !reuse->is_object()) continue;
+    ReuseStats& stats = by_k[r["k"].get<int>()];
+    const std::string name = r["matrix"].get<std::string>();
+    const auto reindexed = number(*reuse, "reindexed_ms");
+    if (reindexed && number(*reuse, "without_reuse_ms")) ++stats.measured;
+    const auto prepare = number(*reuse, "prepare_ms");
+    if (prepare && reindexed && *reindexed > 0) stats.prepare_calls.push_back({*prepare / *reindexed, name});
+    if (const auto calls = number(*reuse, "pays_off_after_calls")) stats.payoffs.push_back({*calls, name});
+  }
+  return by_k;
+}
+
+// Per K: on how many matrices the reindexed variant beats every choice without reuse, its
+// preprocessing as a multiple of one of its calls (median), and where it wins, after how
+// many calls it pays off (median, and the most with its matrix).
+void print_reuse_summary(std::ostream& out, const std::vector<ordered_json>& records) {
+  for (const auto& [k, stats] : reuse_stats_by_k(records)) {
+    out << "K=" << k << " reuse: " << kReuseVariant;
+    if (stats.measured == 0) {
+      out << " not measured\n";
+      continue;
+    }
+    out << " beats every choice without reuse on " << stats.payoffs.size() << " of " << stats.measured
+        << (stats.measured == 1 ? " matrix" : " matrices");
+    if (!stats.prepare_calls.empty())
+      out << "; preprocessing median " << cell(median(stats.prepare_calls), "%.1f") << " of its calls";
+    if (!stats.payoffs.empty()) {
+      const auto by_value = [](const Named& x, const Named& y) { return x.value < y.value; };
+      const Named& most = *std::max_element(stats.payoffs.begin(), stats.payoffs.end(), by_value);
+      out << "; pays off after median " << cell(median(stats.payoffs), "%.0f") << " calls, most "
+          << cell(most.value, "%.0f") << " (" << most.matrix << ")";
+    }
+    out << "\n";
+  }
+}
+
 }  // namespace
 
 void print_report(std::ostream& out, const std::vector<ordered_json>& records) {
@@ -110,6 +158,7 @@ void print_report(std::ostream& out, const std::vector<ordered_json>& records) {
   }
   print_table(out, records);
   print_summary(out, records);
+  print_reuse_summary(out, records);
 }
 
 }  // namespace sparsejit::cli::bench

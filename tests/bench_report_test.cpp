@@ -1,0 +1,163 @@
+// `sparsejit bench` without a GPU: the SDDMM reuse arithmetic (after how many calls the
+// reindexing pays off, the best choice without reuse, the "reuse" object) and the closing
+// report's reuse summary, on hand-made records with hand-computed answers.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+#include "cli/bench.hpp"
+
+namespace sparsejit::cli::bench {
+namespace {
+
+using nlohmann::ordered_json;
+
+TEST(BenchReuse, PaysOffAfterTheFirstCallThatRecoversThePreprocessing) {
+  // 1.0 ms of preprocessing, 0.02 ms saved per call: 50 calls (1.0 + 50·0.03 = 50·0.05).
+  EXPECT_EQ(pays_off_after_calls(1.0, 0.05, 0.03), 50);
+  // 0.1 / 0.03 = 3.33: three calls save 0.09 < 0.1, the fourth pays it back.
+  EXPECT_EQ(pays_off_after_calls(0.1, 0.04, 0.01), 4);
+  EXPECT_EQ(pays_off_after_calls(1.0, 0.5, 0.25), 4);
+  // No preprocessing left to pay: the first call already wins.
+  EXPECT_EQ(pays_off_after_calls(0.0, 0.05, 0.03), 1);
+}
+
+TEST(BenchReuse, NeverPaysOffWhenTheReindexedVariantIsNotFaster) {
+  EXPECT_EQ(pays_off_after_calls(1.0, 0.03, 0.05), std::nullopt);
+  EXPECT_EQ(pays_off_after_calls(1.0, 0.05, 0.05), std::nullopt);
+  EXPECT_EQ(pays_off_after_calls(0.0, 0.03, 0.05), std::nullopt);
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::nan("");
+  EXPECT_EQ(pays_off_after_calls(inf, 0.05, 0.03), std::nullopt);
+  EXPECT_EQ(pays_off_after_calls(nan, 0.05, 0.03), std::nullopt);
+  EXPECT_EQ(pays_off_after_calls(1.0, inf, 0.03), std::nullopt);
+}
+
+ordered_json timed_record(const ordered_json& variants, double vendor_best) {
+  ordered_json r;
+  r["auto"] = {{"ms", 0.06}, {"variant", "coo_flat"}};
+  r["variants"] = variants;
+  r["vendor"] = {{"sddmm_alg_default", vendor_best}, {"best", vendor_best}, {"best_alg", "sddmm_alg_default"}};
+  return r;
+}
+
+TEST(BenchReuse, BestWithoutReuseSkipsTheReindexedVariantAndWhatDidNotRun) {
+  const ordered_json variants = {{"coo_flat", 0.061},       {"dense_tile", "unsupported"}, {"reindexed_tiled", 0.01},
+                                 {"reindexed_tiled{\"tile_cols\":64}", 0.009}, {"row_gather", 0.05}, {"tiled_shared", "failed"}};
+  const Fastest ours = best_without_reuse(timed_record(variants, 0.08));
+  EXPECT_EQ(ours.name, "row_gather");
+  EXPECT_EQ(ours.ms, 0.05);
+  const Fastest vendor = best_without_reuse(timed_record(variants, 0.04));
+  EXPECT_EQ(vendor.name, "cusparse:sddmm_alg_default");
+  EXPECT_EQ(vendor.ms, 0.04);
+}
+
+TEST(BenchReuse, BestWithoutReuseWithVariantsAutoIsAutoOrTheVendor) {
+  EXPECT_EQ(best_without_reuse(timed_record(ordered_json::object(), 0.08)).name, "coo_flat");
+  ordered_json r = timed_record(ordered_json::object(), 0.08);
+  r["auto"]["variant"] = "reindexed_tiled";  // needs reuse: not a choice without it
+  EXPECT_EQ(best_without_reuse(r).name, "cusparse:sddmm_alg_default");
+  r["vendor"]["best"] = nullptr;
+  EXPECT_FALSE(best_without_reuse(r).found());
+}
+
+Fastest fastest(const std::string& name, double ms) {
+  Fastest f;
+  f.offer(name, ms);
+  return f;
+}
+
+std::vector<std::string> keys_of(const ordered_json& object) {
+  std::vector<std::string> keys;
+  for (const auto& [key, value] : object.items()) keys.push_back(key);
+  return keys;
+}
+
+TEST(BenchReuse, RecordWhenTheReindexedVariantWins) {
+  // Binary-exact times: prepare = 1.25 - 0.25 = 1.0 ms, saving 0.25 ms a call: 4 calls.
+  const ordered_json r = reuse_record({1.25, 0.25, 0.3, "reindexed_tiled"}, fastest("row_gather", 0.5));
+  EXPECT_EQ(keys_of(r), (std::vector<std::string>{"first_call_ms", "prepare_ms", "reindexed_ms", "without_reuse_ms",
+                                                   "without_reuse_variant", "auto_reuse_ms", "auto_reuse_variant",
+                                                   "pays_off_after_calls"}));
+  EXPECT_EQ(r["first_call_ms"], 1.25);
+  EXPECT_EQ(r["prepare_ms"], 1.0);
+  EXPECT_EQ(r["reindexed_ms"], 0.25);
+  EXPECT_EQ(r["without_reuse_ms"], 0.5);
+  EXPECT_EQ(r["without_reuse_variant"], "row_gather");
+  EXPECT_EQ(r["auto_reuse_ms"], 0.3);
+  EXPECT_EQ(r["auto_reuse_variant"], "reindexed_tiled");
+  EXPECT_EQ(r["pays_off_after_calls"], 4);
+}
+
+TEST(BenchReuse, RecordWhenTheReindexedVariantLoses) {
+  const ordered_json r = reuse_record({2.0, 0.5, 0.25, "row_gather"}, fastest("row_gather", 0.25));
+  EXPECT_EQ(r["prepare_ms"], 1.5);
+  EXPECT_TRUE(r["pays_off_after_calls"].is_null());
+}
+
+TEST(BenchReuse, PrepareIsNeverNegative) {
+  // A first call measured below the steady state (noise): nothing to pay back.
+  const ordered_json r = reuse_record({0.2, 0.25, 0.25, "reindexed_tiled"}, fastest("coo_flat", 0.5));
+  EXPECT_EQ(r["prepare_ms"], 0.0);
+  EXPECT_EQ(r["pays_off_after_calls"], 1);
+}
+
+TEST(BenchReuse, RecordWithoutReindexedTimes) {
+  const ordered_json r = reuse_record({std::nullopt, std::nullopt, 0.3, "coo_flat"}, fastest("coo_flat", 0.3));
+  EXPECT_TRUE(r["first_call_ms"].is_null());
+  EXPECT_TRUE(r["prepare_ms"].is_null());
+  EXPECT_TRUE(r["reindexed_ms"].is_null());
+  EXPECT_EQ(r["without_reuse_ms"], 0.3);
+  EXPECT_TRUE(r["pays_off_after_calls"].is_null());
+  EXPECT_TRUE(reuse_record({1.0, 0.2, 0.3, "coo_flat"}, Fastest())["without_reuse_ms"].is_null());
+}
+
+// A record with every field the table reads; `reuse` null leaves it out (SpMM, --no-reuse).
+ordered_json report_record(const std::string& matrix, int k, const ordered_json& reuse) {
+  ordered_json r = {{"matrix", matrix}, {"nnz", 1000}, {"k", k}, {"auto", {{"ms", 0.05}, {"variant", "coo_flat"}}},
+                    {"vendor", {{"best", 0.1}}}, {"speedup", 2.0}, {"oracle", nullptr}, {"auto_over_oracle", nullptr},
+                    {"check", nullptr}};
+  if (!reuse.is_null()) r["reuse"] = reuse;
+  return r;
+}
+
+ordered_json reuse_of(const ordered_json& prepare, const ordered_json& reindexed, const ordered_json& without,
+                      const ordered_json& calls) {
+  return {{"prepare_ms", prepare}, {"reindexed_ms", reindexed}, {"without_reuse_ms", without}, {"pays_off_after_calls", calls}};
+}
+
+TEST(BenchReport, ReuseSummaryPerK) {
+  const std::vector<ordered_json> records = {
+      // Preprocessing in calls of the variant: 1.0/0.03 = 33.3, 1.5/0.05 = 30, 0.5/0.1 = 5 -> median 30.0;
+      // it wins on m1 (50 calls) and m2 (30 calls) -> median 40, most 50 (m1).
+      report_record("m1", 32, reuse_of(1.0, 0.03, 0.05, 50)),
+      report_record("m2", 32, reuse_of(1.5, 0.05, 0.1, 30)),
+      report_record("m3", 32, reuse_of(0.5, 0.1, 0.05, nullptr)),
+      report_record("m1", 64, reuse_of(nullptr, nullptr, 0.05, nullptr)),
+      report_record("m1", 128, nullptr),
+  };
+  std::ostringstream out;
+  print_report(out, records);
+  const std::string text = out.str();
+  EXPECT_NE(text.find("\nK=32 reuse: reindexed_tiled beats every choice without reuse on 2 of 3 matrices; preprocessing "
+                      "median 30.0 of its calls; pays off after median 40 calls, most 50 (m1)\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("\nK=64 reuse: reindexed_tiled not measured\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("K=128 reuse"), std::string::npos) << text;
+  // The reuse lines come after the per-K speedup summary.
+  EXPECT_LT(text.find("K=128: 1 matrix"), text.find("K=32 reuse")) << text;
+}
+
+TEST(BenchReport, ReuseSummaryWhenTheReindexedVariantNeverWins) {
+  std::ostringstream out;
+  print_report(out, {report_record("m3", 32, reuse_of(0.5, 0.1, 0.05, nullptr))});
+  EXPECT_NE(out.str().find("\nK=32 reuse: reindexed_tiled beats every choice without reuse on 0 of 1 matrix; "
+                           "preprocessing median 5.0 of its calls\n"),
+            std::string::npos)
+      << out.str();
+}
+
+}  // namespace
+}  // namespace sparsejit::cli::bench
