@@ -7,14 +7,18 @@
 #   SANITIZER_TIMEOUT  seconds per sanitizer pass (default 150; each subset below is sized to
 #                      finish well under 100 s, kernels run 10-100x slower under a sanitizer)
 #   SANITIZER_FILTER   gtest filter of the runtime_test pass (default below)
+#   SUITES             only these suites, by name (e.g. "measure_test bench_test"), and only
+#                      the sanitizer passes over them (default: every suite in .carry/bin)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=$(mktemp -d)
 export SPARSEJIT_SHARED_MATRICES=${SPARSEJIT_SHARED_MATRICES:-$PWD/.carry/matrices}
 export SPARSEJIT_CACHE_DIR=$(mktemp -d)
 summary=()
+selected() { [ -z "${SUITES:-}" ] || [[ " $SUITES " == *" $1 "* ]]; }
 for t in .carry/bin/*_test; do
   name=$(basename "$t")
+  selected "$name" || continue
   start=$SECONDS
   timeout "${SUITE_TIMEOUT:-240}" "$t" >"$out/$name.log" 2>&1
   rc=$?
@@ -27,11 +31,13 @@ done
 #                          for new values (the GPU split builder), an empty matrix
 #   sddmm_variants_test    every variant and parameter set on two small shapes, and the reuse path
 #   row_segments_gpu_test  the GPU split builder (CUB scans and sort, our fill kernels)
+#   split_rows_spmm_test   csr_merge and csr_rowsplit on one huge row among short ones, padded rows
 sanitizer_passes=(
   "runtime_test:${SANITIZER_FILTER:-RuntimeGpu.SddmmShared*:RuntimeGpu.SpmmShared*:RuntimeGpu.Empty*}"
   "rs_spmm_test:RsSpmmGpu.PaddedLeadingDimensions:RsSpmmGpu.NewValuesRebuildTheSplit:RsSpmmGpu.EmptyMatrix*"
   "sddmm_variants_test:SddmmVariantsGpu.EveryVariantOnSmallShapes:SddmmVariantsGpu.Reused*"
   "row_segments_gpu_test:RowSegmentsGpu.DocumentedExample*:RowSegmentsGpu.EqualsTheHostBuilderForEveryValueType"
+  "split_rows_spmm_test:SplitRowsGpu.PaddedLeadingDimensions:SplitRowsGpu.MergeEmptyMatrixGivesZeros"
 )
 # racecheck skips cuSPARSE's own kernels (kns: substring of the kernel's mangled name, which
 # holds the cusparse namespace): the hazards it reported inside csrmv_v3_kernel and sddmm_ker
@@ -47,6 +53,7 @@ if command -v compute-sanitizer >/dev/null; then
   for pass in "${sanitizer_passes[@]}"; do
     suite=${pass%%:*}
     filter=${pass#*:}
+    selected "$suite" || continue
     for tool in memcheck racecheck; do
       log="$out/sanitizer_${tool}_$suite.log"
       start=$SECONDS

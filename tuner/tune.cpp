@@ -161,9 +161,10 @@ std::vector<Measurement> run_case(Runtime& rt, cache::CacheStore& store, const c
   if (!options.restart)
     for (auto& t : plan::case_times(store.find_tuning_records(key, to_string(c.plan.op), c.bucket)))
       if (t.case_id == c.id) done[t.variant + "\n" + t.params.dump()] = t;
-  TimingOptions timing;
-  if (options.quick) timing = {2, 5};
-  timing.clock = Clock::Graph;  // the device time of a call, as `sparsejit bench` measures it
+  // The device time of a call, as `sparsejit bench` measures it; 10 replays of 4 calls: the
+  // tuner times every candidate of every case, so it takes fewer samples than the bench.
+  TimingOptions timing{5, 10, Clock::Graph, 4};
+  if (options.quick) timing = {2, 5, Clock::Graph, 2};
   // Every operand set runs once untimed: a vendor call prepares itself per operand set.
   timing.warmup = std::max(timing.warmup, runner.sets);
   std::vector<Measurement> out;
