@@ -474,7 +474,8 @@ tuner::Measurement sddmm_measurement(const std::string& c, double density, const
   m.case_id = c;
   m.matrix = c;
   m.k = 32;
-  m.features = {{"density", density}, {"nnz", 1000}};
+  m.features = {{"density", density}, {"nnz", 1000}, {"tile_fill", density}, {"row_mean", 4.0}, {"row_cv", 0.5},
+                {"k", 32}, {"value_bytes", 4}};
   m.variant = variant;
   m.params = std::move(params);
   m.time_ms = ms;
@@ -502,6 +503,36 @@ TEST(Training, DensityThresholdSeparatesTiledFromCoo) {
   std::vector<tuner::Measurement> coo_only;
   for (const auto& m : ms) if (m.variant == "coo_flat") coo_only.push_back(m);
   EXPECT_FALSE(tuner::density_threshold(coo_only, 32));
+}
+
+// Dense tiles full -> dense_tile; sparse with short rows -> coo_flat; long rows -> row_gather.
+// reindexed_tiled (reuse only) never becomes a leaf even when fastest.
+TEST(Training, SddmmVariantTreeSeparatesTheWinners) {
+  struct Shape { double fill, row_mean; const char* winner; };
+  const Shape shapes[] = {{0.9, 300, "dense_tile"}, {0.7, 200, "dense_tile"}, {0.6, 250, "dense_tile"},
+                          {0.01, 2, "coo_flat"},    {0.02, 1.5, "coo_flat"}, {0.005, 3, "coo_flat"},
+                          {0.03, 40, "row_gather"}, {0.05, 60, "row_gather"}, {0.02, 30, "row_gather"}};
+  std::vector<tuner::Measurement> ms;
+  int i = 0;
+  for (const Shape& shape : shapes) {
+    const std::string c = "case" + std::to_string(i++);
+    for (const char* v : {"coo_flat", "row_gather", "dense_tile", "cusparse", "reindexed_tiled"}) {
+      tuner::Measurement m = sddmm_measurement(c, 0.01, v, {}, std::string(v) == shape.winner ? 1.0 : 2.0);
+      if (std::string(v) == "reindexed_tiled") m.time_ms = 0.5;
+      m.features["tile_fill"] = shape.fill;
+      m.features["row_mean"] = shape.row_mean;
+      ms.push_back(m);
+    }
+  }
+  const auto tree = tuner::sddmm_variant_tree(ms);
+  ASSERT_TRUE(tree);
+  for (const Shape& shape : shapes) {
+    const nlohmann::json features = {{"tile_fill", shape.fill}, {"row_mean", shape.row_mean}, {"row_cv", 0.5},
+                                     {"density", 0.01}, {"nnz", 1000}, {"k", 32}, {"value_bytes", 4}};
+    EXPECT_EQ(models::evaluate_tree(*tree, features).leaf, shape.winner) << shape.fill << " " << shape.row_mean;
+  }
+  const auto trained = tuner::train_sddmm_model(ms, models::shipped_model("sddmm"), "Fake GPU");
+  EXPECT_EQ(trained.model["tree"], *tree);
 }
 
 TEST(Training, LaunchShapesPerDensityDecade) {

@@ -20,6 +20,12 @@ const std::vector<std::string> kThresholdTreeFeatures = {
     "cluster_frac_6", "cluster_frac_7", "cluster_frac_8", "cluster_frac_9", "cluster_frac_10", "cluster_frac_11",
     "accumulations_per_nnz", "row_mean", "row_cv", "k", "value_bytes"};
 
+// What the pattern is (fill of the dense tiles the dense_tile kernel would run, row lengths,
+// density, size) and the problem (K, value size). reindexed_tiled is no leaf: it is admitted
+// only for a reused pattern, and the tree decides for a first call too.
+const std::vector<std::string> kSddmmTreeFeatures = {"tile_fill", "row_mean", "row_cv", "density", "nnz", "k", "value_bytes"};
+const std::vector<std::string> kSddmmTreeVariants = {"coo_flat", "row_gather", "dense_tile", "tiled_shared", "cusparse"};
+
 namespace {
 
 using namespace plan::spmm_param;
@@ -312,6 +318,39 @@ std::optional<double> density_threshold(const std::vector<Measurement>& measurem
   return best_threshold;
 }
 
+namespace {
+
+// The trainer's class numbers -> the variant names the planner reads.
+void name_leaves(nlohmann::json& node) {
+  if (node.contains("leaf")) {
+    node["leaf"] = kSddmmTreeVariants.at(std::size_t(node["leaf"].get<int>()));
+    return;
+  }
+  name_leaves(node["left"]);
+  name_leaves(node["right"]);
+}
+
+}  // namespace
+
+std::optional<nlohmann::json> sddmm_variant_tree(const std::vector<Measurement>& measurements) {
+  std::vector<const Measurement*> leaves;
+  for (const auto& m : measurements)
+    if (std::find(kSddmmTreeVariants.begin(), kSddmmTreeVariants.end(), m.variant) != kSddmmTreeVariants.end()) leaves.push_back(&m);
+  std::vector<TreeSample> samples;
+  for (const auto& [_, group] : by_case(leaves)) {
+    const Measurement* winner = case_winner(group);
+    if (!winner) continue;
+    TreeSample sample;
+    for (const auto& name : kSddmmTreeFeatures) sample.features.push_back(feature(*winner, name));
+    sample.label = double(std::find(kSddmmTreeVariants.begin(), kSddmmTreeVariants.end(), winner->variant) - kSddmmTreeVariants.begin());
+    samples.push_back(sample);
+  }
+  if (samples.empty()) return std::nullopt;
+  nlohmann::json tree = fit_tree(samples, kSddmmTreeFeatures);
+  name_leaves(tree);
+  return tree;
+}
+
 nlohmann::json launch_shapes(const std::vector<Measurement>& measurements) {
   std::map<std::string, std::map<int, std::vector<plan::CaseTime>>> grouped;  // variant -> decade -> times
   for (const auto& m : measurements) {
@@ -366,6 +405,13 @@ TrainedModel train_sddmm_model(const std::vector<Measurement>& measurements, con
                       " (paper: " + format_number(kPaperDensityThreshold) + ")");
   }
   t.model["density_threshold"] = thresholds;
+  if (const auto tree = sddmm_variant_tree(measurements)) {
+    t.model["tree"] = *tree;
+    t.notes.push_back("variant tree for the planner: depth " + std::to_string(tree_depth(*tree)) + ", from " +
+                      std::to_string(tree->value("samples", 0)) + " cases");
+  } else {
+    t.notes.push_back("variant tree: kept the base model's (no correct measurement of a tree variant)");
+  }
   t.model["launch"] = launch_shapes(measurements);
   return t;
 }

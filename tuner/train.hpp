@@ -21,7 +21,9 @@
 // SDDMM (GPU-Dynamic section 7): per K, the density threshold that minimizes the time lost
 // by running a case's tiled variant (variant names containing "tiled") above it and its COO
 // variant ("coo") at or below it; per variant and density decade, the launch parameters with
-// the smallest mean slowdown; and the fitted "cost" coefficients as for SpMM.
+// the smallest mean slowdown; the variant tree (the planner's "tree": per case the fastest of
+// kSddmmTreeVariants, classified over kSddmmTreeFeatures); and the fitted "cost" coefficients
+// as for SpMM.
 //
 // Ties among a case's candidates (within plan::kTieTolerance) follow plan::tie_break_before.
 #pragma once
@@ -95,6 +97,11 @@ std::optional<RsTraining> train_rs(const std::vector<Measurement>& measurements,
 inline constexpr std::size_t kFitExtraCases = 3;
 nlohmann::json calibrate_costs(const std::vector<Measurement>& measurements, const nlohmann::json& base_cost,
                                std::vector<std::string>& notes);
+// SDDMM's variant tree (leaves are variant names); nullopt without a correct measurement of
+// any of kSddmmTreeVariants.
+extern const std::vector<std::string> kSddmmTreeFeatures;
+extern const std::vector<std::string> kSddmmTreeVariants;
+std::optional<nlohmann::json> sddmm_variant_tree(const std::vector<Measurement>& measurements);
 // The learned density threshold of one K; nullopt when no case has both a tiled and a COO time.
 std::optional<double> density_threshold(const std::vector<Measurement>& measurements, int32_t k);
 // {"<variant>": [{"density_decade": d, "params": {...}, "cases": n}, ...]}

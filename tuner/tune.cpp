@@ -258,7 +258,9 @@ std::vector<Measurement> sddmm_case(Runtime& rt, cache::CacheStore& store, const
                                     const Csr<double>& matrix, const Features& features, const TuneOptions& options,
                                     Stream& stream, Counters& counters) {
   const plan::DeviceTarget target = detail::target_of(rt.device());
-  const plan::SddmmProblem problem{c.k, c.dtype, c.k, c.k};
+  plan::SddmmProblem problem{c.k, c.dtype, c.k, c.k};
+  // Exact dense-tile counts, as the executor gives the planner (so tile_fill is the runtime's).
+  problem.dense_tile_count = [&](int32_t rows, int32_t cols) { return formats::count_dense_tiles(c.pattern, rows, cols); };
   c.plan = plan::plan_sddmm(features, problem, target, Options{});
   c.bucket = plan::sddmm_bucket(features, problem);
   Csr<T> s = cast<T>(matrix);
@@ -290,11 +292,7 @@ std::vector<Measurement> sddmm_case(Runtime& rt, cache::CacheStore& store, const
     return checked;
   };
   runner.launch = [&](int set, CUstream, const Options& run) { rt.sddmm(ds, as[set], bs[set], ps[set], run); };
-  runner.plan = [&](const Options& run) {
-    plan::SddmmProblem exact = problem;
-    exact.dense_tile_count = [&](int32_t rows, int32_t cols) { return formats::count_dense_tiles(c.pattern, rows, cols); };
-    return plan::plan_sddmm(features, exact, target, run);
-  };
+  runner.plan = [&](const Options& run) { return plan::plan_sddmm(features, problem, target, run); };
   return run_case(rt, store, key, c, sddmm_candidates(features, problem, target), runner, options, stream, counters);
 }
 

@@ -210,10 +210,12 @@ double light_critical_loads(double row, const nlohmann::json& params, bool trans
 // csr_rowwarp walks its longest row once per pass of 32 * cols_per_lane columns, one B load
 // after another (the first benchmark: about 0.15-0.3 µs per nonzero of the longest row at
 // K = 32, e.g. cora 168 nonzeros 26 µs, email-Enron 1383 nonzeros 392 µs).
+// Every pass re-reads the row's indices and values, so A's bytes count once per pass.
 nlohmann::json csr_rowwarp_terms(const Features& f, const SpmmProblem& p, const nlohmann::json& params) {
   nlohmann::json t = base_terms(f, p);
-  const int cols_per_lane = params.at("cols_per_lane").get<int>();
-  t["critical_loads"] = double(f.basic.row_max) * ceil_div(p.k, 32.0 * cols_per_lane);
+  const double passes = ceil_div(p.k, 32.0 * params.at("cols_per_lane").get<int>());
+  t["critical_loads"] = double(f.basic.row_max) * passes;
+  t["sparse_bytes"] = t["sparse_bytes"].get<double>() * passes;
   return t;
 }
 

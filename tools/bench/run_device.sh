@@ -2,6 +2,7 @@
 # The standard benchmark sets of sparsejit, run on the lent GPU (see tools/bench/README.md).
 #
 #   tools/bench/run_device.sh MATRICES_DIR OUT_DIR [SPARSEJIT_BINARY]
+#   SETS="spmm_f32" (or "sddmm_f32") runs one set only (a device call is limited to 10 minutes)
 #
 # MATRICES_DIR  the shared matrices (every .mtx/.smtx(.gz) below it is measured)
 # OUT_DIR       receives <set>.jsonl (one JSON line per matrix and K), <set>.txt (progress,
@@ -56,11 +57,12 @@ run() {
   [ $rc -eq 0 ] || status=1
 }
 
-run spmm_f32 "$matrices" "${generated[@]}" --op spmm -k 32,128,512 --dtype f32
-run sddmm_f32 "$matrices" "${generated[@]}" "${densities[@]}" --op sddmm -k 32,64,128 --dtype f32
+sets=${SETS:-spmm_f32 sddmm_f32}
+[[ " $sets " == *" spmm_f32 "* ]] && run spmm_f32 "$matrices" "${generated[@]}" --op spmm -k 32,128,512 --dtype f32
+[[ " $sets " == *" sddmm_f32 "* ]] && run sddmm_f32 "$matrices" "${generated[@]}" "${densities[@]}" --op sddmm -k 32,64,128 --dtype f32
 
 # The summaries last, so the end of the output says how it went.
-for name in spmm_f32 sddmm_f32; do
+for name in $sets; do
   echo "== $name"
   grep '^K=' "$out/$name.txt"
   grep -c . "$out/$name.jsonl" | sed 's/^/records: /'
