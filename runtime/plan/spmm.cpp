@@ -11,7 +11,7 @@
 //                stored (Aᵀ·B: every product added atomically)
 //   rs           the RS-SpMM split: light kernel over the light part (plain stores), then
 //                the heavy (vertical, shared-memory panel) kernel adding atomically
-//   cusparse     the vendor
+//   cusparse     the vendor: CSR_ALG3 for A·B, CSR_ALG2 for Aᵀ·B (alg forced: 1, 2 or 3)
 // Order of precedence (DESIGN.md): forced, tuned record, model (cost formulas), default.
 //
 // Parameter defaults (all derived from K, the value size and the device):
@@ -463,6 +463,10 @@ nlohmann::json best_rowsplit_params(const Features& f, const SpmmProblem& p, con
   return best;
 }
 
+// cuSPARSE's algorithm: CSR_ALG3 (preprocessed, the fastest for A·B on most shapes of the
+// H200 benchmark), CSR_ALG2 for Aᵀ·B, which ALG3 does not compute.
+int vendor_algorithm(const SpmmProblem& p) { return p.transpose_a ? 2 : 3; }
+
 std::string type_rejection(const SpmmProblem& p) {
   const bool supported = p.dtype == DType::F32 || p.dtype == DType::F64;
   return supported ? "" : std::string("value type ") + to_string(p.dtype) + " not supported";
@@ -482,8 +486,7 @@ std::vector<VariantSpec> spmm_candidates(const SpmmProblem& p, const nlohmann::j
   VariantSpec merge{"csr_merge", merge_params, type_reason};
   VariantSpec rs{"rs", rs_params, type_reason};
   if (rs.rejected_because.empty() && !have_split) rs.rejected_because = "needs the matrix pattern to measure the split";
-  // CSR_ALG2 is cuSPARSE's row-major CSR algorithm with deterministic results.
-  VariantSpec vendor{"cusparse", {{"alg", 2}}, type_reason};
+  VariantSpec vendor{"cusparse", {{"alg", vendor_algorithm(p)}}, type_reason};
   return {rowwarp, vector, rowsplit, rs, merge, vendor};
 }
 
@@ -506,6 +509,10 @@ void check_params(const std::string& variant, const nlohmann::json& params, cons
   if (variant == "csr_merge") check_merge_params(params, p);
   if (variant == "csr_rowsplit") check_rowsplit_params(params, p);
   if (variant == "rs") check_rs_params(params, p, device);
+  if (variant == "cusparse") {
+    require_one_of("cusparse", params, "alg", {1, 2, 3});
+    if (p.transpose_a && params.at("alg").get<int>() == 3) throw InvalidInputError("cusparse: alg = 3 (CSR_ALG3) computes A·B only, not Aᵀ·B");
+  }
 }
 
 }  // namespace
@@ -630,7 +637,7 @@ std::vector<std::pair<std::string, nlohmann::json>> spmm_search_space(const Feat
       }
     }
   }
-  space.emplace_back("cusparse", nlohmann::json{{"alg", 2}});
+  space.emplace_back("cusparse", nlohmann::json{{"alg", vendor_algorithm(problem)}});
   return space;
 }
 
