@@ -1,6 +1,8 @@
 // Planners, forced choices, model evaluation and the Decision record (CPU only).
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <algorithm>
 #include <cstdlib>
 #include <set>
@@ -413,14 +415,14 @@ TEST(SddmmPlan, SparsePatternsTakeCooAndShowTheTreePath) {
   const Decision d = plan::plan_sddmm(with_density(3e-6), kSddmm32, {}, {});
   EXPECT_EQ(d.source, DecisionSource::Model);
   EXPECT_EQ(d.model_id, "sddmm-default");
-  EXPECT_EQ(d.variant, "coo_flat");  // 1.5 nonzeros per row: too short for row_gather
-  ASSERT_EQ(d.path.size(), 2u);
-  EXPECT_EQ(d.path[0].feature, "tile_fill");
-  EXPECT_DOUBLE_EQ(d.path[0].threshold, 0.08);
-  EXPECT_TRUE(d.path[0].taken);
-  EXPECT_EQ(d.path[1].feature, "row_mean");
-  EXPECT_DOUBLE_EQ(d.path[1].value, 1.5);
-  EXPECT_TRUE(d.path[1].taken);
+  EXPECT_EQ(d.variant, "coo_flat");  // six nonzeros: the smallest problems take the single flat launch
+  // The path is the shipped tree's, step by step on the decision's own features.
+  const nlohmann::json& tree = models::shipped_model("sddmm")["tree"];
+  ASSERT_FALSE(d.path.empty());
+  EXPECT_EQ(d.path[0].feature, tree["feature"]);
+  EXPECT_DOUBLE_EQ(d.path[0].threshold, tree["threshold"].get<double>());
+  for (const auto& step : d.path) EXPECT_DOUBLE_EQ(step.value, d.features[step.feature].get<double>()) << step.feature;
+  EXPECT_EQ(models::evaluate_tree(tree, d.features).leaf, d.variant);
   EXPECT_EQ(d.features["pattern_reused"], 0);
   ASSERT_EQ(d.candidates.size(), 6u);
   for (const auto& c : d.candidates) {
@@ -451,23 +453,35 @@ TEST(SddmmPlan, ReindexedOnlyForReusedPatterns) {
   EXPECT_EQ(plan::plan_sddmm(with_density(5e-3), kSddmm32, {}, forced).source, DecisionSource::Forced);
 }
 
+int64_t round_up_to(int64_t x, int64_t step) { return (x + step - 1) / step * step; }
+int64_t pow2_not_below(int64_t x) {
+  int64_t p = 1;
+  while (p < x) p *= 2;
+  return p;
+}
+
 TEST(SddmmPlan, TiledDefaultsFitKAndDensity) {
   Options o;
   o.variant = "tiled_shared";
+  const nlohmann::json& launch = models::shipped_model("sddmm")["launch"]["tiled_shared"];
+  const int64_t group = launch["group_size"].get<int64_t>(), slice = launch["slice"].get<int64_t>();
   const auto k3 = plan::plan_sddmm(with_density(0.1), {3, DType::F32, 3, 3}, {}, o).params;
   EXPECT_EQ(k3["vector_width"], 1);
-  EXPECT_EQ(k3["group_size"], 4);
-  EXPECT_EQ(k3["slice"], 4);  // K = 3 rounded up to one step of 4 lanes, not a 64-wide slice
+  EXPECT_EQ(k3["group_size"], std::min<int64_t>(group, 4));  // no more lanes than the 3 values need
+  // K = 3 rounded up to one step of the group, not a full slice.
+  EXPECT_EQ(k3["slice"], round_up_to(3, std::min<int64_t>(group, 4)));
   const auto k128 = plan::plan_sddmm(with_density(0.1), {128, DType::F32, 128, 128}, {}, o).params;
   EXPECT_EQ(k128["vector_width"], 4);
-  EXPECT_EQ(k128["slice"], 64);
+  EXPECT_EQ(k128["slice"], round_up_to(std::min<int64_t>(slice, 128), 4 * std::min<int64_t>(group, 32)));
   // Sparser matrices get taller panels, so a tile still holds several nonzeros per staged row.
   Features sparse_f = with_density(1e-3), dense_f = with_density(0.1);
   sparse_f.basic.rows = dense_f.basic.rows = 1 << 20;
   const auto sparse = plan::plan_sddmm(sparse_f, kSddmm32, {}, o).params;
   const auto dense = plan::plan_sddmm(dense_f, kSddmm32, {}, o).params;
   EXPECT_GT(sparse["tile_rows"].get<int>(), dense["tile_rows"].get<int>());
-  EXPECT_EQ(dense["tile_rows"], 128);  // 512 nonzeros / (0.1 * 64 columns) = 80 rows, next power of two
+  // tile_nnz_target nonzeros / (0.1 * tile_cols columns) rows, the next power of two.
+  EXPECT_EQ(dense["tile_rows"], pow2_not_below(int64_t(std::ceil(launch["tile_nnz_target"].get<double>() /
+                                                                  (0.1 * launch["tile_cols"].get<double>())))));
   // Never taller than the matrix (small_features has 4 rows).
   EXPECT_EQ(plan::plan_sddmm(with_density(1e-3), kSddmm32, {}, o).params["tile_rows"], 4);
 }
@@ -546,16 +560,21 @@ TEST(SddmmPlan, SearchSpaceEntriesAreValidAndCoverTheKnobs) {
 
 Features features_of(const Csr<double>& m) { return inspect(m.pattern()); }
 
-TEST(SddmmPlan, HalfDensePatternsGoToDenseTileAndVerySparseOnesToRowGatherOrCoo) {
+TEST(SddmmPlan, TheTreeDecidesOnRealPatternsAndDenseTileTakesTheShippedShape) {
+  const nlohmann::json& tree = models::shipped_model("sddmm")["tree"];
   const Features half = features_of(generate::uniform(1024, 1024, 512, 1));  // 50%
-  const Decision dense = plan::plan_sddmm(half, kSddmm32, {}, {});
-  EXPECT_EQ(dense.variant, "dense_tile");
-  EXPECT_NEAR(dense.features["tile_fill"].get<double>(), 0.5, 0.01);
-  EXPECT_FALSE(dense.path[0].taken);
-  EXPECT_EQ(dense.params["tile_rows"], models::shipped_model("sddmm")["launch"]["dense_tile"]["tile_rows"]);
-  EXPECT_EQ(dense.params["slice"], 32);
+  for (int32_t k : {32, 128}) {
+    const Decision d = plan::plan_sddmm(half, {k, DType::F32, k, k}, {}, {});
+    EXPECT_NEAR(d.features["tile_fill"].get<double>(), 0.5, 0.01);
+    EXPECT_EQ(d.variant, models::evaluate_tree(tree, d.features).leaf) << k;
+  }
+  Options o;
+  o.variant = "dense_tile";
+  const Decision dense = plan::plan_sddmm(half, kSddmm32, {}, o);
+  const nlohmann::json& launch = models::shipped_model("sddmm")["launch"]["dense_tile"];
+  EXPECT_EQ(dense.params["tile_rows"], launch["tile_rows"]);
+  EXPECT_EQ(dense.params["slice"], launch["slice"]);
   EXPECT_EQ(dense.params["vector_width"], 4);
-  EXPECT_EQ(plan::plan_sddmm(half, {128, DType::F64, 128, 128}, {}, {}).variant, "dense_tile");
 
   // 1e-5: 300000 x 300000 with 3 nonzeros per row.
   const Features sparse = features_of(generate::uniform(300000, 300000, 3, 2));
@@ -563,7 +582,7 @@ TEST(SddmmPlan, HalfDensePatternsGoToDenseTileAndVerySparseOnesToRowGatherOrCoo)
   const Decision gather = plan::plan_sddmm(sparse, kSddmm32, {}, {});
   EXPECT_TRUE(gather.variant == "row_gather" || gather.variant == "coo_flat") << gather.variant;
   EXPECT_LT(gather.features["tile_fill"].get<double>(), 0.01);
-  // 1% with 40 per row: row_gather.
+  // 1% with 40 per row (160000 nonzeros): row_gather, the kernel for long rows.
   EXPECT_EQ(plan::plan_sddmm(features_of(generate::uniform(4000, 4000, 40, 3)), kSddmm32, {}, {}).variant, "row_gather");
 }
 

@@ -10,6 +10,8 @@
 
 #include "jit/nvrtc_compiler.hpp"
 #include "jit/render.hpp"
+#include "models/decision_tree.hpp"
+#include "models/model_store.hpp"
 #include "sparsejit/generate.hpp"
 #include "sparsejit/runtime.hpp"
 
@@ -122,23 +124,29 @@ TEST(SddmmTemplates, InconsistentLaneVectorsFailToCompile) {
 // spec builders: the tree's choice for each density, and the tiled variants when forced.
 TEST(SddmmTemplates, ExplainCompilesThePlannedKernelOfEachVariant) {
   ::setenv("SPARSEJIT_CACHE_DIR", "", 1);  // memory cache only: nothing written outside the test
-  const Csr<double> dense = generate::uniform(512, 512, 100, 1);      // 20%: dense_tile
-  const Csr<double> medium = generate::uniform(3000, 3000, 30, 3);    // 1%: row_gather
-  const Csr<double> sparse = generate::uniform(30000, 30000, 2, 2);   // 0.0067%, 2 per row: coo_flat
+  const Csr<double> dense = generate::uniform(512, 512, 100, 1);      // 20%
+  const Csr<double> medium = generate::uniform(3000, 3000, 30, 3);    // 1%
+  const Csr<double> sparse = generate::uniform(30000, 30000, 2, 2);   // 0.0067%, 2 per row
   Options many;
   many.reuse = Reuse::Many;
   Options tiled;
   tiled.variant = "tiled_shared";
   Options reindexed = many;
   reindexed.variant = "reindexed_tiled";
+  Options dense_tile;
+  dense_tile.variant = "dense_tile";
+  // variant nullptr: the shipped tree's leaf for the decision's features.
   struct Case { const Csr<double>* m; int32_t k; DType t; Options o; const char* variant; };
-  for (const Case& c : {Case{&dense, 32, DType::F32, {}, "dense_tile"}, Case{&dense, 33, DType::F64, {}, "dense_tile"},
-                        Case{&dense, 512, DType::F32, many, "dense_tile"}, Case{&medium, 32, DType::F32, {}, "row_gather"},
-                        Case{&medium, 512, DType::F64, {}, "row_gather"}, Case{&medium, 3, DType::F32, {}, "row_gather"},
-                        Case{&sparse, 3, DType::F32, {}, "coo_flat"}, Case{&sparse, 100, DType::F64, many, "coo_flat"},
+  for (const Case& c : {Case{&dense, 32, DType::F32, {}, nullptr}, Case{&dense, 33, DType::F64, {}, nullptr},
+                        Case{&dense, 512, DType::F32, many, nullptr}, Case{&medium, 32, DType::F32, {}, nullptr},
+                        Case{&medium, 512, DType::F64, {}, nullptr}, Case{&medium, 3, DType::F32, {}, nullptr},
+                        Case{&sparse, 3, DType::F32, {}, nullptr}, Case{&sparse, 100, DType::F64, many, nullptr},
+                        Case{&dense, 64, DType::F32, dense_tile, "dense_tile"},
                         Case{&dense, 128, DType::F32, tiled, "tiled_shared"}, Case{&medium, 33, DType::F64, reindexed, "reindexed_tiled"}}) {
     const Decision d = explain_sddmm(c.m->pattern(), c.k, c.t, c.o);
-    EXPECT_EQ(d.variant, c.variant) << c.k;
+    const std::string expected =
+        c.variant ? c.variant : models::evaluate_tree(models::shipped_model("sddmm")["tree"], d.features).leaf.get<std::string>();
+    EXPECT_EQ(d.variant, expected) << c.k;
     EXPECT_NE(d.kernel_origin, KernelOrigin::None) << c.variant << " k=" << c.k;
     if (c.o.variant.empty()) {
       EXPECT_FALSE(d.path.empty());
