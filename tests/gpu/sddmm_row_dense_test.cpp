@@ -10,6 +10,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "models/decision_tree.hpp"
+#include "models/model_store.hpp"
 #include "sparsejit/generate.hpp"
 #include "sparsejit/reference.hpp"
 #include "sparsejit/runtime.hpp"
@@ -151,10 +153,10 @@ TEST_F(SddmmRowDenseGpu, RowGatherAndDenseTileF64) {
   check_all<double>(rt(), seed);
 }
 
-// The shipped tree: 50% goes to dense_tile, 0.0075% with 3 per row to row_gather; both right.
-TEST_F(SddmmRowDenseGpu, TheTreePicksDenseTileForDenseAndRowGatherForSparse) {
-  for (const auto& [spec, variant] : std::vector<std::pair<std::string, std::string>>{
-           {"uniform:2048:1024", "dense_tile"}, {"uniform:40000:3", "row_gather"}}) {
+// The automatic call runs the shipped tree's leaf for the pattern's features (50% dense and
+// 0.0075% with 3 per row), and its result is right.
+TEST_F(SddmmRowDenseGpu, TheShippedTreeDecidesAndTheResultIsRight) {
+  for (const std::string spec : {"uniform:2048:1024", "uniform:40000:3"}) {
     Csr<float> s = cast<float>(generate::from_spec(spec, 9));
     generate::fill_random(s.values, next_seed());
     Dense<float> a(s.rows, 32), b(s.cols, 32);
@@ -168,7 +170,9 @@ TEST_F(SddmmRowDenseGpu, TheTreePicksDenseTileForDenseAndRowGatherForSparse) {
     dp.fill_bytes(0xFF);
     const CallInfo call = rt().sddmm(ds, da, db, dp);
     rt().context().synchronize();
-    EXPECT_EQ(call.decision->variant, variant) << spec;
+    EXPECT_EQ(call.decision->source, DecisionSource::Model) << spec;
+    EXPECT_EQ(call.decision->variant, models::evaluate_tree(models::shipped_model("sddmm")["tree"], call.decision->features).leaf)
+        << spec;
     const auto got = dp.download_as<float>(s.values.size());
     ASSERT_LE(test::relative_error(std::vector<double>(got.begin(), got.end()),
                                    std::vector<double>(expected.values.begin(), expected.values.end())), 1e-5) << spec;
