@@ -41,34 +41,6 @@ Options forced(const std::string& variant, nlohmann::json params, bool transpose
   return o;
 }
 
-// C = op(A)·B on the device twice (plan made, then reused), each time against the reference
-// with C poisoned first. ld_pad adds padding columns to B's and C's rows.
-template <class T>
-void check_spmm(Runtime& rt, const std::string& name, const Csr<double>& pattern, int32_t k, const Options& options,
-                uint64_t seed, int64_t ld_pad = 0) {
-  SCOPED_TRACE(name + " k=" + std::to_string(k) + " " + (options.variant.empty() ? "auto" : options.variant) +
-               options.params.dump() + (options.transpose_a ? " Aᵀ·B" : " A·B") + " ld_pad=" + std::to_string(ld_pad) +
-               " seed=" + std::to_string(seed));
-  test::SpmmCase<T> problem(rt, pattern, k, options.transpose_a, seed, ld_pad);
-  const Dense<T>& expected = problem.expected;
-  DeviceCsr<T>& da = problem.da;
-  DeviceDense<T>& db = problem.db;
-  DeviceDense<T>& dc = problem.dc;
-  for (int round = 0; round < 2; ++round) {
-    dc.buffer().fill_bytes(0xFF);
-    const CallInfo call = rt.spmm(da, db, dc, options);
-    rt.context().synchronize();
-    ASSERT_TRUE(call.decision);
-    EXPECT_EQ(call.plan_reused, round == 1);
-    if (!options.variant.empty()) {
-      EXPECT_EQ(call.decision->variant, options.variant);
-      for (const auto& [key, value] : options.params.items()) EXPECT_EQ(call.decision->params.at(key), value) << key;
-    }
-    const Dense<T> got = dc.download();
-    ASSERT_LE(test::relative_error(test::as_double(got.data), test::as_double(expected.data)), test::gpu_tolerance<T>());
-  }
-}
-
 // rs parameter sets: small panels (many panels and work items), every threshold regime
 // (T = 1: everything heavy, the light kernel only writes zeros), every coarsening.
 std::vector<nlohmann::json> rs_param_sets() {
@@ -91,8 +63,8 @@ TEST_F(RsSpmmGpu, RsEveryParameterSetTypeKAndDirection) {
     for (int32_t k : kWidths) {
       for (bool transpose : {false, true}) {
         for (const auto& params : rs_param_sets()) {
-          check_spmm<float>(rt(), name, m, k, forced("rs", params, transpose), next_seed());
-          check_spmm<double>(rt(), name, m, k, forced("rs", params, transpose), next_seed());
+          test::check_spmm_twice<float>(rt(), name, m, k, forced("rs", params, transpose), next_seed());
+          test::check_spmm_twice<double>(rt(), name, m, k, forced("rs", params, transpose), next_seed());
         }
       }
     }
@@ -104,8 +76,8 @@ TEST_F(RsSpmmGpu, CsrVectorEveryShapeTypeKAndDirection) {
     for (int32_t k : kWidths) {
       for (bool transpose : {false, true}) {
         for (const auto& params : vector_param_sets()) {
-          check_spmm<float>(rt(), name, m, k, forced("csr_vector", params, transpose), next_seed());
-          check_spmm<double>(rt(), name, m, k, forced("csr_vector", params, transpose), next_seed());
+          test::check_spmm_twice<float>(rt(), name, m, k, forced("csr_vector", params, transpose), next_seed());
+          test::check_spmm_twice<double>(rt(), name, m, k, forced("csr_vector", params, transpose), next_seed());
         }
       }
     }
@@ -117,8 +89,8 @@ TEST_F(RsSpmmGpu, PaddedLeadingDimensions) {
   const Csr<double> m = generate::from_spec("clustered:2048:24:0.6:16", 11);
   for (int64_t pad : {1, 4}) {
     for (bool transpose : {false, true}) {
-      check_spmm<float>(rt(), "clustered", m, 128, forced("rs", {{"panel_width", 64}, {"threshold", 2}}, transpose), next_seed(), pad);
-      check_spmm<double>(rt(), "clustered", m, 100, forced("csr_vector", nlohmann::json::object(), transpose), next_seed(), pad);
+      test::check_spmm_twice<float>(rt(), "clustered", m, 128, forced("rs", {{"panel_width", 64}, {"threshold", 2}}, transpose), next_seed(), pad);
+      test::check_spmm_twice<double>(rt(), "clustered", m, 100, forced("csr_vector", nlohmann::json::object(), transpose), next_seed(), pad);
     }
   }
 }
@@ -132,8 +104,8 @@ TEST_F(RsSpmmGpu, AutomaticChoiceOnGeneratedAndSharedMatrices) {
   for (const auto& [name, m] : all) {
     for (int32_t k : {32, 128}) {
       for (bool transpose : {false, true}) {
-        check_spmm<float>(rt(), name, m, k, forced("", nlohmann::json::object(), transpose), next_seed());
-        check_spmm<double>(rt(), name, m, k, forced("", nlohmann::json::object(), transpose), next_seed());
+        test::check_spmm_twice<float>(rt(), name, m, k, forced("", nlohmann::json::object(), transpose), next_seed());
+        test::check_spmm_twice<double>(rt(), name, m, k, forced("", nlohmann::json::object(), transpose), next_seed());
       }
     }
   }

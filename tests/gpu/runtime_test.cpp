@@ -45,30 +45,6 @@ std::vector<std::pair<std::string, Csr<double>>> shared_matrices() {
 }
 
 template <class T>
-void check_spmm(Runtime& rt, const std::string& name, const Csr<double>& pattern, int32_t k, const Options& options,
-                uint64_t seed) {
-  SCOPED_TRACE(name + " k=" + std::to_string(k) + " variant=" + (options.variant.empty() ? "auto" : options.variant) +
-               (options.transpose_a ? " Aᵀ·B" : "") + " seed=" + std::to_string(seed));
-  test::SpmmCase<T> problem(rt, pattern, k, options.transpose_a, seed, 0);
-  const Dense<T>& expected = problem.expected;
-  DeviceCsr<T>& da = problem.da;
-  DeviceDense<T>& db = problem.db;
-  DeviceDense<T>& dc = problem.dc;
-  for (int round = 0; round < 2; ++round) {  // the second call reuses the plan
-    dc.buffer().fill_bytes(0xFF);
-    const CallInfo call = rt.spmm(da, db, dc, options);
-    rt.context().synchronize();
-    ASSERT_TRUE(call.decision);
-    EXPECT_EQ(call.plan_reused, round == 1);
-    if (!options.variant.empty()) {
-      EXPECT_EQ(call.decision->variant, options.variant);
-    }
-    const Dense<T> got = dc.download();
-    ASSERT_LE(test::relative_error(test::as_double(got.data), test::as_double(expected.data)), test::gpu_tolerance<T>());
-  }
-}
-
-template <class T>
 void check_sddmm(Runtime& rt, const std::string& name, const Csr<double>& pattern, int32_t k, const Options& options,
                  uint64_t seed) {
   SCOPED_TRACE(name + " k=" + std::to_string(k) + " variant=" + (options.variant.empty() ? "auto" : options.variant) +
@@ -108,11 +84,11 @@ TEST_F(RuntimeGpu, SpmmEveryVariantTypeAndK) {
   for (const auto& [name, m] : generated_matrices()) {
     for (int32_t k : {1, 3, 7, 32, 33, 100, 128, 512}) {
       for (const std::string v : {"csr_rowwarp", "cusparse", ""}) {
-        check_spmm<float>(rt(), name, m, k, variant(v), next_seed());
-        check_spmm<double>(rt(), name, m, k, variant(v), next_seed());
+        test::check_spmm_twice<float>(rt(), name, m, k, variant(v), next_seed());
+        test::check_spmm_twice<double>(rt(), name, m, k, variant(v), next_seed());
       }
-      check_spmm<float>(rt(), name, m, k, variant("", true), next_seed());
-      check_spmm<double>(rt(), name, m, k, variant("cusparse", true), next_seed());
+      test::check_spmm_twice<float>(rt(), name, m, k, variant("", true), next_seed());
+      test::check_spmm_twice<double>(rt(), name, m, k, variant("cusparse", true), next_seed());
     }
   }
 }
@@ -122,7 +98,7 @@ TEST_F(RuntimeGpu, SpmmSharedMatrices) {
   if (matrices.empty()) GTEST_SKIP() << "no shared matrices";
   for (const auto& [name, m] : matrices)
     for (int32_t k : {1, 33, 128, 512})
-      for (const std::string v : {"csr_rowwarp", "cusparse", ""}) check_spmm<float>(rt(), name, m, k, variant(v), next_seed());
+      for (const std::string v : {"csr_rowwarp", "cusparse", ""}) test::check_spmm_twice<float>(rt(), name, m, k, variant(v), next_seed());
 }
 
 TEST_F(RuntimeGpu, SddmmEveryVariantTypeAndK) {

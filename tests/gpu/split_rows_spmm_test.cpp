@@ -86,31 +86,6 @@ Options forced(nlohmann::json params, bool transpose, const char* variant = "csr
   return o;
 }
 
-// C = op(A)·B on the device twice (plan made, then reused), each time against the reference
-// with C poisoned first. ld_pad adds padding columns to B's and C's rows.
-template <class T>
-void check_spmm(Runtime& rt, const std::string& name, const Csr<double>& pattern, int32_t k, const Options& options,
-                uint64_t seed, int64_t ld_pad = 0) {
-  SCOPED_TRACE(name + " k=" + std::to_string(k) + " " + options.params.dump() + (options.transpose_a ? " Aᵀ·B" : " A·B") +
-               " ld_pad=" + std::to_string(ld_pad) + " seed=" + std::to_string(seed));
-  test::SpmmCase<T> problem(rt, pattern, k, options.transpose_a, seed, ld_pad);
-  const Dense<T>& expected = problem.expected;
-  DeviceCsr<T>& da = problem.da;
-  DeviceDense<T>& db = problem.db;
-  DeviceDense<T>& dc = problem.dc;
-  for (int round = 0; round < 2; ++round) {
-    dc.buffer().fill_bytes(0xFF);
-    const CallInfo call = rt.spmm(da, db, dc, options);
-    rt.context().synchronize();
-    ASSERT_TRUE(call.decision);
-    EXPECT_EQ(call.plan_reused, round == 1);
-    EXPECT_EQ(call.decision->variant, options.variant);
-    for (const auto& [key, value] : options.params.items()) EXPECT_EQ(call.decision->params.at(key), value) << key;
-    const Dense<T> got = dc.download();
-    ASSERT_LE(test::relative_error(test::as_double(got.data), test::as_double(expected.data)), test::gpu_tolerance<T>());
-  }
-}
-
 // Ranges shorter than a chunk, equal to it, and long; every lane count; unroll 1 (the single
 // tail path only), 2, 4 and 8; more vectors per lane; small blocks.
 std::vector<nlohmann::json> param_sets() {
@@ -128,8 +103,8 @@ TEST_F(SplitRowsGpu, MergeEveryParameterSetTypeKAndDirection) {
     for (int32_t k : kWidths) {
       for (bool transpose : {false, true}) {
         for (const auto& params : param_sets()) {
-          check_spmm<float>(rt(), name, m, k, forced(params, transpose), next_seed());
-          check_spmm<double>(rt(), name, m, k, forced(params, transpose), next_seed());
+          test::check_spmm_twice<float>(rt(), name, m, k, forced(params, transpose), next_seed());
+          test::check_spmm_twice<double>(rt(), name, m, k, forced(params, transpose), next_seed());
         }
       }
     }
@@ -151,8 +126,8 @@ TEST_F(SplitRowsGpu, RowsplitEveryParameterSetTypeAndK) {
   for (const auto& [name, m] : shapes) {
     for (int32_t k : kWidths) {
       for (const auto& params : rowsplit_param_sets()) {
-        check_spmm<float>(rt(), name, m, k, forced(params, false, "csr_rowsplit"), next_seed());
-        check_spmm<double>(rt(), name, m, k, forced(params, false, "csr_rowsplit"), next_seed());
+        test::check_spmm_twice<float>(rt(), name, m, k, forced(params, false, "csr_rowsplit"), next_seed());
+        test::check_spmm_twice<double>(rt(), name, m, k, forced(params, false, "csr_rowsplit"), next_seed());
       }
     }
   }
@@ -163,11 +138,11 @@ TEST_F(SplitRowsGpu, PaddedLeadingDimensions) {
   const Csr<double> m = one_huge_row();
   for (int64_t pad : {1, 4}) {
     for (bool transpose : {false, true}) {
-      check_spmm<float>(rt(), "one huge row", m, 128, forced({{"nnz_per_group", 64}}, transpose), next_seed(), pad);
-      check_spmm<double>(rt(), "one huge row", m, 100, forced(nlohmann::json::object(), transpose), next_seed(), pad);
+      test::check_spmm_twice<float>(rt(), "one huge row", m, 128, forced({{"nnz_per_group", 64}}, transpose), next_seed(), pad);
+      test::check_spmm_twice<double>(rt(), "one huge row", m, 100, forced(nlohmann::json::object(), transpose), next_seed(), pad);
     }
-    check_spmm<float>(rt(), "one huge row", m, 128, forced({{"parts", 8}}, false, "csr_rowsplit"), next_seed(), pad);
-    check_spmm<double>(rt(), "one huge row", m, 100, forced(nlohmann::json::object(), false, "csr_rowsplit"), next_seed(), pad);
+    test::check_spmm_twice<float>(rt(), "one huge row", m, 128, forced({{"parts", 8}}, false, "csr_rowsplit"), next_seed(), pad);
+    test::check_spmm_twice<double>(rt(), "one huge row", m, 100, forced(nlohmann::json::object(), false, "csr_rowsplit"), next_seed(), pad);
   }
 }
 

@@ -5,12 +5,14 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <string>
 #include <type_traits>
 #include <vector>
 
 #include "sparsejit/generate.hpp"
 #include "sparsejit/reference.hpp"
 #include "sparsejit/runtime.hpp"
+#include "support/test_support.hpp"
 
 namespace sparsejit::test {
 
@@ -60,5 +62,29 @@ struct SpmmCase {
   DeviceCsr<T> da;
   DeviceDense<T> db, dc;
 };
+
+// C = op(A)·B on the device twice (the plan made, then reused), each time against the CPU
+// reference with C poisoned first; a forced variant and its parameters must be what ran.
+// ld_pad adds padding columns to B's and C's rows.
+template <class T>
+void check_spmm_twice(Runtime& rt, const std::string& name, const Csr<double>& pattern, int32_t k, const Options& options,
+                      uint64_t seed, int64_t ld_pad = 0) {
+  SCOPED_TRACE(name + " k=" + std::to_string(k) + " " + (options.variant.empty() ? "auto" : options.variant) +
+               options.params.dump() + (options.transpose_a ? " Aᵀ·B" : " A·B") + " ld_pad=" + std::to_string(ld_pad) +
+               " seed=" + std::to_string(seed));
+  SpmmCase<T> problem(rt, pattern, k, options.transpose_a, seed, ld_pad);
+  for (int round = 0; round < 2; ++round) {
+    problem.dc.buffer().fill_bytes(0xFF);
+    const CallInfo call = rt.spmm(problem.da, problem.db, problem.dc, options);
+    rt.context().synchronize();
+    ASSERT_TRUE(call.decision);
+    EXPECT_EQ(call.plan_reused, round == 1);
+    if (!options.variant.empty()) {
+      EXPECT_EQ(call.decision->variant, options.variant);
+      for (const auto& [key, value] : options.params.items()) EXPECT_EQ(call.decision->params.at(key), value) << key;
+    }
+    ASSERT_LE(relative_error(as_double(problem.dc.download().data), as_double(problem.expected.data)), gpu_tolerance<T>());
+  }
+}
 
 }  // namespace sparsejit::test
