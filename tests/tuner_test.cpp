@@ -535,6 +535,21 @@ TEST(Training, SddmmVariantTreeSeparatesTheWinners) {
   EXPECT_EQ(trained.model["tree"], *tree);
 }
 
+TEST(Training, PlannerLaunchTakesTheDecadeWithTheMostCasesAndKeepsTheBaseKeys) {
+  const nlohmann::json base = {{"coo_flat", {{"threads_per_block", 256}, {"nnz_per_group", 4}}},
+                               {"dense_tile", {{"tile_rows", 32}}}};
+  const nlohmann::json decades = {
+      {"coo_flat", {{{"density_decade", -5}, {"cases", 2}, {"params", {{"threads_per_block", 64}, {"nnz_per_group", 1}}}},
+                    {{"density_decade", -3}, {"cases", 7}, {"params", {{"threads_per_block", 128}, {"vector_width", 4}}}}}},
+      {"not_in_base", {{{"density_decade", -1}, {"cases", 9}, {"params", {{"x", 1}}}}}}};
+  const nlohmann::json launch = tuner::planner_launch(base, decades);
+  EXPECT_EQ(launch["coo_flat"]["threads_per_block"], 128);  // from the 7-case decade
+  EXPECT_EQ(launch["coo_flat"]["nnz_per_group"], 4);        // that decade does not set it: base kept
+  EXPECT_FALSE(launch["coo_flat"].contains("vector_width"));
+  EXPECT_EQ(launch["dense_tile"], base["dense_tile"]);
+  EXPECT_FALSE(launch.contains("not_in_base"));
+}
+
 TEST(Training, LaunchShapesPerDensityDecade) {
   std::vector<tuner::Measurement> ms;
   for (int g : {4, 8}) {
@@ -576,6 +591,11 @@ TEST(Training, SddmmModelReportsThresholdNextToThePaper) {
   }
   const auto trained = tuner::train_sddmm_model(ms, models::shipped_model("sddmm"), "Fake GPU");
   EXPECT_EQ(trained.model["id"], "sddmm-tuned-Fake-GPU");
+  // The planner's launch section keeps its form (an object per variant), the decades beside it.
+  EXPECT_TRUE(trained.model["launch"]["coo_flat"].is_object());
+  EXPECT_EQ(trained.model["launch"]["coo_flat"]["nnz_per_group"],
+            models::shipped_model("sddmm")["launch"]["coo_flat"]["nnz_per_group"]);
+  EXPECT_TRUE(trained.model["launch_tuned_by_density_decade"]["coo_flat"].is_array());
   EXPECT_GT(trained.model["density_threshold"]["32"].get<double>(), 1e-5);
   EXPECT_LT(trained.model["density_threshold"]["32"].get<double>(), 1e-3);
   bool reported = false;

@@ -370,6 +370,19 @@ nlohmann::json launch_shapes(const std::vector<Measurement>& measurements) {
   return out;
 }
 
+nlohmann::json planner_launch(const nlohmann::json& base_launch, const nlohmann::json& by_decade) {
+  nlohmann::json launch = base_launch;
+  for (const auto& [variant, decades] : by_decade.items()) {
+    if (!launch.contains(variant) || decades.empty()) continue;
+    const auto most = std::max_element(decades.begin(), decades.end(), [](const nlohmann::json& a, const nlohmann::json& b) {
+      return a.value("cases", 0) < b.value("cases", 0);
+    });
+    for (const auto& [key, value] : (*most)["params"].items())
+      if (launch[variant].contains(key)) launch[variant][key] = value;
+  }
+  return launch;
+}
+
 TrainedModel train_spmm_model(const std::vector<Measurement>& measurements, const nlohmann::json& base_model,
                               const std::string& device_name) {
   TrainedModel t;
@@ -412,7 +425,9 @@ TrainedModel train_sddmm_model(const std::vector<Measurement>& measurements, con
   } else {
     t.notes.push_back("variant tree: kept the base model's (no correct measurement of a tree variant)");
   }
-  t.model["launch"] = launch_shapes(measurements);
+  t.model["launch_tuned_by_density_decade"] = launch_shapes(measurements);
+  t.model["launch"] = planner_launch(base_model.value("launch", nlohmann::json::object()),
+                                     t.model["launch_tuned_by_density_decade"]);
   return t;
 }
 

@@ -21,7 +21,8 @@
 // SDDMM (GPU-Dynamic section 7): per K, the density threshold that minimizes the time lost
 // by running a case's tiled variant (variant names containing "tiled") above it and its COO
 // variant ("coo") at or below it; per variant and density decade, the launch parameters with
-// the smallest mean slowdown; the variant tree (the planner's "tree": per case the fastest of
+// the smallest mean slowdown (and, for the planner's "launch", those of each variant's decade
+// with the most cases); the variant tree (the planner's "tree": per case the fastest of
 // kSddmmTreeVariants, classified over kSddmmTreeFeatures); and the fitted "cost" coefficients
 // as for SpMM.
 //
@@ -106,5 +107,10 @@ std::optional<nlohmann::json> sddmm_variant_tree(const std::vector<Measurement>&
 std::optional<double> density_threshold(const std::vector<Measurement>& measurements, int32_t k);
 // {"<variant>": [{"density_decade": d, "params": {...}, "cases": n}, ...]}
 nlohmann::json launch_shapes(const std::vector<Measurement>& measurements);
+// The planner's "launch" section ({"<variant>": {key: value}}): base_launch with, per variant,
+// the parameters of its decade with the most cases in by_decade (keys base_launch has only; the
+// others, such as vector_width, the planner derives from K). The tuned model keeps by_decade as
+// "launch_tuned_by_density_decade".
+nlohmann::json planner_launch(const nlohmann::json& base_launch, const nlohmann::json& by_decade);
 
 }  // namespace sparsejit::tuner
