@@ -60,21 +60,6 @@ std::vector<MatrixSource> training_sources(const TuneOptions& o) {
   return sources;
 }
 
-template <class T>
-double relative_error(const std::vector<T>& out, const std::vector<T>& ref) {
-  double diff = 0, norm = 0;
-  for (std::size_t i = 0; i < ref.size(); ++i) {
-    const double d = double(out[i]) - double(ref[i]);
-    diff += d * d;
-    norm += double(ref[i]) * double(ref[i]);
-  }
-  if (!std::isfinite(diff)) return HUGE_VAL;
-  return norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
-}
-
-template <class T>
-double tolerance() { return std::is_same_v<T, double> ? 1e-10 : 1e-4; }
-
 std::string describe_params(const nlohmann::json& params) {
   std::string out;
   for (const auto& [key, value] : params.items()) out += " " + key + "=" + value.dump();
@@ -188,7 +173,7 @@ std::vector<Measurement> run_case(Runtime& rt, cache::CacheStore& store, const c
     try {
       const CheckedRun checked = runner.checked_run(run);
       m.terms = chosen_terms(*checked.call.decision);
-      if (!(checked.error <= (c.dtype == DType::F64 ? tolerance<double>() : tolerance<float>()))) {
+      if (!(checked.error <= (c.dtype == DType::F64 ? reference::check_tolerance<double>() : reference::check_tolerance<float>()))) {
         std::ostringstream s;
         s << "output differs from the CPU reference: relative error " << checked.error;
         error = s.str();
@@ -242,7 +227,7 @@ std::vector<Measurement> spmm_case(Runtime& rt, cache::CacheStore& store, const 
     CheckedRun checked;
     checked.call = rt.spmm(da, bs[0], cs[0], run);
     stream.synchronize();
-    checked.error = relative_error(cs[0].download().data, expected.data);
+    checked.error = reference::relative_error(cs[0].download().data, expected.data);
     return checked;
   };
   runner.launch = [&](int set, CUstream, const Options& run) { rt.spmm(da, bs[set], cs[set], run); };
@@ -288,7 +273,7 @@ std::vector<Measurement> sddmm_case(Runtime& rt, cache::CacheStore& store, const
     CheckedRun checked;
     checked.call = rt.sddmm(ds, as[0], bs[0], ps[0], run);
     stream.synchronize();
-    checked.error = relative_error(ps[0].download_as<T>(s.values.size()), expected.values);
+    checked.error = reference::relative_error(ps[0].download_as<T>(s.values.size()), expected.values);
     return checked;
   };
   runner.launch = [&](int set, CUstream, const Options& run) { rt.sddmm(ds, as[set], bs[set], ps[set], run); };

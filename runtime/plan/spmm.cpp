@@ -33,6 +33,7 @@
 //                  kRowsplitParts (at least cf) by the cost formulas
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <optional>
 
@@ -427,40 +428,43 @@ RsChoice best_rs(Decision& d, const Features& f, const SpmmProblem& p, const Dev
   return best;
 }
 
-// The csr_merge parameters with the range the cost formulas like best (the first of
-// kMergeRanges when the model prices no csr_merge).
-nlohmann::json best_merge_params(const Features& f, const SpmmProblem& p, const nlohmann::json& model) {
-  nlohmann::json best = merge_base_params(p);
+// Of several parameter sets of one variant, the one its cost formula prices lowest (the first
+// when the model prices no such variant).
+nlohmann::json cheapest_params(const std::string& variant, const std::vector<nlohmann::json>& sets, const nlohmann::json& model,
+                               const std::function<nlohmann::json(const nlohmann::json&)>& terms) {
   const nlohmann::json& costs = model.at("cost");
+  if (!costs.contains(variant)) return sets.front();
+  const nlohmann::json* best = &sets.front();
   double best_ms = std::numeric_limits<double>::infinity();
-  for (int range : kMergeRanges) {
-    nlohmann::json params = merge_base_params(p);
-    params["nnz_per_group"] = range;
-    const double ms = costs.contains("csr_merge") ? models::linear_cost(costs.at("csr_merge"), csr_merge_terms(f, p, params)) : 0.0;
+  for (const nlohmann::json& params : sets) {
+    const double ms = models::linear_cost(costs.at(variant), terms(params));
     if (ms < best_ms) {
       best_ms = ms;
-      best = params;
+      best = &params;
     }
   }
-  return best;
+  return *best;
 }
 
-// The csr_rowsplit parameters with the group count the cost formulas like best (the first
-// allowed one when the model prices no csr_rowsplit).
+// The csr_merge parameters with the range the cost formulas like best among kMergeRanges.
+nlohmann::json best_merge_params(const Features& f, const SpmmProblem& p, const nlohmann::json& model) {
+  std::vector<nlohmann::json> sets;
+  for (int range : kMergeRanges) {
+    sets.push_back(merge_base_params(p));
+    sets.back()["nnz_per_group"] = range;
+  }
+  return cheapest_params("csr_merge", sets, model, [&](const nlohmann::json& params) { return csr_merge_terms(f, p, params); });
+}
+
+// The csr_rowsplit parameters with the group count the cost formulas like best among
+// kRowsplitParts (at least cf: the final sum takes a thread per vector).
 nlohmann::json best_rowsplit_params(const Features& f, const SpmmProblem& p, const nlohmann::json& model) {
-  const nlohmann::json& costs = model.at("cost");
-  nlohmann::json best;
-  double best_ms = std::numeric_limits<double>::infinity();
+  std::vector<nlohmann::json> sets;
   for (int parts : kRowsplitParts) {
     nlohmann::json params = rowsplit_params(p, parts);
-    if (parts < params.at("cf").get<int>()) continue;
-    const double ms = costs.contains("csr_rowsplit") ? models::linear_cost(costs.at("csr_rowsplit"), csr_rowsplit_terms(f, p, params)) : 0.0;
-    if (best.is_null() || ms < best_ms) {
-      best_ms = ms;
-      best = params;
-    }
+    if (parts >= params.at("cf").get<int>()) sets.push_back(params);
   }
-  return best;
+  return cheapest_params("csr_rowsplit", sets, model, [&](const nlohmann::json& params) { return csr_rowsplit_terms(f, p, params); });
 }
 
 // cuSPARSE's algorithm: CSR_ALG3 (preprocessed, the fastest for A·B on most shapes of the

@@ -35,25 +35,6 @@ namespace {
 
 using Launch = std::function<void(int set, CUstream stream)>;
 
-// METHOD.md's bounds for a float or double product accumulated in the kernel's precision.
-template <class T>
-double tolerance() { return std::is_same_v<T, float> ? 1e-4 : 1e-10; }
-
-// ||got - want|| / ||want|| (||got|| when want is all zeros); infinite when got holds a NaN,
-// which is what an element the run never wrote reads as after poisoning.
-template <class T>
-double relative_error(const std::vector<T>& got, const std::vector<T>& want) {
-  if (got.size() != want.size()) return std::numeric_limits<double>::infinity();
-  double diff = 0, norm = 0;
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    const double g = double(got[i]), w = double(want[i]);
-    if (std::isnan(g)) return std::numeric_limits<double>::infinity();
-    diff += (g - w) * (g - w);
-    norm += w * w;
-  }
-  return norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
-}
-
 template <class T>
 int64_t csr_bytes(const Csr<T>& a) { return a.nnz() * int64_t(4 + sizeof(T)) + (int64_t(a.rows) + 1) * 4; }
 template <class T>
@@ -131,7 +112,7 @@ class SpmmBench final : public OpBench {
       expected_.emplace();
       reference::spmm(a_, b_, *expected_, transpose_);
     }
-    return relative_error(s.c.download().data, expected_->data);
+    return reference::relative_error(s.c.download().data, expected_->data);
   }
 
  private:
@@ -211,7 +192,7 @@ class SddmmBench final : public OpBench {
       expected_.emplace();
       reference::sddmm(s_, a_, b_, *expected_);
     }
-    return relative_error(s.p.template download_as<T>(std::size_t(s_.nnz())), expected_->values);
+    return reference::relative_error(s.p.template download_as<T>(std::size_t(s_.nnz())), expected_->values);
   }
 
  private:
@@ -403,13 +384,13 @@ ordered_json measure(Runtime& rt, const vendor::CusparseHandle& handle, const Cs
                      std::vector<std::string>& failures) {
   if (config.op == Op::SpMM) {
     SpmmBench<T> bench(rt, handle, a, k, config.transpose, config.seed + 101);
-    return measure_op(rt, bench, config, a.nnz(), k, tolerance<T>(), failures, FirstCall());
+    return measure_op(rt, bench, config, a.nnz(), k, reference::check_tolerance<T>(), failures, FirstCall());
   }
   SddmmBench<T> bench(rt, handle, a, k, config.seed + 101);
   FirstCall first_call;
   if (config.reuse)
     first_call = [&bench](const Options& warm, const Options& timed) { return bench.fresh_first_call_ms(warm, timed); };
-  return measure_op(rt, bench, config, a.nnz(), k, tolerance<T>(), failures, first_call);
+  return measure_op(rt, bench, config, a.nnz(), k, reference::check_tolerance<T>(), failures, first_call);
 }
 
 template ordered_json measure<float>(Runtime&, const vendor::CusparseHandle&, const Csr<float>&, int32_t, const Config&,

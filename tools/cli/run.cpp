@@ -25,15 +25,6 @@ struct RunArgs {
   bool check = false, transpose = false;
 };
 
-double relative_error(const std::vector<double>& got, const std::vector<double>& want) {
-  double diff = 0, norm = 0;
-  for (std::size_t i = 0; i < want.size(); ++i) {
-    diff += (got[i] - want[i]) * (got[i] - want[i]);
-    norm += want[i] * want[i];
-  }
-  return std::isnan(diff) ? INFINITY : std::sqrt(diff / (norm > 0 ? norm : 1));
-}
-
 // Wall-clock microseconds per call for `calls` back-to-back calls (host side only: launches
 // are asynchronous), after the plan exists.
 template <class F>
@@ -75,9 +66,8 @@ void run_spmm(const RunArgs& args) {
     Dense<T> want;
     reference::spmm(a, b, want, args.transpose);
     const Dense<T> got = dc.download();
-    const double err = relative_error(std::vector<double>(got.data.begin(), got.data.end()),
-                                      std::vector<double>(want.data.begin(), want.data.end()));
-    const double limit = std::is_same_v<T, float> ? 1e-4 : 1e-10;
+    const double err = reference::relative_error(got.data, want.data);
+    const double limit = reference::check_tolerance<T>();
     check = "; check " + std::string(err <= limit ? "passed" : "FAILED") + " (relative error " + std::to_string(err) + ")";
     if (err > limit) throw Error(ErrorCategory::Cuda, "check failed: relative error " + std::to_string(err) + check);
   }
@@ -110,8 +100,8 @@ void run_sddmm(const RunArgs& args) {
     Csr<T> want;
     reference::sddmm(s, a, b, want);
     const auto got = dp.download_as<T>(s.values.size());
-    const double err = relative_error(std::vector<double>(got.begin(), got.end()), std::vector<double>(want.values.begin(), want.values.end()));
-    const double limit = std::is_same_v<T, float> ? 1e-4 : 1e-10;
+    const double err = reference::relative_error(got, want.values);
+    const double limit = reference::check_tolerance<T>();
     check = "; check " + std::string(err <= limit ? "passed" : "FAILED") + " (relative error " + std::to_string(err) + ")";
     if (err > limit) throw Error(ErrorCategory::Cuda, "check failed: relative error " + std::to_string(err));
   }

@@ -7,6 +7,9 @@
 // Work is split over std::thread::hardware_concurrency() threads by row blocks balanced by
 // nonzeros; results do not depend on the thread count.
 #pragma once
+#include <type_traits>
+#include <vector>
+
 #include "sparsejit/matrix.hpp"
 
 namespace sparsejit::reference {
@@ -34,5 +37,16 @@ Csr<T> spgemm(const Csr<T>& a, const Csr<T>& b);
 // are computed in double. tile must be ≥ 1 and tau finite and ≥ 0.
 template <class T>
 void spamm(const Dense<T>& a, const Dense<T>& b, Dense<T>& c, int tile, double tau);
+
+// How far a result is from the reference: ||got - want|| / ||want|| (||got - want|| when want is
+// all zeros), accumulated in double. Infinite when the sizes differ or got holds a NaN, which is
+// what an element a run never wrote reads as after its output was poisoned with 0xFF bytes.
+template <class T>
+double relative_error(const std::vector<T>& got, const std::vector<T>& want);
+
+// The bound `--check`, `sparsejit run` and the tuner hold a result of T to (METHOD.md: a float or
+// double product accumulated in the kernel's precision).
+template <class T>
+constexpr double check_tolerance() { return std::is_same_v<T, float> ? 1e-4 : 1e-10; }
 
 }  // namespace sparsejit::reference
