@@ -47,7 +47,7 @@ void expect_one_line_error(const std::string& args, std::initializer_list<const 
 TEST(CliBench, HelpListsEveryOption) {
   const Result r = run_cli("bench --help");
   EXPECT_EQ(r.status, 0);
-  for (const char* option : {"Usage", "--op", "-k", "--dtype", "--repeat", "--warmup", "--variants", "--transpose", "--check",
+  for (const char* option : {"Usage", "--op", "-k", "--dtype", "--repeat", "--warmup", "--variants", "--clock", "--transpose", "--check",
                              "--no-reuse", "--json-out", "--seed", "gen:", "uniform:N:R"})
     EXPECT_NE(r.out.find(option), std::string::npos) << option << " missing from: " << r.out;
 }
@@ -74,6 +74,7 @@ TEST(CliBench, OtherBadOptions) {
   expect_one_line_error("gen:uniform:100:4 --variants some", {"some"});
   expect_one_line_error("gen:uniform:100:4 --op sddmm --transpose", {"--transpose"});
   expect_one_line_error("gen:uniform:100:4 --op spmm --no-reuse", {"--no-reuse", "sddmm"});
+  expect_one_line_error("gen:uniform:100:4 --clock fast", {"clock 'fast'", "graph, events"});
   expect_one_line_error("gen:uniform:100:4 --json-out /nonexistent/dir/out.jsonl", {"/nonexistent/dir/out.jsonl"});
 }
 

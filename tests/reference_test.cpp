@@ -374,5 +374,16 @@ TEST(Reference, MalformedOperandsThrow) {
   expect_invalid([&] { reference::spmm(a, short_b, c); }, {"spmm: B is 2x2 but holds 3 values"});
 }
 
+// The comparison every --check uses: hand-computed norms, a NaN (a poisoned element the run never
+// wrote) and a size mismatch are infinitely wrong, an all-zero reference compares absolutely.
+TEST(Reference, RelativeErrorIsTheNormRatioAndNaNIsInfinite) {
+  EXPECT_DOUBLE_EQ(reference::relative_error(std::vector<double>{3, 4}, std::vector<double>{3, 4}), 0.0);
+  EXPECT_DOUBLE_EQ(reference::relative_error(std::vector<double>{3, 5}, std::vector<double>{3, 4}), 1.0 / 5.0);
+  EXPECT_DOUBLE_EQ(reference::relative_error(std::vector<float>{3, 4}, std::vector<float>{0, 0}), 5.0);
+  EXPECT_TRUE(std::isinf(reference::relative_error(std::vector<float>{NAN, 4}, std::vector<float>{3, 4})));
+  EXPECT_TRUE(std::isinf(reference::relative_error(std::vector<double>{3}, std::vector<double>{3, 4})));
+  EXPECT_LT(reference::check_tolerance<double>(), reference::check_tolerance<float>());
+}
+
 }  // namespace
 }  // namespace sparsejit
