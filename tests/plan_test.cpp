@@ -12,6 +12,7 @@
 #include "models/decision_tree.hpp"
 #include "models/model_store.hpp"
 #include "plan/planner.hpp"
+#include "plan/tuned.hpp"
 #include "sparsejit/error.hpp"
 #include "sparsejit/generate.hpp"
 #include "sparsejit/matrix.hpp"
@@ -57,7 +58,8 @@ TEST(Plan, ModelPicksTheCheapestEligibleCandidate) {
   const Decision d = plan::plan_spmm(small_features(), {32, DType::F32, false}, {}, {});
   EXPECT_EQ(d.source, DecisionSource::Model);
   EXPECT_EQ(d.model_id, "spmm-default");
-  ASSERT_EQ(d.candidates.size(), 6u);  // csr_rowwarp, csr_vector, csr_rowsplit, rs (no split source: rejected), csr_merge, cusparse
+  // csr_rowwarp, csr_vector, csr_rowsplit, rs (no split source: rejected), csr_merge, dense, cusparse
+  ASSERT_EQ(d.candidates.size(), 7u);
   double best = 1e300;
   std::string best_name;
   for (const auto& c : d.candidates) {
@@ -68,6 +70,43 @@ TEST(Plan, ModelPicksTheCheapestEligibleCandidate) {
   EXPECT_EQ(d.variant, best_name);
   EXPECT_EQ(d.features["k"], 32);
   EXPECT_EQ(d.features["nnz"], 6);
+}
+
+const Candidate& candidate(const Decision& d, const std::string& name) {
+  for (const auto& c : d.candidates)
+    if (c.variant == name) return c;
+  throw InvalidInputError("no candidate " + name);
+}
+
+// The dense GEMM's terms for the 4x6 matrix at K = 32 (f32): 2*4*6*32 flops; the dense copy,
+// B and C in bytes; one 128x128 output tile, so the serial share is all the flops. Aᵀ·B
+// swaps B's and C's rows.
+TEST(Plan, DenseIsPricedByTheGemmItRuns) {
+  const auto model = plan::planner_model(Op::SpMM, {});
+  for (bool transpose : {false, true}) {
+    const Decision d = plan::plan_spmm(small_features(), {32, DType::F32, transpose}, {}, {});
+    const Candidate& c = candidate(d, "dense");
+    ASSERT_TRUE(c.rejected_because.empty()) << c.rejected_because;
+    EXPECT_DOUBLE_EQ(c.terms.at("dense_flops").get<double>(), 2.0 * 4 * 6 * 32);
+    EXPECT_DOUBLE_EQ(c.terms.at("dense_bytes").get<double>(), (4.0 * 6 + 6 * 32 + 4 * 32) * 4);
+    EXPECT_DOUBLE_EQ(c.terms.at("dense_serial_flops").get<double>(), 2.0 * 4 * 6 * 32);
+    EXPECT_DOUBLE_EQ(c.predicted_ms, models::linear_cost(model->at("cost").at("dense"), c.terms));
+  }
+}
+
+TEST(Plan, DenseIsRejectedWhenItsCopyWouldBeTooLarge) {
+  const Features big = inspect(generate::uniform(20000, 20000, 1, 3).pattern());  // 1.6e9 bytes in f32
+  const Decision d = plan::plan_spmm(big, {32, DType::F32, false}, {}, {});
+  EXPECT_NE(candidate(d, "dense").rejected_because.find("dense copy of A (20000x20000"), std::string::npos)
+      << candidate(d, "dense").rejected_because;
+  EXPECT_NE(d.variant, "dense");
+  Options o;
+  o.variant = "dense";
+  EXPECT_THROW(plan::plan_spmm(big, {32, DType::F32, false}, {}, o), UnsupportedError);
+  const Features fits = inspect(generate::uniform(16000, 16000, 1, 3).pattern());  // 1.02e9 bytes, under 1 GiB
+  EXPECT_TRUE(candidate(plan::plan_spmm(fits, {32, DType::F32, false}, {}, {}), "dense").rejected_because.empty());
+  o.params = {{"lanes", 8}};
+  EXPECT_THROW(plan::plan_spmm(small_features(), {32, DType::F32, false}, {}, o), InvalidInputError);
 }
 
 TEST(Plan, TransposeRejectsRowwarp) {
@@ -127,7 +166,7 @@ TEST(Plan, DecisionJsonAndDescriptionNameTheChoice) {
   const auto j = to_json(d);
   EXPECT_EQ(j["variant"], d.variant);
   EXPECT_EQ(j["source"], "model");
-  EXPECT_EQ(j["candidates"].size(), 6u);
+  EXPECT_EQ(j["candidates"].size(), 7u);
   const std::string text = describe(d);
   EXPECT_NE(text.find("* " + d.variant), std::string::npos) << text;
   EXPECT_NE(text.find("spmm-default"), std::string::npos) << text;
@@ -404,12 +443,6 @@ Features with_density(double density) {
 }
 
 const plan::SddmmProblem kSddmm32{32, DType::F32, 32, 32};
-
-const Candidate& candidate(const Decision& d, const std::string& name) {
-  for (const auto& c : d.candidates)
-    if (c.variant == name) return c;
-  throw InvalidInputError("no candidate " + name);
-}
 
 TEST(SddmmPlan, SparsePatternsTakeCooAndShowTheTreePath) {
   const Decision d = plan::plan_sddmm(with_density(3e-6), kSddmm32, {}, {});

@@ -32,12 +32,15 @@ done
 #   sddmm_variants_test    every variant and parameter set on two small shapes, and the reuse path
 #   row_segments_gpu_test  the GPU split builder (CUB scans and sort, our fill kernels)
 #   split_rows_spmm_test   csr_merge and csr_rowsplit on one huge row among short ones, padded rows
+#   dense_spmm_test        the dense copy (memset + scatter kernel) and cuBLAS on padded rows,
+#                          copies rebuilt for new values
 sanitizer_passes=(
   "runtime_test:${SANITIZER_FILTER:-RuntimeGpu.SddmmShared*:RuntimeGpu.SpmmShared*:RuntimeGpu.Empty*}"
   "rs_spmm_test:RsSpmmGpu.PaddedLeadingDimensions:RsSpmmGpu.NewValuesRebuildTheSplit:RsSpmmGpu.EmptyMatrix*"
   "sddmm_variants_test:SddmmVariantsGpu.EveryVariantOnSmallShapes:SddmmVariantsGpu.Reused*"
   "row_segments_gpu_test:RowSegmentsGpu.DocumentedExample*:RowSegmentsGpu.EqualsTheHostBuilderForEveryValueType"
   "split_rows_spmm_test:SplitRowsGpu.PaddedLeadingDimensions:SplitRowsGpu.MergeEmptyMatrixGivesZeros"
+  "dense_spmm_test:DenseSpmmGpu.PaddedLeadingDimensions:DenseSpmmGpu.NewValuesRebuildTheCopy"
 )
 # racecheck skips cuSPARSE's own kernels (kns: substring of the kernel's mangled name, which
 # holds the cusparse namespace): the hazards it reported inside csrmv_v3_kernel and sddmm_ker

@@ -13,6 +13,11 @@ std::atomic<uint64_t> next_runtime_id{1};
 RuntimeState::RuntimeState(int device)
     : context(device), target(target_of(context.info())), loader(context), cusparse(context), id(next_runtime_id++) {}
 
+const vendor::CublasHandle& RuntimeState::cublas_handle() {
+  if (!cublas_) cublas_ = std::make_unique<vendor::CublasHandle>(context);
+  return *cublas_;
+}
+
 plan::DeviceTarget target_of(const DeviceInfo& info) {
   plan::DeviceTarget t;
   t.name = info.name;

@@ -12,17 +12,19 @@
 //                memset and no light atomics), then spmm_rs_heavy adding the heavy segments
 //                atomically (skipped when the split has no heavy segment).
 //                Aᵀ·B: memset C, spmm_rs_light_t, spmm_rs_heavy_t.
+//   dense        cuBLAS GEMM over the dense copy of A (SGEMM / DGEMM, full precision).
 //   cusparse     the vendor's prepared call.
 // Preparation (once per handle, K, value type, transpose, vector alignment and forced
 // choice): plan, load the kernels, opt the heavy kernel in to its shared memory, upload the
 // COO row indices (csr_merge; once per pattern, shared with SDDMM's coo_flat), and build
 // and upload the split (cached on the handle per (W, T, dtype, S); rebuilt when the values
-// change). A call after that does one plan-cache lookup and the launches.
+// change), or the dense copy of A (dense; cached on the handle, rebuilt when the values change). A call after that does one plan-cache lookup and the launches.
 #include <map>
 #include <mutex>
 #include <tuple>
 
 #include "formats/coo_rows.hpp"
+#include "formats/dense_copy.hpp"
 #include "formats/device_row_segments.hpp"
 #include "ops/call_common.hpp"
 #include "ops/runtime_state.hpp"
@@ -45,7 +47,7 @@ struct Launch {
   unsigned shared_bytes = 0;
 };
 
-enum class Path { Rowwarp, Vector, RowSplit, Merge, Rs, Vendor };
+enum class Path { Rowwarp, Vector, RowSplit, Merge, Rs, Dense, Vendor };
 
 // A plan ready to launch: our kernels with their launch shapes, or the vendor with its
 // per-operand prepared calls (cuSPARSE binds B and C at preparation).
@@ -58,6 +60,7 @@ struct PreparedSpmm {
   std::optional<Launch> heavy;  // rs: grid.x is the split's work items, set per call
   std::shared_ptr<CachedRowSegments<T>> split;
   std::shared_ptr<const DeviceBuffer> coo_rows;  // csr_merge: the row of every nonzero
+  std::shared_ptr<CachedDenseCopy<T>> dense;     // dense: A expanded
 
   using OperandKey = std::tuple<const void*, int64_t, const void*, int64_t, int32_t>;
   std::mutex vendor_mutex;
@@ -179,6 +182,14 @@ std::shared_ptr<PreparedSpmm<T>> prepare_spmm(detail::RuntimeState& rt, const De
                                             d.params.at("segments_per_block").get<int32_t>());
       prepared->split->current(a);  // build and upload now, not in the first timed call
     }
+  } else if (d.variant == "dense") {
+    if constexpr (kFloatOrDouble<T>) {  // the planner offers dense for f32 and f64 only
+      prepared->path = Path::Dense;
+      prepared->dense = cached_dense_copy(a);
+      prepared->dense->current(a);  // expand now, not in the first timed call
+      std::lock_guard<std::mutex> lock(rt.cublas_mutex);
+      rt.cublas_handle();  // create the handle now too
+    }
   }
   prepared->decision = std::make_shared<const Decision>(std::move(d));
   return prepared;
@@ -232,6 +243,16 @@ void run_ours(PreparedSpmm<T>& p, const DeviceCsr<T>& a, const DeviceDense<T>& b
 }
 
 template <class T>
+void run_dense(detail::RuntimeState& rt, PreparedSpmm<T>& p, const DeviceCsr<T>& a, const DeviceDense<T>& b, DeviceDense<T>& c,
+               CUstream stream) {
+  if constexpr (kFloatOrDouble<T>) {
+    const std::shared_ptr<const DenseCopy> copy = p.dense->current(a);
+    std::lock_guard<std::mutex> lock(rt.cublas_mutex);
+    vendor::dense_gemm(rt.cublas_handle(), copy->values, a.rows(), a.cols(), p.transpose, b, c, stream);
+  }
+}
+
+template <class T>
 void run_vendor(detail::RuntimeState& rt, PreparedSpmm<T>& p, const DeviceCsr<T>& a, const DeviceDense<T>& b,
                 DeviceDense<T>& c, bool transpose, CUstream stream) {
   if constexpr (kFloatOrDouble<T>) {
@@ -270,6 +291,8 @@ CallInfo Runtime::spmm(const DeviceCsr<T>& a, const DeviceDense<T>& b, DeviceDen
   const CUstream stream = static_cast<CUstream>(options.stream);
   if (a.nnz() == 0 && c.rows() > 0) {  // nothing to multiply: C = 0
     c.buffer().fill_bytes_async(0, stream);
+  } else if (prepared->path == Path::Dense) {
+    run_dense(rt, *prepared, a, b, c, stream);
   } else if (prepared->path == Path::Vendor) {
     run_vendor(rt, *prepared, a, b, c, options.transpose_a, stream);
   } else {

@@ -11,6 +11,9 @@
 //                stored (Aᵀ·B: every product added atomically)
 //   rs           the RS-SpMM split: light kernel over the light part (plain stores), then
 //                the heavy (vertical, shared-memory panel) kernel adding atomically
+//   dense        A expanded once per values into a dense copy cached on the handle, then one
+//                cuBLAS GEMM in full precision (near-dense operands: pruned layers at 50-80%
+//                sparsity); admitted while the copy stays within kDenseMaxBytes
 //   cusparse     the vendor: CSR_ALG3 for A·B, CSR_ALG2 for Aᵀ·B (alg forced: 1, 2 or 3)
 // Order of precedence (DESIGN.md): forced, tuned record, model (cost formulas), default.
 //
@@ -63,6 +66,11 @@ const int kMergeRanges[] = {16, 32, 64, 128, 256};
 const int kSearchMergeRanges[] = {32, 64, 128, 256};
 constexpr int kMergeThreads = 128;
 const int kRowsplitParts[] = {2, 4, 8, 16};
+// The dense copy lives as long as the handle: 1 GiB keeps it a fraction of any data-centre
+// GPU's memory (a 16384 x 16384 fp32 matrix).
+constexpr double kDenseMaxBytes = double(1LL << 30);
+// cuBLAS's output tile edge for the shapes the dense variant wins (what sets its parallelism).
+constexpr double kGemmTile = 128;
 
 int value_bytes(const SpmmProblem& p) { return int(size_of(p.dtype)); }
 int64_t ld_or_k(int64_t ld, int32_t k) { return ld > 0 ? ld : k; }
@@ -323,6 +331,32 @@ nlohmann::json rs_terms(const Features& f, const SpmmProblem& p, const nlohmann:
   return t;
 }
 
+// dense: one GEMM over all rows x cols entries of A, zeros included (its own terms, none of
+// the sparse kernels'): the flops; the bytes of the dense copy, B and C; and the flops of one
+// multiprocessor's share when the output has fewer 128x128 tiles than the device has
+// multiprocessors (cuBLAS then splits the inner dimension, at a cost the fit prices), so a
+// few-row layer with long rows is not priced as if the whole device worked on it.
+nlohmann::json dense_terms(const Features& f, const SpmmProblem& p, const DeviceTarget& device) {
+  const double vb = value_bytes(p);
+  const double rows = f.basic.rows, cols = f.basic.cols, k = p.k;
+  const double outer = p.transpose_a ? cols : rows;
+  const double inner = p.transpose_a ? rows : cols;
+  const double flops = 2.0 * rows * cols * k;
+  const double tiles = ceil_div(outer, kGemmTile) * ceil_div(k, kGemmTile);
+  return {{"launch", 1.0},
+          {"dense_flops", flops},
+          {"dense_bytes", (rows * cols + inner * k + outer * k) * vb},
+          {"dense_serial_flops", flops / std::max(1.0, std::min<double>(tiles, device.multiprocessors))}};
+}
+
+std::string dense_rejection(const Features& f, const SpmmProblem& p) {
+  const double bytes = double(f.basic.rows) * double(f.basic.cols) * value_bytes(p);
+  if (bytes > kDenseMaxBytes)
+    return "its dense copy of A (" + std::to_string(f.basic.rows) + "x" + std::to_string(f.basic.cols) + ", " +
+           std::to_string(int64_t(bytes)) + " bytes) would exceed " + std::to_string(int64_t(kDenseMaxBytes)) + " bytes";
+  return "";
+}
+
 // ---------------------------------------------------------------------------------------
 // Checks of (possibly forced) parameters: InvalidInputError naming the value.
 void require_one_of(const std::string& variant, const nlohmann::json& params, const char* key, std::initializer_list<int> allowed) {
@@ -477,7 +511,7 @@ std::string type_rejection(const SpmmProblem& p) {
 }
 
 std::vector<VariantSpec> spmm_candidates(const SpmmProblem& p, const nlohmann::json& rs_params, const nlohmann::json& merge_params,
-                                         const nlohmann::json& rowsplit_params, bool have_split) {
+                                         const nlohmann::json& rowsplit_params, bool have_split, const std::string& dense_reason) {
   const std::string type_reason = type_rejection(p);
   // Each lane keeps cols_per_lane columns of C in registers, so one pass over a row covers
   // 32 * cols_per_lane columns; past 128 columns a second pass beats register pressure.
@@ -490,8 +524,9 @@ std::vector<VariantSpec> spmm_candidates(const SpmmProblem& p, const nlohmann::j
   VariantSpec merge{"csr_merge", merge_params, type_reason};
   VariantSpec rs{"rs", rs_params, type_reason};
   if (rs.rejected_because.empty() && !have_split) rs.rejected_because = "needs the matrix pattern to measure the split";
+  VariantSpec dense{"dense", nlohmann::json::object(), type_reason.empty() ? dense_reason : type_reason};
   VariantSpec vendor{"cusparse", {{"alg", vendor_algorithm(p)}}, type_reason};
-  return {rowwarp, vector, rowsplit, rs, merge, vendor};
+  return {rowwarp, vector, rowsplit, rs, merge, dense, vendor};
 }
 
 // A forced rs choice without a panel width (or read-ahead) gets the formula's width (and
@@ -524,7 +559,7 @@ void check_params(const std::string& variant, const nlohmann::json& params, cons
 std::vector<std::string> spmm_variants() {
   std::vector<std::string> names;
   const nlohmann::json none = nlohmann::json::object();
-  for (const auto& v : spmm_candidates({}, none, none, none, false)) names.push_back(v.name);
+  for (const auto& v : spmm_candidates({}, none, none, none, false, "")) names.push_back(v.name);
   return names;
 }
 
@@ -561,13 +596,14 @@ Decision plan_spmm(const Features& features, const SpmmProblem& problem, const D
     if (variant == "csr_vector") return csr_vector_terms(features, problem, params);
     if (variant == "csr_merge") return csr_merge_terms(features, problem, params);
     if (variant == "csr_rowsplit") return csr_rowsplit_terms(features, problem, params);
+    if (variant == "dense") return dense_terms(features, problem, device);
     if (variant == "rs") {
       if (params == rs.params) return rs.terms;
       return rs_terms(features, problem, params, split_stats(params.at("panel_width").get<int>(), params.at("threshold").get<int>()));
     }
     return base_terms(features, problem);
   };
-  choose(d, spmm_candidates(problem, rs.params, merge, rowsplit, have_split), model, terms, forced,
+  choose(d, spmm_candidates(problem, rs.params, merge, rowsplit, have_split, dense_rejection(features, problem)), model, terms, forced,
          [&](const std::string& variant, const nlohmann::json& params) { check_params(variant, params, problem, device); });
   const std::string bucket = spmm_bucket(features, problem);
   d.features["feature_bucket"] = bucket;
@@ -641,6 +677,7 @@ std::vector<std::pair<std::string, nlohmann::json>> spmm_search_space(const Feat
       }
     }
   }
+  if (dense_rejection(features, problem).empty()) space.emplace_back("dense", nlohmann::json::object());
   space.emplace_back("cusparse", nlohmann::json{{"alg", vendor_algorithm(problem)}});
   return space;
 }
