@@ -1,6 +1,7 @@
 // `sparsejit info` and `sparsejit cache ...`, run as a user would: the kernels are compiled
 // into a temporary cache by this process through the library, then the built CLI looks at that
 // cache with --dir.
+#include <cublas_v2.h>
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 #include <sys/wait.h>
@@ -90,6 +91,7 @@ TEST(CliInfo, PrintsVersionsDriverAndCache) {
   EXPECT_TRUE(contains(r.out, std::string("zlib:      ") + zlibVersion() + "\n")) << r.out;
   EXPECT_TRUE(contains(r.out, "cusparse:  ")) << r.out;
   EXPECT_FALSE(contains(r.out, "cusparseGetProperty failed")) << r.out;
+  EXPECT_TRUE(contains(r.out, "cublas:    " + std::to_string(CUBLAS_VER_MAJOR) + "." + std::to_string(CUBLAS_VER_MINOR) + ".")) << r.out;
   // Whatever this machine has: each GPU, or the reason there is none.
   if (driver_available()) {
     EXPECT_TRUE(contains(r.out, "gpu " + to_string(device_info(0)))) << r.out;

@@ -1,6 +1,7 @@
 // `sparsejit info`: everything a bug report needs to know about this installation: versions of
 // sparsejit and the libraries it uses, the build, the CUDA driver and GPUs, the cache location,
 // the environment variables that change behaviour, and what is embedded (templates, models).
+#include <cublas_v2.h>
 #include <cusparse.h>
 #include <sqlite3.h>
 #include <zlib.h>
@@ -27,14 +28,13 @@ namespace {
 constexpr const char* kEnvironmentVariables[] = {"SPARSEJIT_CACHE_DIR", "SPARSEJIT_LOG", "SPARSEJIT_DUMP_SOURCE",
                                                  "SPARSEJIT_FORCE", "SPARSEJIT_TEMPLATE_DIR"};
 
-// cuSPARSE answers this from the library itself, so it works without a GPU.
-std::string cusparse_version() {
+// "major.minor.patch" of a library that answers from itself (cuSPARSE, cuBLAS), so it works
+// without a GPU; get(property, &value) returns `ok` on success.
+template <class Status, class Get>
+std::string library_version(Get get, Status ok, const char* call) {
   int major = 0, minor = 0, patch = 0;
-  if (cusparseGetProperty(MAJOR_VERSION, &major) != CUSPARSE_STATUS_SUCCESS ||
-      cusparseGetProperty(MINOR_VERSION, &minor) != CUSPARSE_STATUS_SUCCESS ||
-      cusparseGetProperty(PATCH_LEVEL, &patch) != CUSPARSE_STATUS_SUCCESS) {
-    return "unknown (cusparseGetProperty failed)";
-  }
+  if (get(MAJOR_VERSION, &major) != ok || get(MINOR_VERSION, &minor) != ok || get(PATCH_LEVEL, &patch) != ok)
+    return std::string("unknown (") + call + " failed)";
   return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
 }
 
@@ -78,7 +78,8 @@ nlohmann::json collect_info() {
           {"build_type", SPARSEJIT_BUILD_TYPE},
           {"compiler", SPARSEJIT_COMPILER},
           {"nvrtc", jit::nvrtc_version()},
-          {"cusparse", cusparse_version()},
+          {"cusparse", library_version(cusparseGetProperty, CUSPARSE_STATUS_SUCCESS, "cusparseGetProperty")},
+          {"cublas", library_version(cublasGetProperty, CUBLAS_STATUS_SUCCESS, "cublasGetProperty")},
           {"sqlite", sqlite3_libversion()},
           {"zlib", zlibVersion()},
           {"cuda_driver", driver_json()},
@@ -99,6 +100,7 @@ void print_text(const nlohmann::json& info) {
             << " build, " << info["compiler"].get<std::string>() << ")\n"
             << "nvrtc:     " << info["nvrtc"].get<std::string>() << "\n"
             << "cusparse:  " << info["cusparse"].get<std::string>() << "\n"
+            << "cublas:    " << info["cublas"].get<std::string>() << "\n"
             << "sqlite:    " << info["sqlite"].get<std::string>() << "\n"
             << "zlib:      " << info["zlib"].get<std::string>() << "\n";
   const auto& driver = info["cuda_driver"];

@@ -38,6 +38,10 @@ class Runtime {
 
   // C = A·B (A m×n, B n×k, C m×k), or C = Aᵀ·B with options.transpose_a (B m×k, C n×k).
   // C is overwritten. T: float or double (others: UnsupportedError).
+  // Non-finite values in B: the sparse variants read only the rows of B that A's entries
+  // name; the dense variant (cuBLAS over a copy of A, zeros included; chosen for near-dense
+  // A) multiplies every row, so an Inf or NaN in B reaches C through A's zeros (0·Inf = NaN).
+  // Force a sparse variant (options.variant) when B may hold them.
   template <class T>
   CallInfo spmm(const DeviceCsr<T>& a, const DeviceDense<T>& b, DeviceDense<T>& c, const Options& options = {});
 
