@@ -13,7 +13,7 @@ std::atomic<uint64_t> next_runtime_id{1};
 RuntimeState::RuntimeState(int device)
     : context(device), target(target_of(context.info())), loader(context), cusparse(context), id(next_runtime_id++) {}
 
-const vendor::CublasHandle& RuntimeState::cublas_handle() {
+vendor::CublasHandle& RuntimeState::cublas_handle() {
   if (!cublas_) cublas_ = std::make_unique<vendor::CublasHandle>(context);
   return *cublas_;
 }

@@ -24,7 +24,7 @@ struct RuntimeState {
   // workspace that runtimes never picking the variant should not pay for). Hold
   // cublas_mutex around cublas_handle() and every call on it.
   std::mutex cublas_mutex;
-  const vendor::CublasHandle& cublas_handle();
+  vendor::CublasHandle& cublas_handle();
   // Distinguishes this runtime's plans on a matrix handle from another runtime's (a plan
   // holds this runtime's cuSPARSE handle and kernels).
   const uint64_t id;

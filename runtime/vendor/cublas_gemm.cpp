@@ -40,15 +40,18 @@ CublasHandle::~CublasHandle() {
   }
 }
 
-void CublasHandle::bind(CUstream stream) const {
+void CublasHandle::bind(CUstream stream) {
   context_.make_current();
+  if (bound_ && stream == bound_stream_) return;
   SPARSEJIT_CUBLAS(cublasSetStream, handle_, stream);
-  // The workspace is tied to the stream it was set for: set it again after every stream change.
+  // cublasSetStream resets the workspace to cuBLAS's own pool: set ours again after it.
   SPARSEJIT_CUBLAS(cublasSetWorkspace, handle_, reinterpret_cast<void*>(workspace_.ptr()), std::size_t(workspace_.bytes()));
+  bound_ = true;
+  bound_stream_ = stream;
 }
 
 template <class T>
-void dense_gemm(const CublasHandle& handle, const DeviceBuffer& a_dense, int32_t rows, int32_t cols, bool transpose_a,
+void dense_gemm(CublasHandle& handle, const DeviceBuffer& a_dense, int32_t rows, int32_t cols, bool transpose_a,
                 const DeviceDense<T>& b, DeviceDense<T>& c, CUstream stream) {
   const int32_t inner = transpose_a ? rows : cols;
   const int32_t outer = transpose_a ? cols : rows;
@@ -74,9 +77,9 @@ void dense_gemm(const CublasHandle& handle, const DeviceBuffer& a_dense, int32_t
   }
 }
 
-template void dense_gemm<float>(const CublasHandle&, const DeviceBuffer&, int32_t, int32_t, bool, const DeviceDense<float>&,
+template void dense_gemm<float>(CublasHandle&, const DeviceBuffer&, int32_t, int32_t, bool, const DeviceDense<float>&,
                                 DeviceDense<float>&, CUstream);
-template void dense_gemm<double>(const CublasHandle&, const DeviceBuffer&, int32_t, int32_t, bool, const DeviceDense<double>&,
+template void dense_gemm<double>(CublasHandle&, const DeviceBuffer&, int32_t, int32_t, bool, const DeviceDense<double>&,
                                  DeviceDense<double>&, CUstream);
 
 }  // namespace sparsejit::vendor

@@ -34,20 +34,23 @@ class CublasHandle {
   CublasHandle& operator=(const CublasHandle&) = delete;
 
   cublasHandle_t get() const { return handle_; }
-  // Makes the context current and directs the following cuBLAS calls to `stream`.
-  void bind(CUstream stream) const;
+  // Makes the context current and directs the following cuBLAS calls to `stream` (the
+  // stream and workspace are set only when the stream differs from the last call's).
+  void bind(CUstream stream);
 
  private:
   Context context_;
   DeviceBuffer workspace_;
   cublasHandle_t handle_ = nullptr;
+  bool bound_ = false;
+  CUstream bound_stream_ = nullptr;
 };
 
 // C = op(A)·B with `a_dense` the row-major rows x cols matrix A (ld = cols); op(A) is
 // rows x cols (transpose_a false) or cols x rows. InvalidInputError on a shape mismatch.
 // T is float or double.
 template <class T>
-void dense_gemm(const CublasHandle& handle, const DeviceBuffer& a_dense, int32_t rows, int32_t cols, bool transpose_a,
+void dense_gemm(CublasHandle& handle, const DeviceBuffer& a_dense, int32_t rows, int32_t cols, bool transpose_a,
                 const DeviceDense<T>& b, DeviceDense<T>& c, CUstream stream);
 
 }  // namespace sparsejit::vendor

@@ -22,24 +22,11 @@ namespace sparsejit {
 namespace {
 
 using nlohmann::json;
+using test::empty_every;
+using test::is_poison;
+using test::widest;
 
 class SddmmRowDenseGpu : public test::GpuSuite {};
-
-Csr<double> empty_every(Csr<double> m, int32_t step) {
-  Csr<double> out;
-  out.rows = m.rows;
-  out.cols = m.cols;
-  for (int32_t r = 0; r < m.rows; ++r) {
-    if (r % step != 0) {
-      for (int32_t e = m.row_ptr[r]; e < m.row_ptr[r + 1]; ++e) {
-        out.col_idx.push_back(m.col_idx[e]);
-        out.values.push_back(m.values[e]);
-      }
-    }
-    out.row_ptr.push_back(int32_t(out.col_idx.size()));
-  }
-  return out;
-}
 
 struct Pattern {
   std::string name;
@@ -55,12 +42,6 @@ std::vector<Pattern> patterns() {
           {"empty rows 40% 700x190", empty_every(generate::uniform(700, 190, 76, 6), 3)},
           {"rectangular 5000x90", generate::uniform(5000, 90, 9, 7)},
           {"unaligned 131x77 40%", generate::uniform(131, 77, 31, 8)}};
-}
-
-template <class T>
-int widest(int32_t k) {
-  const int w = std::is_same_v<T, float> ? 4 : 2;
-  return k % w == 0 ? w : 1;
 }
 
 std::vector<json> row_gather_sets(int32_t k) {
@@ -81,13 +62,6 @@ std::vector<json> dense_tile_sets(int32_t k) {
                             {{"vector_width", 1}, {"tile_rows", 32}, {"tile_cols", 32}, {"slice", 5}}};
   if (std::is_same_v<T, float>) sets.push_back({{"tile_rows", 128}, {"tile_cols", 256}, {"micro_rows", 8}, {"micro_cols", 8}, {"slice", slice(8)}});
   return sets;
-}
-
-template <class T>
-bool is_poison(T v) {
-  T poison;
-  std::memset(&poison, 0xFF, sizeof(T));
-  return std::memcmp(&v, &poison, sizeof(T)) == 0;
 }
 
 template <class T>

@@ -22,25 +22,11 @@ namespace sparsejit {
 namespace {
 
 using nlohmann::json;
+using test::empty_every;
+using test::is_poison;
+using test::widest;
 
 class SddmmVariantsGpu : public test::GpuSuite {};
-
-// Removes every entry of every `step`-th row: truly empty rows, not stored zeros.
-Csr<double> empty_every(Csr<double> m, int32_t step) {
-  Csr<double> out;
-  out.rows = m.rows;
-  out.cols = m.cols;
-  for (int32_t r = 0; r < m.rows; ++r) {
-    if (r % step != 0) {
-      for (int32_t e = m.row_ptr[r]; e < m.row_ptr[r + 1]; ++e) {
-        out.col_idx.push_back(m.col_idx[e]);
-        out.values.push_back(m.values[e]);
-      }
-    }
-    out.row_ptr.push_back(int32_t(out.col_idx.size()));
-  }
-  return out;
-}
 
 std::vector<std::pair<std::string, Csr<double>>> matrices() {
   return {{"10% 400x300", generate::uniform(400, 300, 30, 1)},
@@ -50,12 +36,6 @@ std::vector<std::pair<std::string, Csr<double>>> matrices() {
           {"clustered 2048", generate::from_spec("clustered:2048:24:0.6:16", 5)},
           {"empty rows 700x1900", empty_every(generate::uniform(700, 1900, 5, 6), 7)},
           {"rectangular 5000x90", generate::uniform(5000, 90, 9, 7)}};
-}
-
-template <class T>
-int widest(int32_t k) {
-  const int w = std::is_same_v<T, float> ? 4 : 2;
-  return k % w == 0 ? w : 1;
 }
 
 int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
@@ -109,13 +89,6 @@ std::vector<Run> runs(int32_t k, void* stream) {
   add("", json::object(), Reuse::Once);
   add("", json::object(), Reuse::Many);
   return out;
-}
-
-template <class T>
-bool is_poison(T v) {
-  T poison;
-  std::memset(&poison, 0xFF, sizeof(T));
-  return std::memcmp(&v, &poison, sizeof(T)) == 0;
 }
 
 template <class T>

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -31,6 +32,38 @@ class GpuSuite : public ::testing::Test {
 // Relative error allowed against the double-accumulating CPU reference.
 template <class T>
 double gpu_tolerance() { return std::is_same_v<T, float> ? 1e-5 : 1e-12; }
+
+// The widest vector (values per 16-byte load) that divides K: what the SDDMM kernels load.
+template <class T>
+int widest(int32_t k) {
+  const int w = std::is_same_v<T, float> ? 4 : 2;
+  return k % w == 0 ? w : 1;
+}
+
+// True when v holds the 0xFF bytes outputs are poisoned with (an element no kernel wrote).
+template <class T>
+bool is_poison(T v) {
+  T poison;
+  std::memset(&poison, 0xFF, sizeof(T));
+  return std::memcmp(&v, &poison, sizeof(T)) == 0;
+}
+
+// Removes every entry of every `step`-th row: truly empty rows, not stored zeros.
+inline Csr<double> empty_every(const Csr<double>& m, int32_t step) {
+  Csr<double> out;
+  out.rows = m.rows;
+  out.cols = m.cols;
+  for (int32_t r = 0; r < m.rows; ++r) {
+    if (r % step != 0) {
+      for (int32_t e = m.row_ptr[r]; e < m.row_ptr[r + 1]; ++e) {
+        out.col_idx.push_back(m.col_idx[e]);
+        out.values.push_back(m.values[e]);
+      }
+    }
+    out.row_ptr.push_back(int32_t(out.col_idx.size()));
+  }
+  return out;
+}
 
 template <class T>
 std::vector<double> as_double(const std::vector<T>& v) { return std::vector<double>(v.begin(), v.end()); }
