@@ -159,5 +159,21 @@ TEST(BenchReport, ReuseSummaryWhenTheReindexedVariantNeverWins) {
       << out.str();
 }
 
+// The first call on a new handle in calls of auto: 40, 8 and 20 -> median 20, most 40 (m1); a
+// record without it (an older line) is skipped, and a K without any prints no line.
+TEST(BenchReport, FirstCallSummaryPerK) {
+  std::vector<ordered_json> records = {report_record("m1", 32, nullptr), report_record("m2", 32, nullptr),
+                                       report_record("m3", 32, nullptr), report_record("m4", 32, nullptr),
+                                       report_record("m1", 64, nullptr)};
+  records[0]["first_call"] = {{"ms", 2.0}, {"calls", 40.0}};
+  records[1]["first_call"] = {{"ms", 0.4}, {"calls", 8.0}};
+  records[2]["first_call"] = {{"ms", 1.0}, {"calls", 20.0}};
+  std::ostringstream out;
+  print_report(out, records);
+  EXPECT_NE(out.str().find("\nK=32 first call on a new handle: median 20.0 calls of auto, most 40.0 (m1)\n"), std::string::npos)
+      << out.str();
+  EXPECT_EQ(out.str().find("K=64 first call"), std::string::npos) << out.str();
+}
+
 }  // namespace
 }  // namespace sparsejit::cli::bench

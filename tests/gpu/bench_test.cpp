@@ -112,6 +112,10 @@ void check_record(const json& r, const std::string& op, const std::string& matri
   EXPECT_FALSE(r["auto"]["variant"].get<std::string>().empty());
   EXPECT_TRUE(r["auto"]["params"].is_object());
   EXPECT_NEAR(r["auto"]["gflops"].get<double>(), 2.0 * double(nnz) * k / (auto_ms * 1e6), 1e-9 * r["auto"]["gflops"].get<double>());
+  // The first call on a new handle, and the same in calls of auto's steady state.
+  const double first_ms = r["first_call"]["ms"].get<double>();
+  EXPECT_GT(first_ms, 0);
+  EXPECT_NEAR(r["first_call"]["calls"].get<double>(), first_ms / auto_ms, 1e-9 * first_ms / auto_ms);
 
   // Every variant of ours but cusparse, each a time or "unsupported".
   EXPECT_EQ(keys_of(r["variants"]), our_variants);

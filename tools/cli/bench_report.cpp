@@ -149,6 +149,22 @@ void print_reuse_summary(std::ostream& out, const std::vector<ordered_json>& rec
   }
 }
 
+// Per K: the first call on a new matrix handle (features, plan, format build and the call) in
+// calls of auto's steady state: median, and the most with its matrix.
+void print_first_call_summary(std::ostream& out, const std::vector<ordered_json>& records) {
+  std::map<int, std::vector<Named>> by_k;
+  for (const ordered_json& r : records) {
+    const auto first = r.find("first_call");
+    if (first == r.end() || !first->is_object()) continue;
+    if (const auto calls = number(*first, "calls")) by_k[r["k"].get<int>()].push_back({*calls, r["matrix"].get<std::string>()});
+  }
+  for (const auto& [k, calls] : by_k) {
+    const Named& most = *std::max_element(calls.begin(), calls.end(), [](const Named& x, const Named& y) { return x.value < y.value; });
+    out << "K=" << k << " first call on a new handle: median " << cell(median(calls), "%.1f") << " calls of auto, most "
+        << cell(most.value, "%.1f") << " (" << most.matrix << ")\n";
+  }
+}
+
 }  // namespace
 
 void print_report(std::ostream& out, const std::vector<ordered_json>& records) {
@@ -159,6 +175,7 @@ void print_report(std::ostream& out, const std::vector<ordered_json>& records) {
   print_table(out, records);
   print_summary(out, records);
   print_reuse_summary(out, records);
+  print_first_call_summary(out, records);
 }
 
 }  // namespace sparsejit::cli::bench
