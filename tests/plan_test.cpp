@@ -765,5 +765,26 @@ TEST(PlanCost, CandidatesCarryTheirTermsAndForcedOnesArePricedAtTheirParams) {
   EXPECT_NE(rs2.terms["shared_bytes"], rs32.terms["shared_bytes"]);
 }
 
+// csr_rowsplit's round trips: a row of 64 nonzeros in 4 shares of 16 (32 lanes, unroll 4:
+// 1 index load + 4 B batches + the shared sum = 6) in one wave of blocks; 20000 such rows in
+// 128-thread blocks, 16 per SM on 132 SMs, run in ceil(20000 / 2112) = 10 waves of 6.
+TEST(PlanCost, RowsplitPricesTheWavesOfItsSmallBlocks) {
+  const plan::SpmmProblem problem{128, DType::F32, false, 128, 128};
+  auto rowsplit_loads = [&](int32_t rows) {
+    const Planned p = planned(generate::uniform(rows, 4096, 64, 5));
+    Options o;
+    o.variant = "csr_rowsplit";
+    o.params = {{"parts", 4}, {"lanes", 32}, {"unroll", 4}};
+    const Decision d = plan::plan_spmm(p.features, problem, h200(), o, p.split);
+    EXPECT_EQ(d.variant, "csr_rowsplit");
+    for (const auto& c : d.candidates)
+      if (c.variant == "csr_rowsplit") return c.terms["critical_loads"].get<double>();
+    ADD_FAILURE() << "no csr_rowsplit candidate";
+    return 0.0;
+  };
+  EXPECT_DOUBLE_EQ(rowsplit_loads(1000), 6.0);
+  EXPECT_DOUBLE_EQ(rowsplit_loads(20000), 60.0);
+}
+
 }  // namespace
 }  // namespace sparsejit

@@ -25,6 +25,8 @@ plan::DeviceTarget target_of(const DeviceInfo& info) {
   t.multiprocessors = info.multiprocessors;
   t.shared_per_block_optin = info.shared_mem_per_block_optin;
   t.shared_per_sm = info.shared_mem_per_sm;
+  t.max_threads_per_sm = info.max_threads_per_sm;
+  t.max_blocks_per_sm = info.max_blocks_per_sm;
   t.present = true;
   return t;
 }

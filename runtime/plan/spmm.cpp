@@ -270,20 +270,29 @@ nlohmann::json csr_merge_terms(const Features& f, const SpmmProblem& p, const nl
 }
 
 // csr_rowsplit: a block per row and K slice whose `parts` groups each walk 1/parts of the
-// row (the longest row's share is the chain of round trips, plus one for the shared-memory
-// sum); the partial sums go through shared memory; every thread of a block is launched
-// however short its row (thread_slots), which is what this variant pays on many short rows.
-nlohmann::json csr_rowsplit_terms(const Features& f, const SpmmProblem& p, const nlohmann::json& params) {
+// row (a share's chain of round trips, plus one for the shared-memory sum); the partial sums
+// go through shared memory. Blocks are small (lanes * parts threads), so when rows are many
+// the device holds only max_blocks_per_sm of them per SM at a time: the blocks run in waves,
+// each as long as its rows' chains; the slowest wave holds the longest row and the others
+// are priced at the mean row (the first H200 benchmark: trpcage_8K, 16863 rows of 7
+// nonzeros, 16-thread blocks in 4 waves, took 12.9 µs where one wave predicted 7.9 µs).
+nlohmann::json csr_rowsplit_terms(const Features& f, const SpmmProblem& p, const nlohmann::json& params, const DeviceTarget& device) {
   nlohmann::json t = base_terms(f, p);
   const double vb = value_bytes(p);
   const double rows = f.basic.rows;
   const int lanes = params.at("lanes").get<int>();
   const int parts = params.at("parts").get<int>();
+  const int unroll = params.at("unroll").get<int>();
   const int slice = slice_columns(lanes, params.at("vec_width").get<int>(), params.at("cf").get<int>());
   const double k_slices = double(slices(p.k, slice));
-  const double share = ceil_div(double(f.basic.row_max), parts);
+  const auto chain = [&](double row) {
+    const double share = ceil_div(row, parts);
+    return ceil_div(share, lanes) + ceil_div(share, unroll) + 1.0;
+  };
+  const double resident = std::max(1, std::min(device.max_blocks_per_sm, device.max_threads_per_sm / (lanes * parts)));
+  const double waves = std::max(1.0, ceil_div(rows * k_slices, resident * device.multiprocessors));
   t["sparse_bytes"] = double(f.basic.nnz) * (4.0 + vb) * k_slices + (rows + 1.0) * 4.0 * k_slices;
-  t["critical_loads"] = ceil_div(share, lanes) + ceil_div(share, params.at("unroll").get<int>()) + 1.0;
+  t["critical_loads"] = chain(double(f.basic.row_max)) + (waves - 1.0) * chain(f.basic.row_mean);
   t["shared_bytes"] = rows * k_slices * parts * slice * vb;
   t["thread_slots"] = rows * k_slices * lanes * parts;
   return t;
@@ -492,13 +501,13 @@ nlohmann::json best_merge_params(const Features& f, const SpmmProblem& p, const 
 
 // The csr_rowsplit parameters with the group count the cost formulas like best among
 // kRowsplitParts (at least cf: the final sum takes a thread per vector).
-nlohmann::json best_rowsplit_params(const Features& f, const SpmmProblem& p, const nlohmann::json& model) {
+nlohmann::json best_rowsplit_params(const Features& f, const SpmmProblem& p, const DeviceTarget& device, const nlohmann::json& model) {
   std::vector<nlohmann::json> sets;
   for (int parts : kRowsplitParts) {
     nlohmann::json params = rowsplit_params(p, parts);
     if (parts >= params.at("cf").get<int>()) sets.push_back(params);
   }
-  return cheapest_params("csr_rowsplit", sets, model, [&](const nlohmann::json& params) { return csr_rowsplit_terms(f, p, params); });
+  return cheapest_params("csr_rowsplit", sets, model, [&](const nlohmann::json& params) { return csr_rowsplit_terms(f, p, params, device); });
 }
 
 // cuSPARSE's algorithm: CSR_ALG3 (preprocessed, the fastest for A·B on most shapes of the
@@ -586,7 +595,7 @@ Decision plan_spmm(const Features& features, const SpmmProblem& problem, const D
   if (have_split) rs = best_rs(d, features, problem, device, model, split_stats);
   else if (priced) rs.params = rs_base_params(features, problem, device, kDefaultBlocksPerSm);
   const nlohmann::json merge = priced ? best_merge_params(features, problem, model) : nlohmann::json::object();
-  const nlohmann::json rowsplit = priced ? best_rowsplit_params(features, problem, model) : nlohmann::json::object();
+  const nlohmann::json rowsplit = priced ? best_rowsplit_params(features, problem, device, model) : nlohmann::json::object();
   auto forced = forced_choice(Op::SpMM, options);
   if (have_split) complete_forced_rs(forced, rs.params, features, problem, device);
   // Only eligible candidates are priced: the value type is supported and, for rs, the split
@@ -595,7 +604,7 @@ Decision plan_spmm(const Features& features, const SpmmProblem& problem, const D
     if (variant == "csr_rowwarp") return csr_rowwarp_terms(features, problem, params);
     if (variant == "csr_vector") return csr_vector_terms(features, problem, params);
     if (variant == "csr_merge") return csr_merge_terms(features, problem, params);
-    if (variant == "csr_rowsplit") return csr_rowsplit_terms(features, problem, params);
+    if (variant == "csr_rowsplit") return csr_rowsplit_terms(features, problem, params, device);
     if (variant == "dense") return dense_terms(features, problem, device);
     if (variant == "rs") {
       if (params == rs.params) return rs.terms;

@@ -92,6 +92,7 @@ TEST_F(Gpu, DeviceInfoIsSane) {
   EXPECT_GT(info.multiprocessors, 0);
   EXPECT_GE(info.max_threads_per_block, 1024);
   EXPECT_GE(info.max_threads_per_sm, info.max_threads_per_block);
+  EXPECT_GE(info.max_blocks_per_sm, 16);  // every GPU since sm_75
   EXPECT_GE(info.shared_mem_per_block, 48 * 1024);
   EXPECT_GE(info.shared_mem_per_block_optin, info.shared_mem_per_block);
   EXPECT_GE(info.shared_mem_per_sm, info.shared_mem_per_block_optin);

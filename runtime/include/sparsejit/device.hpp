@@ -29,6 +29,7 @@ struct DeviceInfo {
   int multiprocessors = 0;
   int max_threads_per_block = 0;
   int max_threads_per_sm = 0;
+  int max_blocks_per_sm = 0;              // resident blocks, whatever their size
   int shared_mem_per_block = 0;           // bytes, without opt-in (48 KiB)
   int shared_mem_per_block_optin = 0;     // bytes a kernel may opt in to
   int shared_mem_per_sm = 0;              // bytes
