@@ -99,7 +99,7 @@ TEST(RsTemplates, RenderedSourceCarriesThePlannedShape) {
   const std::string light = jit::render(specs[0]);
   EXPECT_NE(light.find("constexpr int kLanes = 16;"), std::string::npos);
   EXPECT_NE(light.find("constexpr int kCf = 2;"), std::string::npos);
-  EXPECT_NE(light.find("sj_load_vec<float4>"), std::string::npos);
+  EXPECT_NE(light.find("sj_walk_row<kLanes, kUnroll, kCf, float4>"), std::string::npos);  // loads float4 vectors
   const std::string heavy = jit::render(specs[1]);
   EXPECT_NE(heavy.find("__launch_bounds__(" + std::to_string(d.params.at("heavy_threads").get<int>()) + ", " +
                        std::to_string(d.params.at("blocks_per_sm").get<int>()) + ")"),
@@ -198,7 +198,7 @@ TEST(RowsplitTemplates, RenderedSourceCarriesThePlannedShapeAndSlice) {
   const Decision d = forced_rowsplit(DType::F32, 512, 4, {16, 2, 4, 8});
   const std::string source = jit::render(ops::rowsplit_spec(d.params, DType::F32));
   for (const char* line : {"constexpr int kLanes = 16;", "constexpr int kCf = 2;", "constexpr int kUnroll = 4;",
-                           "constexpr int kParts = 8;", "sj_load_vec<float4>", "__launch_bounds__(16 * 8)"})
+                           "constexpr int kParts = 8;", "sj_walk_row<kLanes, kUnroll, kCf, float4>", "__launch_bounds__(16 * 8)"})
     EXPECT_NE(source.find(line), std::string::npos) << line;
   EXPECT_EQ(ops::rowsplit_slice(d.params), 16 * 4 * 2);
 }

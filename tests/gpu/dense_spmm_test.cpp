@@ -69,26 +69,7 @@ TEST_F(DenseSpmmGpu, PaddedLeadingDimensions) {
 }
 
 TEST_F(DenseSpmmGpu, NewValuesRebuildTheCopy) {
-  Csr<float> a = cast<float>(generate::uniform(200, 300, 120, 11));
-  generate::fill_random(a.values, next_seed());
-  Dense<float> b(a.cols, 48);
-  generate::fill_random(b, next_seed());
-  DeviceCsr<float> da(rt().context(), a);
-  DeviceDense<float> db(rt().context(), b);
-  DeviceDense<float> dc(rt().context(), a.rows, 48);
-  for (int round = 0; round < 3; ++round) {
-    if (round > 0) {
-      generate::fill_random(a.values, next_seed());
-      da.update_values(a.values);
-    }
-    Dense<float> expected;
-    reference::spmm(a, b, expected);
-    dc.buffer().fill_bytes(0xFF);
-    const CallInfo call = rt().spmm(da, db, dc, dense(false));
-    rt().context().synchronize();
-    EXPECT_EQ(call.plan_reused, round > 0);
-    ASSERT_LE(test::relative_error(test::as_double(dc.download().data), test::as_double(expected.data)), 1e-5) << "round " << round;
-  }
+  test::check_new_values_follow(rt(), cast<float>(generate::uniform(200, 300, 120, 11)), 48, dense(false), 3, next_seed());
 }
 
 TEST_F(DenseSpmmGpu, ParametersAndUnsupportedTypesAreRejected) {

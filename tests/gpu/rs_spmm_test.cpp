@@ -112,44 +112,13 @@ TEST_F(RsSpmmGpu, AutomaticChoiceOnGeneratedAndSharedMatrices) {
 }
 
 TEST_F(RsSpmmGpu, NewValuesRebuildTheSplit) {
-  Csr<float> a = cast<float>(generate::from_spec("clustered:2048:24:0.6:16", 4));
-  generate::fill_random(a.values, next_seed());
-  Dense<float> b(a.cols, 64);
-  generate::fill_random(b, next_seed());
-  DeviceCsr<float> da(rt().context(), a);
-  DeviceDense<float> db(rt().context(), b);
-  DeviceDense<float> dc(rt().context(), a.rows, 64);
-  const Options o = forced("rs", {{"panel_width", 64}, {"threshold", 2}}, false);
-  for (int round = 0; round < 2; ++round) {
-    if (round == 1) {
-      generate::fill_random(a.values, next_seed());
-      da.update_values(a.values);
-    }
-    Dense<float> expected;
-    reference::spmm(a, b, expected);
-    dc.buffer().fill_bytes(0xFF);
-    const CallInfo call = rt().spmm(da, db, dc, o);
-    rt().context().synchronize();
-    EXPECT_EQ(call.plan_reused, round == 1);
-    ASSERT_LE(test::relative_error(test::as_double(dc.download().data), test::as_double(expected.data)), 1e-5) << "round " << round;
-  }
+  test::check_new_values_follow(rt(), cast<float>(generate::from_spec("clustered:2048:24:0.6:16", 4)), 64,
+                                forced("rs", {{"panel_width", 64}, {"threshold", 2}}, false), 2, next_seed());
 }
 
 TEST_F(RsSpmmGpu, EmptyMatrixGivesZerosForEveryVariant) {
-  Csr<float> empty;
-  empty.rows = 5;
-  empty.cols = 4;
-  empty.row_ptr.assign(6, 0);
-  DeviceCsr<float> da(rt().context(), empty);
-  for (const char* v : {"rs", "csr_vector"}) {
-    for (bool transpose : {false, true}) {
-      DeviceDense<float> db(rt().context(), Dense<float>(transpose ? 5 : 4, 8, 1.0f));
-      DeviceDense<float> dc(rt().context(), transpose ? 4 : 5, 8);
-      dc.buffer().fill_bytes(0xFF);
-      rt().spmm(da, db, dc, forced(v, nlohmann::json::object(), transpose));
-      for (float x : dc.download().data) ASSERT_EQ(x, 0.0f) << v << (transpose ? " Aᵀ·B" : " A·B");
-    }
-  }
+  for (const char* v : {"rs", "csr_vector"})
+    for (bool transpose : {false, true}) test::expect_empty_gives_zeros(rt(), forced(v, nlohmann::json::object(), transpose));
 }
 
 TEST_F(RsSpmmGpu, InvalidForcedParametersAreRejected) {

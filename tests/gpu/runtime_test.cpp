@@ -121,16 +121,7 @@ TEST_F(RuntimeGpu, SddmmSharedMatrices) {
 }
 
 TEST_F(RuntimeGpu, EmptyMatrixGivesZeroOutput) {
-  Csr<float> empty;
-  empty.rows = 5;
-  empty.cols = 4;
-  empty.row_ptr.assign(6, 0);
-  DeviceCsr<float> da(rt().context(), empty);
-  DeviceDense<float> db(rt().context(), Dense<float>(4, 8, 1.0f));
-  DeviceDense<float> dc(rt().context(), 5, 8);
-  dc.buffer().fill_bytes(0xFF);
-  rt().spmm(da, db, dc);
-  for (float v : dc.download().data) ASSERT_EQ(v, 0.0f);
+  test::expect_empty_gives_zeros(rt(), Options{});
 }
 
 TEST_F(RuntimeGpu, ShapeMismatchIsInvalidInput) {

@@ -147,41 +147,11 @@ TEST_F(SplitRowsGpu, PaddedLeadingDimensions) {
 }
 
 TEST_F(SplitRowsGpu, NewValuesAreUsedByTheSamePlan) {
-  Csr<float> a = cast<float>(one_huge_row());
-  generate::fill_random(a.values, next_seed());
-  Dense<float> b(a.cols, 64);
-  generate::fill_random(b, next_seed());
-  DeviceCsr<float> da(rt().context(), a);
-  DeviceDense<float> db(rt().context(), b);
-  DeviceDense<float> dc(rt().context(), a.rows, 64);
-  for (int round = 0; round < 2; ++round) {
-    if (round == 1) {
-      generate::fill_random(a.values, next_seed());
-      da.update_values(a.values);
-    }
-    Dense<float> expected;
-    reference::spmm(a, b, expected);
-    dc.buffer().fill_bytes(0xFF);
-    const CallInfo call = rt().spmm(da, db, dc, forced({{"nnz_per_group", 16}}, false));
-    rt().context().synchronize();
-    EXPECT_EQ(call.plan_reused, round == 1);
-    ASSERT_LE(test::relative_error(test::as_double(dc.download().data), test::as_double(expected.data)), 1e-5) << "round " << round;
-  }
+  test::check_new_values_follow(rt(), cast<float>(one_huge_row()), 64, forced({{"nnz_per_group", 16}}, false), 2, next_seed());
 }
 
 TEST_F(SplitRowsGpu, MergeEmptyMatrixGivesZeros) {
-  Csr<float> empty;
-  empty.rows = 5;
-  empty.cols = 4;
-  empty.row_ptr.assign(6, 0);
-  DeviceCsr<float> da(rt().context(), empty);
-  for (bool transpose : {false, true}) {
-    DeviceDense<float> db(rt().context(), Dense<float>(transpose ? 5 : 4, 8, 1.0f));
-    DeviceDense<float> dc(rt().context(), transpose ? 4 : 5, 8);
-    dc.buffer().fill_bytes(0xFF);
-    rt().spmm(da, db, dc, forced(nlohmann::json::object(), transpose));
-    for (float x : dc.download().data) ASSERT_EQ(x, 0.0f) << (transpose ? "Aᵀ·B" : "A·B");
-  }
+  for (bool transpose : {false, true}) test::expect_empty_gives_zeros(rt(), forced(nlohmann::json::object(), transpose));
 }
 
 TEST_F(SplitRowsGpu, InvalidForcedParametersAreRejected) {

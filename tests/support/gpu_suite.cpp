@@ -21,4 +21,43 @@ void GpuSuite::SetUp() {
 
 Runtime& GpuSuite::rt() { return *shared_runtime(); }
 
+void check_new_values_follow(Runtime& rt, Csr<float> a, int32_t k, const Options& options, int rounds, uint64_t seed) {
+  SCOPED_TRACE((options.variant.empty() ? std::string("auto") : options.variant) + options.params.dump() +
+               " seed=" + std::to_string(seed));
+  generate::fill_random(a.values, seed++);
+  Dense<float> b(a.cols, k);
+  generate::fill_random(b, seed++);
+  DeviceCsr<float> da(rt.context(), a);
+  DeviceDense<float> db(rt.context(), b);
+  DeviceDense<float> dc(rt.context(), a.rows, k);
+  for (int round = 0; round < rounds; ++round) {
+    if (round > 0) {
+      generate::fill_random(a.values, seed++);
+      da.update_values(a.values);
+    }
+    Dense<float> expected;
+    reference::spmm(a, b, expected);
+    dc.buffer().fill_bytes(0xFF);
+    const CallInfo call = rt.spmm(da, db, dc, options);
+    rt.context().synchronize();
+    EXPECT_EQ(call.plan_reused, round > 0);
+    ASSERT_LE(relative_error(as_double(dc.download().data), as_double(expected.data)), 1e-5) << "round " << round;
+  }
+}
+
+void expect_empty_gives_zeros(Runtime& rt, const Options& options) {
+  Csr<float> empty;
+  empty.rows = 5;
+  empty.cols = 4;
+  empty.row_ptr.assign(6, 0);
+  DeviceCsr<float> da(rt.context(), empty);
+  const bool t = options.transpose_a;
+  DeviceDense<float> db(rt.context(), Dense<float>(t ? 5 : 4, 8, 1.0f));
+  DeviceDense<float> dc(rt.context(), t ? 4 : 5, 8);
+  dc.buffer().fill_bytes(0xFF);
+  rt.spmm(da, db, dc, options);
+  for (float x : dc.download().data)
+    ASSERT_EQ(x, 0.0f) << (options.variant.empty() ? "auto" : options.variant) << (t ? " Aᵀ·B" : " A·B");
+}
+
 }  // namespace sparsejit::test

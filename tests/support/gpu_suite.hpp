@@ -120,4 +120,14 @@ void check_spmm_twice(Runtime& rt, const std::string& name, const Csr<double>& p
   }
 }
 
+// SpMM A·B with `options` on one handle `rounds` times (k columns), fresh random values of A
+// uploaded before every call after the first: each result must match the CPU reference for
+// the current values (C poisoned first) while the plan is reused, so whatever the variant
+// caches on the handle (a split, a dense copy) has to follow the values.
+void check_new_values_follow(Runtime& rt, Csr<float> a, int32_t k, const Options& options, int rounds, uint64_t seed);
+
+// An empty 5 x 4 matrix (no entries at all): C = op(A)·B with `options` must be all zeros, C
+// poisoned first.
+void expect_empty_gives_zeros(Runtime& rt, const Options& options);
+
 }  // namespace sparsejit::test
