@@ -159,6 +159,26 @@ TEST(BenchReport, ReuseSummaryWhenTheReindexedVariantNeverWins) {
       << out.str();
 }
 
+// Measured selection per K: auto's speedups 2.0, 1.0, 0.5 (geomean 1.00, one under 0.95x)
+// next to the model's own 2.0, 0.8, 0.5 (geomean 0.93, two under); measuring took 100, 300
+// and 200 calls -> median 200, most 300 (m2). Records without "model" are left out.
+TEST(BenchReport, MeasuredSelectionSummaryPerK) {
+  std::vector<ordered_json> records = {report_record("m1", 128, nullptr), report_record("m2", 128, nullptr),
+                                       report_record("m3", 128, nullptr), report_record("m4", 128, nullptr)};
+  const double speedups[] = {2.0, 1.0, 0.5}, model[] = {2.0, 0.8, 0.5}, calls[] = {100, 300, 200};
+  for (int i = 0; i < 3; ++i) {
+    records[i]["speedup"] = speedups[i];
+    records[i]["model"] = {{"ms", 1.0}, {"variant", "csr_vector"}, {"speedup", model[i]}};
+    records[i]["auto"]["measure_calls"] = calls[i];
+  }
+  std::ostringstream out;
+  print_report(out, records);
+  EXPECT_NE(out.str().find("\nK=128 measured selection on 3 matrices: speedup geomean 1.00x (1 under 0.95x), the model's own "
+                           "choice 0.93x (2 under 0.95x); measuring took median 200 calls of auto, most 300 (m2)\n"),
+            std::string::npos)
+      << out.str();
+}
+
 // The first call on a new handle in calls of auto: 40, 8 and 20 -> median 20, most 40 (m1); a
 // record without it (an older line) is skipped, and a K without any prints no line.
 TEST(BenchReport, FirstCallSummaryPerK) {

@@ -11,6 +11,7 @@
 #include "models/cost_model.hpp"
 #include "models/decision_tree.hpp"
 #include "models/model_store.hpp"
+#include "plan/choose.hpp"
 #include "plan/planner.hpp"
 #include "plan/tuned.hpp"
 #include "sparsejit/error.hpp"
@@ -170,6 +171,133 @@ TEST(Plan, DecisionJsonAndDescriptionNameTheChoice) {
   const std::string text = describe(d);
   EXPECT_NE(text.find("* " + d.variant), std::string::npos) << text;
   EXPECT_NE(text.find("spmm-default"), std::string::npos) << text;
+}
+
+// A planned SpMM decision with hand-set predictions: "a" chosen at 1 ms, then "f" 1.2, "b"
+// 1.5, "c" 1.9, "d" 2.5 (past the shortlist's spread), "e" rejected, the vendor at 5.
+Decision priced_decision() {
+  Decision d;
+  d.variant = "a";
+  d.params = {{"p", 1}};
+  d.source = DecisionSource::Model;
+  const std::pair<const char*, double> priced[] = {{"d", 2.5}, {"b", 1.5}, {"a", 1.0}, {"cusparse", 5.0}, {"c", 1.9}, {"f", 1.2}};
+  for (const auto& [name, ms] : priced) d.candidates.push_back({name, {{"p", 1}}, ms, ""});
+  d.candidates.push_back({"e", {{"p", 1}}, 0.5, "cannot run this problem"});
+  return d;
+}
+
+std::vector<std::string> names(const std::vector<plan::TimedChoice>& list) {
+  std::vector<std::string> out;
+  for (const auto& t : list) out.push_back(t.variant);
+  return out;
+}
+
+TEST(MeasuredSelection, ShortlistIsTheChoiceTheNextCheapestOfOursAndTheVendor) {
+  Decision d = priced_decision();
+  EXPECT_EQ(names(plan::measured_shortlist(d, "cusparse")), (std::vector<std::string>{"a", "f", "b", "cusparse"}));
+  // Past the spread: with f and b gone, c (1.9) is in, d (2.5 > 2 x 1.0) is not.
+  d.candidates.erase(std::remove_if(d.candidates.begin(), d.candidates.end(),
+                                    [](const Candidate& c) { return c.variant == "f" || c.variant == "b"; }),
+                     d.candidates.end());
+  EXPECT_EQ(names(plan::measured_shortlist(d, "cusparse")), (std::vector<std::string>{"a", "c", "cusparse"}));
+  // A tuned choice at other params than the candidate's is timed as chosen, and the candidate
+  // at its planned params too.
+  d.params = {{"p", 2}};
+  const auto tuned = plan::measured_shortlist(d, "cusparse");
+  ASSERT_EQ(names(tuned), (std::vector<std::string>{"a", "a", "c", "cusparse"}));
+  EXPECT_EQ(tuned[0].params["p"], 2);
+  EXPECT_EQ(tuned[1].params["p"], 1);
+}
+
+TEST(MeasuredSelection, VendorChoiceTimesOursAndForcedOrLoneChoicesTimeNothing) {
+  Decision d = priced_decision();
+  d.variant = "cusparse";
+  EXPECT_EQ(names(plan::measured_shortlist(d, "cusparse")), (std::vector<std::string>{"cusparse", "a", "f", "b"}));
+  d.source = DecisionSource::Forced;
+  EXPECT_TRUE(plan::measured_shortlist(d, "cusparse").empty());
+  Decision lone;
+  lone.variant = "a";
+  lone.source = DecisionSource::Model;
+  lone.candidates.push_back({"a", nlohmann::json::object(), 1.0, ""});
+  lone.candidates.push_back({"cusparse", nlohmann::json::object(), 2.0, "value type not supported"});
+  EXPECT_TRUE(plan::measured_shortlist(lone, "cusparse").empty());
+}
+
+TEST(MeasuredSelection, FastestTimeWinsTiesKeepTheEarlierAndFailuresNeverWin) {
+  Decision d = priced_decision();
+  std::vector<plan::TimedChoice> times = plan::measured_shortlist(d, "cusparse");
+  for (auto& t : times) t.ms = t.variant == "a" ? 2.0 : t.variant == "f" ? 1.99 : t.variant == "b" ? 1.5 : 3.0;
+  ASSERT_TRUE(plan::take_fastest(d, times, "cusparse"));
+  EXPECT_EQ(d.variant, "b");
+  EXPECT_EQ(d.source, DecisionSource::Measured);
+  for (const auto& c : d.candidates) {
+    const bool timed = c.variant == "a" || c.variant == "f" || c.variant == "b" || c.variant == "cusparse";
+    EXPECT_EQ(c.measured_ms >= 0, timed) << c.variant;
+  }
+  EXPECT_NE(describe(d).find("measured 1.5 ms"), std::string::npos) << describe(d);
+  EXPECT_EQ(to_json(d)["source"], "measured");
+
+  Decision tie = priced_decision();
+  for (auto& t : times) t.ms = t.variant == "a" ? 1.0 : t.variant == "f" ? 0.99 : 5.0;  // f within 2% of a
+  ASSERT_TRUE(plan::take_fastest(tie, times, "cusparse"));
+  EXPECT_EQ(tie.variant, "a");
+
+  // Ours 4% faster than the vendor is not enough (kVendorMargin); 6% is.
+  Decision close = priced_decision();
+  for (auto& t : times) t.ms = t.variant == "cusparse" ? 1.0 : t.variant == "b" ? 0.96 : 5.0;
+  ASSERT_TRUE(plan::take_fastest(close, times, "cusparse"));
+  EXPECT_EQ(close.variant, "cusparse");
+  for (auto& t : times) t.ms = t.variant == "cusparse" ? 1.0 : t.variant == "b" ? 0.94 : 5.0;
+  ASSERT_TRUE(plan::take_fastest(close, times, "cusparse"));
+  EXPECT_EQ(close.variant, "b");
+
+  Decision failed = priced_decision();
+  for (auto& t : times) t.ms = std::numeric_limits<double>::infinity();
+  EXPECT_FALSE(plan::take_fastest(failed, times, "cusparse"));
+  EXPECT_EQ(failed.variant, "a");
+  EXPECT_EQ(failed.source, DecisionSource::Model);
+  for (const auto& c : failed.candidates) EXPECT_LT(c.measured_ms, 0) << c.variant;
+}
+
+TEST(MeasuredSelection, UnmatchedTimesAreAppendedUnpriced) {
+  Decision d = priced_decision();
+  const std::vector<plan::TimedChoice> times = {{"a", {{"p", 1}}, 2.0}, {"a", {{"p", 7}}, 1.0}};
+  ASSERT_TRUE(plan::take_fastest(d, times, "cusparse"));
+  EXPECT_EQ(d.params["p"], 7);
+  const Candidate& added = d.candidates.back();
+  EXPECT_EQ(added.params["p"], 7);
+  EXPECT_EQ(added.measured_ms, 1.0);
+  EXPECT_TRUE(std::isnan(added.predicted_ms));
+  EXPECT_NE(describe(d).find("(not priced), measured 1 ms"), std::string::npos) << describe(d);
+}
+
+TEST(MeasuredSelection, NeighboursAreValidWhenForcedAndDifferFromTheirCentre) {
+  const Csr<double> a = generate::from_spec("rmat:4096:40000", 3);
+  const Features f = inspect(a.pattern());
+  const plan::SplitStatsSource split = [&](int32_t w, int32_t t) { return row_segment_split(a.pattern(), w, t); };
+  for (int32_t k : {1, 32, 128, 512}) {
+    const plan::SpmmProblem problem{k, DType::F32, false};
+    for (const auto& [variant, params] : plan::spmm_search_space(f, problem, {})) {
+      for (const auto& n : plan::spmm_neighbors(variant, params, problem, {})) {
+        SCOPED_TRACE(variant + " " + params.dump() + " -> " + n.params.dump() + " k=" + std::to_string(k));
+        EXPECT_EQ(n.variant, variant);
+        EXPECT_NE(n.params, params);
+        Options forced;
+        forced.variant = n.variant;
+        forced.params = n.params;
+        EXPECT_NO_THROW(plan::plan_spmm(f, problem, {}, forced, split));
+      }
+    }
+  }
+  // csr_vector at K = 128 (32 lanes, one vector each) tries two rows per warp.
+  const auto vector = plan::spmm_neighbors("csr_vector", {{"vec_width", 4}, {"lanes_per_row", 32}, {"cf_h", 1}, {"unroll", 4}, {"block_threads", 256}},
+                                           {128, DType::F32, false}, {});
+  ASSERT_EQ(vector.size(), 1u);
+  EXPECT_EQ(vector[0].params["lanes_per_row"], 16);
+  EXPECT_EQ(vector[0].params["cf_h"], 2);
+  // cuSPARSE A·B: the other two algorithms; Aᵀ·B: ALG1 only (ALG3 has no transpose).
+  EXPECT_EQ(plan::spmm_neighbors("cusparse", {{"alg", 3}}, {128, DType::F32, false}, {}).size(), 2u);
+  EXPECT_EQ(plan::spmm_neighbors("cusparse", {{"alg", 2}}, {128, DType::F32, true}, {}).size(), 1u);
 }
 
 TEST(Models, TreeEvaluationRecordsThePath) {

@@ -15,6 +15,12 @@ void abandon_capture(CUstream stream) noexcept {
 
 }  // namespace
 
+bool is_capturing(const Context& context, CUstream stream) {
+  context.make_current();
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  return driver().cuStreamIsCapturing(stream, &status) != CUDA_SUCCESS || status != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
 CapturedGraph::CapturedGraph(const Context& context, CUstream stream, const std::function<void()>& record)
     : context_(context) {
   if (stream == nullptr) throw InvalidInputError("graph capture needs a created stream, not the legacy default stream");

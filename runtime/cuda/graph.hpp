@@ -29,4 +29,9 @@ class CapturedGraph {
   CUgraphExec exec_ = nullptr;
 };
 
+// Whether work enqueued on `stream` now would be captured into a graph rather than run: the
+// stream (or, for the legacy stream, a blocking stream it would join) is capturing. A status
+// that cannot be read counts as capturing, so callers skip what a capture forbids.
+bool is_capturing(const Context& context, CUstream stream);
+
 }  // namespace sparsejit::cuda

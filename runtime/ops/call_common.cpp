@@ -2,6 +2,8 @@
 
 #include <cstdlib>
 
+#include "core/log.hpp"
+#include "cuda/graph.hpp"
 #include "sparsejit/error.hpp"
 
 namespace sparsejit::ops {
@@ -10,6 +12,7 @@ std::string plan_key(Op op, DType dtype, int32_t k, bool transpose, const Option
   std::string key = std::string("plan:") + to_string(op) + ":" + to_string(dtype) + ":k" + std::to_string(k) +
                     (transpose ? ":t" : ":n") + ":rt" + std::to_string(runtime_id);
   if (!options.variant.empty() && options.variant != "auto") key += ":force=" + options.variant + options.params.dump();
+  if (!options.measure) key += ":unmeasured";
   if (const char* env = std::getenv("SPARSEJIT_FORCE"); env != nullptr && *env != '\0') key += ":env=" + std::string(env);
   return key;
 }
@@ -18,6 +21,25 @@ void record_kernel(Decision& decision, const LoadedKernel& loaded) {
   decision.kernel_origin = loaded.origin;
   decision.compile_ms = loaded.compile_ms;
   decision.load_ms = loaded.load_ms;
+}
+
+double time_device_calls(const Context& context, CUstream stream, const std::function<void()>& call) {
+  call();
+  const Event start(context), end(context);
+  try {
+    const cuda::CapturedGraph graph(context, stream, [&] {
+      for (int i = 0; i < kMeasureCalls; ++i) call();
+    });
+    graph.launch(stream);  // the graph's first replay uploads it
+    start.record(stream);
+    graph.launch(stream);
+  } catch (const CudaError& e) {
+    log(LogLevel::Debug, std::string("timing without a graph: ") + e.what());
+    start.record(stream);
+    for (int i = 0; i < kMeasureCalls; ++i) call();
+  }
+  end.record(stream);
+  return double(elapsed_ms(start, end)) / kMeasureCalls;
 }
 
 unsigned blocks_for(int64_t work, int64_t per_block) {

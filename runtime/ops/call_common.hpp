@@ -2,6 +2,7 @@
 // call, and recording how a kernel was obtained in the Decision.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -21,10 +22,19 @@ std::shared_ptr<const Features> cached_features(const DeviceCsr<T>& matrix) {
 }
 
 // Identifies a prepared plan on a matrix handle: everything the planner's answer depends on
-// besides the pattern (op, value type, K, transpose, a forced choice and the runtime).
+// besides the pattern (op, value type, K, transpose, a forced choice, whether auto may measure
+// its shortlist, and the runtime).
 std::string plan_key(Op op, DType dtype, int32_t k, bool transpose, const Options& options, uint64_t runtime_id);
 
 void record_kernel(Decision& decision, const LoadedKernel& loaded);
+
+// Device ms of one `call` (which enqueues on `stream`, a created stream): one untimed call
+// (what a plan builds lazily, such as cuSPARSE's per-operand preparation, happens there), then
+// kMeasureCalls calls captured into a graph and replayed, so the host's per-launch cost does
+// not count (the benchmark times the same way); the calls are timed one by one with events
+// when `call` cannot be captured. Returns after the device has finished.
+inline constexpr int kMeasureCalls = 12;
+double time_device_calls(const Context& context, CUstream stream, const std::function<void()>& call);
 
 // Grid size for `work` items at `per_block` items per block; UnsupportedError past the grid limit.
 unsigned blocks_for(int64_t work, int64_t per_block);

@@ -1,10 +1,15 @@
 // What a Runtime owns, shared by the op executors (ops/spmm.cpp, ops/sddmm.cpp).
 #pragma once
 #include <atomic>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "ops/kernel_loader.hpp"
+#include "plan/choose.hpp"
 #include "plan/planner.hpp"
 #include "sparsejit/device.hpp"
 #include "vendor/cublas_gemm.hpp"
@@ -29,8 +34,21 @@ struct RuntimeState {
   // holds this runtime's cuSPARSE handle and kernels).
   const uint64_t id;
 
+  // Shortlist times of measured selection (plan/choose.hpp), per pattern fingerprint and plan
+  // key: a new handle of a measured pattern takes the fastest without timing again.
+  std::optional<std::vector<plan::TimedChoice>> measured_times(const std::string& key);
+  void remember_times(const std::string& key, std::vector<plan::TimedChoice> times);
+  // The stream shortlists are timed on (created on first use; never the caller's, which may be
+  // the legacy stream, and graphs cannot be captured there). Hold `measuring` while timing on
+  // it: one shortlist at a time, so concurrent captures never share the stream.
+  const Stream& measure_stream();
+  std::mutex measuring;
+
  private:
   std::unique_ptr<vendor::CublasHandle> cublas_;
+  std::mutex measured_mutex_;
+  std::map<std::string, std::vector<plan::TimedChoice>> measured_;
+  std::optional<Stream> measure_stream_;
 };
 
 // The target the planners see for a real device.

@@ -1,8 +1,11 @@
 #include "plan/choose.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "models/cost_model.hpp"
+#include "plan/tuned.hpp"
 #include "sparsejit/error.hpp"
 
 namespace sparsejit::plan {
@@ -70,6 +73,60 @@ void choose(Decision& decision, const std::vector<VariantSpec>& variants, const 
   decision.variant = chosen->name;
   decision.params = chosen->default_params;
   decision.source = DecisionSource::Model;
+}
+
+std::vector<TimedChoice> measured_shortlist(const Decision& decision, const std::string& vendor) {
+  if (decision.source == DecisionSource::Forced) return {};
+  std::vector<TimedChoice> list{{decision.variant, decision.params}};
+  std::vector<const Candidate*> own;
+  const Candidate* vendor_candidate = nullptr;
+  for (const auto& c : decision.candidates) {
+    if (!c.rejected_because.empty() || !std::isfinite(c.predicted_ms)) continue;
+    if (c.variant == vendor) vendor_candidate = &c;
+    else own.push_back(&c);
+  }
+  std::stable_sort(own.begin(), own.end(), [](const Candidate* a, const Candidate* b) { return a->predicted_ms < b->predicted_ms; });
+  const bool chose_own = decision.variant != vendor;
+  int own_count = chose_own ? 1 : 0;
+  for (const Candidate* c : own) {
+    if (own_count >= kShortlistOwn || c->predicted_ms > own.front()->predicted_ms * kShortlistSpread) break;
+    if (c->variant == decision.variant && c->params == decision.params) continue;
+    list.push_back({c->variant, c->params});
+    ++own_count;
+  }
+  if (vendor_candidate != nullptr && chose_own) list.push_back({vendor_candidate->variant, vendor_candidate->params});
+  if (list.size() < 2) return {};
+  return list;
+}
+
+bool take_fastest(Decision& decision, const std::vector<TimedChoice>& times, const std::string& vendor) {
+  const TimedChoice* best = nullptr;
+  const TimedChoice* fastest_vendor = nullptr;
+  for (const auto& t : times) {
+    if (!std::isfinite(t.ms)) continue;
+    if (best == nullptr || t.ms < best->ms * (1 - kTieTolerance)) best = &t;
+    if (t.variant == vendor && (fastest_vendor == nullptr || t.ms < fastest_vendor->ms)) fastest_vendor = &t;
+  }
+  if (best == nullptr) return false;
+  if (fastest_vendor != nullptr && best->ms > fastest_vendor->ms * (1 - kVendorMargin)) best = fastest_vendor;
+  for (const auto& t : times) {
+    if (!std::isfinite(t.ms)) continue;
+    bool matched = false;
+    for (auto& c : decision.candidates) {
+      if (c.variant != t.variant || c.params != t.params) continue;
+      c.measured_ms = t.ms;
+      matched = true;
+    }
+    if (!matched) {  // a setting the planner did not price (a neighbour, a tuned choice)
+      Candidate timed{t.variant, t.params, std::numeric_limits<double>::quiet_NaN(), ""};
+      timed.measured_ms = t.ms;
+      decision.candidates.push_back(timed);
+    }
+  }
+  decision.variant = best->variant;
+  decision.params = best->params;
+  decision.source = DecisionSource::Measured;
+  return true;
 }
 
 }  // namespace sparsejit::plan

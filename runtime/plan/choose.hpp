@@ -38,4 +38,41 @@ using ParamsCheck = std::function<void(const std::string& variant, const nlohman
 void choose(Decision& decision, const std::vector<VariantSpec>& variants, const nlohmann::json& model,
             const CostTerms& cost_terms, const std::optional<ForcedChoice>& forced, const ParamsCheck& check_forced = {});
 
+// Measured selection (DecisionSource::Measured): on a pattern the caller reuses, the executor
+// times a shortlist of the planned candidates on the device once and the fastest runs from
+// then on, so a model error near a crossover costs one measurement, not every call.
+struct TimedChoice {
+  std::string variant;
+  nlohmann::json params = nlohmann::json::object();
+  double ms = 0;  // device ms of one call; infinity when it failed to run
+};
+
+// How many of our own candidates the shortlist holds, and how far above the cheapest
+// predicted cost one may be priced and still be timed: the cost formulas are within 2x of
+// the measured time for nearly every benchmarked case, and the third-cheapest is the
+// fastest on few.
+inline constexpr int kShortlistOwn = 3;
+inline constexpr double kShortlistSpread = 2.0;
+
+// What to time for a decision that `choose` (and maybe a tuning record) made: the decision's
+// own choice first, then the cheapest-predicted other eligible candidates of ours (at their
+// planned params, at most kShortlistOwn in all, priced within kShortlistSpread of the
+// cheapest), then `vendor` when it is eligible, so the vendor's speed is a floor the
+// selection never falls under. Empty for a forced decision or one with nothing else to try.
+std::vector<TimedChoice> measured_shortlist(const Decision& decision, const std::string& vendor);
+
+// How much faster than the vendor one of our settings must time to be taken over it. The
+// shortlist is timed on one operand set, whose B stays in L2 between calls; callers who
+// rotate operands (a benchmark, a model's layers) see our row-per-group kernels lose more to
+// L2 misses than cuSPARSE does (12% against 4%, a 256x2304 layer at K = 512), so a near tie
+// goes to the vendor, whose speed is the floor the selection promises.
+inline constexpr double kVendorMargin = 0.05;
+
+// Takes the fastest finite time of `times` (ties within kTieTolerance go to the earlier
+// entry: the shortlist's order; `vendor` keeps the choice unless beaten by kVendorMargin),
+// marks every candidate matching a timed (variant, params) with its time, appends the timed
+// settings no candidate matches (unpriced: predicted_ms NaN), and sets source Measured.
+// Returns false and leaves the decision unchanged when no time is finite.
+bool take_fastest(Decision& decision, const std::vector<TimedChoice>& times, const std::string& vendor);
+
 }  // namespace sparsejit::plan

@@ -1,5 +1,6 @@
 #include "sparsejit/decision.hpp"
 
+#include <cmath>
 #include <iomanip>
 #include <sstream>
 
@@ -27,6 +28,7 @@ const char* to_string(DecisionSource source) {
     case DecisionSource::Tuned: return "tuned";
     case DecisionSource::Model: return "model";
     case DecisionSource::Default: return "default";
+    case DecisionSource::Measured: return "measured";
   }
   return "?";
 }
@@ -51,13 +53,14 @@ nlohmann::json to_json(const Decision& d) {
     nlohmann::json j = {{"variant", c.variant}, {"params", c.params}, {"predicted_ms", c.predicted_ms}};
     if (!c.rejected_because.empty()) j["rejected_because"] = c.rejected_because;
     else j["terms"] = c.terms;
+    if (c.measured_ms >= 0) j["measured_ms"] = c.measured_ms;
     candidates.push_back(j);
   }
   return {{"op", to_string(d.op)}, {"variant", d.variant}, {"params", d.params},
           {"source", to_string(d.source)}, {"model_id", d.model_id}, {"model_version", d.model_version},
           {"features", d.features}, {"path", path}, {"candidates", candidates},
           {"device", d.device}, {"sm", d.sm}, {"kernel_origin", to_string(d.kernel_origin)},
-          {"compile_ms", d.compile_ms}, {"load_ms", d.load_ms}};
+          {"compile_ms", d.compile_ms}, {"load_ms", d.load_ms}, {"measure_ms", d.measure_ms}};
 }
 
 std::string describe(const Decision& d) {
@@ -66,6 +69,7 @@ std::string describe(const Decision& d) {
   out << to_string(d.op) << ": " << d.variant << " " << d.params.dump() << "\n";
   out << "  source: " << to_string(d.source);
   if (!d.model_id.empty()) out << " (model " << d.model_id << " v" << d.model_version << ")";
+  if (d.measure_ms > 0) out << ", shortlist timed in " << d.measure_ms << " ms";
   out << "\n  device: " << d.device << " (sm_" << d.sm << ")\n";
   if (!d.path.empty()) {
     out << "  decision path:\n";
@@ -76,8 +80,10 @@ std::string describe(const Decision& d) {
   out << "  candidates:\n";
   for (const auto& c : d.candidates) {
     out << "    " << (c.variant == d.variant ? "* " : "  ") << std::left << std::setw(20) << c.variant;
-    if (c.rejected_because.empty()) out << " predicted " << c.predicted_ms << " ms";
-    else out << " rejected: " << c.rejected_because;
+    if (!c.rejected_because.empty()) out << " rejected: " << c.rejected_because;
+    else if (std::isfinite(c.predicted_ms)) out << " predicted " << c.predicted_ms << " ms";
+    else out << " " << c.params.dump() << " (not priced)";
+    if (c.measured_ms >= 0) out << ", measured " << c.measured_ms << " ms";
     out << "\n";
   }
   out << "  kernel: " << to_string(d.kernel_origin);

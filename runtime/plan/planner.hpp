@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "plan/choose.hpp"
 #include "sparsejit/decision.hpp"
 #include "sparsejit/features.hpp"
 #include "sparsejit/options.hpp"
@@ -101,6 +102,14 @@ std::vector<std::pair<std::string, nlohmann::json>> sddmm_search_space(const Fea
 // Names of every variant an op knows, for `explain --list` and error messages.
 std::vector<std::string> spmm_variants();
 std::vector<std::string> sddmm_variants();
+
+// The second round of SpMM's measured selection (plan/choose.hpp): the parameter settings next
+// to the fastest of the shortlist, valid for the problem (csr_vector: half the lanes per row
+// with twice the vectors each, and the reverse; csr_rowsplit: half and twice the groups per
+// row, half the lanes, twice the unroll; csr_merge: half and twice the nonzeros per group;
+// cusparse: its other algorithms). Empty for variants without such neighbours.
+std::vector<TimedChoice> spmm_neighbors(const std::string& variant, const nlohmann::json& params, const SpmmProblem& problem,
+                                       const DeviceTarget& device);
 
 // Every (variant, params) combination of our SpMM kernels worth measuring for this problem on
 // this device (the tuner and the benchmark's oracle run each one forced), plus cusparse. Each

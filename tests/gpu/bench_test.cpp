@@ -138,6 +138,19 @@ void check_record(const json& r, const std::string& op, const std::string& matri
   EXPECT_FALSE(r["oracle"]["variant"].get<std::string>().empty());
   EXPECT_NEAR(r["auto_over_oracle"].get<double>(), auto_ms / oracle, 1e-9 * auto_ms / oracle);
 
+  // Where auto timed its shortlist: what that took, and the model's own choice timed alone.
+  if (r["auto"]["source"] == "measured") {
+    const double measure_ms = r["auto"]["measure_ms"].get<double>();
+    EXPECT_GT(measure_ms, 0);
+    EXPECT_NEAR(r["auto"]["measure_calls"].get<double>(), measure_ms / auto_ms, 1e-9 * measure_ms / auto_ms);
+    const double model_ms = r["model"]["ms"].get<double>();
+    EXPECT_GT(model_ms, 0);
+    EXPECT_FALSE(r["model"]["variant"].get<std::string>().empty());
+    EXPECT_NEAR(r["model"]["speedup"].get<double>(), vendor_best / model_ms, 1e-9 * vendor_best / model_ms);
+  } else {
+    EXPECT_FALSE(r.contains("model"));
+  }
+
   EXPECT_TRUE(r["check"]["ok"].get<bool>());
   EXPECT_LT(r["check"]["rel_error"].get<double>(), 1e-4);
 }
@@ -205,7 +218,11 @@ TEST_F(BenchGpu, SpmmTinyRunWithCheck) {
   check_record(r.records[0], "spmm", "gen:uniform:2000:8", 2000, 32, ours, algs);
   EXPECT_EQ(r.records[0]["nnz"].get<int64_t>(), 2000 * 8);
   check_record(r.records[1], "spmm", "gen:band:2000:16:40", 2000, 32, ours, algs);
-  for (const json& record : r.records) EXPECT_FALSE(record.contains("reuse")) << "reuse is measured for SDDMM only";
+  for (const json& record : r.records) {
+    EXPECT_FALSE(record.contains("reuse")) << "reuse is measured for SDDMM only";
+    // Each handle serves more than one call, so auto times its shortlist (ours and cuSPARSE).
+    EXPECT_EQ(record["auto"]["source"], "measured") << record.dump();
+  }
 
   // --json-out holds the same lines; stderr ends with the table and the K=32 summary.
   std::istringstream saved(read_text(json_out));
@@ -215,6 +232,7 @@ TEST_F(BenchGpu, SpmmTinyRunWithCheck) {
   EXPECT_NE(r.err.find("auto ms"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("gen:band:2000:16:40"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("K=32: 2 matrices"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("K=32 measured selection on 2 matrices"), std::string::npos) << r.err;
 }
 
 TEST_F(BenchGpu, SddmmTinyRunWithCheck) {

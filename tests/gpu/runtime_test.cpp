@@ -6,6 +6,9 @@
 #include <cmath>
 #include <thread>
 
+#include "cuda/graph.hpp"
+#include "plan/choose.hpp"
+#include "plan/tuned.hpp"
 #include "sparsejit/error.hpp"
 #include "sparsejit/generate.hpp"
 #include "sparsejit/io.hpp"
@@ -165,6 +168,106 @@ TEST_F(RuntimeGpu, ConcurrentCallsOnOneHandleAgree) {
   }
   for (auto& th : threads) th.join();
   for (double e : errors) EXPECT_LE(e, 1e-5);
+}
+
+// One SpMM on its own handle of `a` with poisoned C, checked against `expected`.
+struct SpmmOnHandle {
+  SpmmOnHandle(Runtime& rt, const Csr<float>& a, const Dense<float>& b)
+      : rt(rt), da(rt.context(), a), db(rt.context(), b), dc(rt.context(), a.rows, b.cols) {
+    reference::spmm(a, b, expected);
+  }
+  CallInfo call(const Options& options) {
+    dc.buffer().fill_bytes(0xFF);
+    const CallInfo info = rt.spmm(da, db, dc, options);
+    rt.context().synchronize();
+    EXPECT_LE(test::relative_error(test::as_double(dc.download().data), test::as_double(expected.data)), 1e-5)
+        << describe(*info.decision);
+    return info;
+  }
+  Runtime& rt;
+  DeviceCsr<float> da;
+  DeviceDense<float> db;
+  DeviceDense<float> dc;
+  Dense<float> expected;
+};
+
+// The fastest measured candidate is the chosen one (the vendor also when within
+// kVendorMargin of it), and the vendor was among those timed.
+void expect_fastest_of_timed(const Decision& d) {
+  double fastest = std::numeric_limits<double>::infinity(), chosen = -1;
+  bool vendor_timed = false;
+  for (const Candidate& c : d.candidates) {
+    if (c.measured_ms < 0) continue;
+    fastest = std::min(fastest, c.measured_ms);
+    if (c.variant == d.variant && c.params == d.params) chosen = c.measured_ms;
+    vendor_timed |= c.variant == "cusparse";
+  }
+  EXPECT_TRUE(vendor_timed) << describe(d);
+  EXPECT_GT(chosen, 0) << describe(d);
+  const double allowed = d.variant == "cusparse" ? 1 / (1 - plan::kVendorMargin) : 1 + plan::kTieTolerance;
+  EXPECT_LE(chosen, fastest * allowed * 1.0001) << describe(d);
+}
+
+TEST_F(RuntimeGpu, SecondCallTimesTheShortlistOnceAndOtherHandlesReuseTheTimes) {
+  const Csr<float> a = cast<float>(generate::from_spec("rmat:6000:70000", next_seed()));
+  Dense<float> b(a.cols, 96);
+  generate::fill_random(b, next_seed());
+  SpmmOnHandle first(rt(), a, b);
+  const CallInfo planned = first.call({});
+  EXPECT_NE(planned.decision->source, DecisionSource::Measured);
+  const CallInfo measured = first.call({});
+  ASSERT_EQ(measured.decision->source, DecisionSource::Measured) << describe(*measured.decision);
+  EXPECT_FALSE(measured.plan_reused);
+  EXPECT_GT(measured.decision->measure_ms, 0);
+  expect_fastest_of_timed(*measured.decision);
+  const CallInfo settled = first.call({});
+  EXPECT_TRUE(settled.plan_reused);
+  EXPECT_EQ(settled.decision, measured.decision);
+
+  SpmmOnHandle second(rt(), a, b);  // same pattern, new handle: the times are reused
+  const CallInfo shared = second.call({});
+  EXPECT_EQ(shared.decision->source, DecisionSource::Measured);
+  EXPECT_EQ(shared.decision->measure_ms, 0);
+  EXPECT_EQ(shared.decision->variant, measured.decision->variant);
+  EXPECT_EQ(shared.decision->params, measured.decision->params);
+}
+
+TEST_F(RuntimeGpu, ReuseManyMeasuresOnTheFirstCallAndMeasureOffNever) {
+  const Csr<float> a = cast<float>(generate::from_spec("band:5000:12:30", next_seed()));
+  Dense<float> b(a.cols, 64);
+  generate::fill_random(b, next_seed());
+  Options off;
+  off.measure = false;
+  SpmmOnHandle unmeasured(rt(), a, b);
+  for (int i = 0; i < 3; ++i) EXPECT_NE(unmeasured.call(off).decision->source, DecisionSource::Measured);
+  Options many;
+  many.reuse = Reuse::Many;
+  SpmmOnHandle reused(rt(), a, b);
+  const CallInfo first = reused.call(many);
+  ASSERT_EQ(first.decision->source, DecisionSource::Measured) << describe(*first.decision);
+  EXPECT_GT(first.decision->measure_ms, 0);
+  expect_fastest_of_timed(*first.decision);
+  // The unmeasured handle keeps the model's plan after the pattern was measured.
+  EXPECT_NE(unmeasured.call(off).decision->source, DecisionSource::Measured);
+}
+
+TEST_F(RuntimeGpu, ACallBeingCapturedNeverMeasuresAndReplaysCorrectly) {
+  const Csr<float> a = cast<float>(generate::from_spec("uniform:4000:11", next_seed()));
+  Dense<float> b(a.cols, 32);
+  generate::fill_random(b, next_seed());
+  SpmmOnHandle h(rt(), a, b);
+  Stream stream(rt().context());
+  Options options;
+  options.stream = stream.handle();
+  EXPECT_NE(h.call(options).decision->source, DecisionSource::Measured);
+  CallInfo captured;
+  const cuda::CapturedGraph graph(rt().context(), stream.handle(), [&] { captured = rt().spmm(h.da, h.db, h.dc, options); });
+  EXPECT_NE(captured.decision->source, DecisionSource::Measured);
+  h.dc.buffer().fill_bytes(0xFF);
+  graph.launch(stream.handle());
+  stream.synchronize();
+  EXPECT_LE(test::relative_error(test::as_double(h.dc.download().data), test::as_double(h.expected.data)), 1e-5);
+  EXPECT_EQ(h.call(options).decision->source, DecisionSource::Measured);  // the next plain call measures
 }
 
 }  // namespace

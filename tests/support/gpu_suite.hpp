@@ -111,7 +111,9 @@ void check_spmm_twice(Runtime& rt, const std::string& name, const Csr<double>& p
     const CallInfo call = rt.spmm(problem.da, problem.db, problem.dc, options);
     rt.context().synchronize();
     ASSERT_TRUE(call.decision);
-    EXPECT_EQ(call.plan_reused, round == 1);
+    // The second call on a handle may time auto's shortlist and make a new plan (measured).
+    const bool measured_now = call.decision->source == DecisionSource::Measured && call.decision->measure_ms > 0;
+    EXPECT_EQ(call.plan_reused, round == 1 && !measured_now);
     if (!options.variant.empty()) {
       EXPECT_EQ(call.decision->variant, options.variant);
       for (const auto& [key, value] : options.params.items()) EXPECT_EQ(call.decision->params.at(key), value) << key;

@@ -102,6 +102,48 @@ void print_summary(std::ostream& out, const std::vector<ordered_json>& records) 
   }
 }
 
+// Per K, where auto measured its shortlist (SpMM): the model's own choice against the vendor
+// (geomean, and how many under 0.95x) next to auto's on the same matrices, and what the
+// measuring cost in calls of auto (median, most with its matrix).
+void print_measured_summary(std::ostream& out, const std::vector<ordered_json>& records) {
+  struct Stats {
+    std::vector<Named> model, measured, calls;
+  };
+  std::map<int, Stats> by_k;
+  for (const ordered_json& r : records) {
+    const auto model = r.find("model");
+    if (model == r.end() || !model->is_object()) continue;
+    const auto model_speedup = number(*model, "speedup");
+    const auto speedup = number(r, "speedup");
+    if (!model_speedup || !speedup) continue;
+    Stats& stats = by_k[r["k"].get<int>()];
+    const std::string name = r["matrix"].get<std::string>();
+    stats.model.push_back({*model_speedup, name});
+    stats.measured.push_back({*speedup, name});
+    if (const auto calls = nested_number(r, "auto", "measure_calls")) stats.calls.push_back({*calls, name});
+  }
+  const auto geomean = [](const std::vector<Named>& v) {
+    double log_sum = 0;
+    for (const Named& x : v) log_sum += std::log(x.value);
+    return std::exp(log_sum / double(v.size()));
+  };
+  const auto under = [](const std::vector<Named>& v) {
+    return std::count_if(v.begin(), v.end(), [](const Named& x) { return x.value < 0.95; });
+  };
+  for (const auto& [k, stats] : by_k) {
+    out << "K=" << k << " measured selection on " << stats.model.size() << " matrices: speedup geomean "
+        << cell(geomean(stats.measured), "%.2fx") << " (" << under(stats.measured) << " under 0.95x), the model's own choice "
+        << cell(geomean(stats.model), "%.2fx") << " (" << under(stats.model) << " under 0.95x)";
+    if (!stats.calls.empty()) {
+      const Named& most = *std::max_element(stats.calls.begin(), stats.calls.end(),
+                                            [](const Named& x, const Named& y) { return x.value < y.value; });
+      out << "; measuring took median " << cell(median(stats.calls), "%.0f") << " calls of auto, most "
+          << cell(most.value, "%.0f") << " (" << most.matrix << ")";
+    }
+    out << "\n";
+  }
+}
+
 // One K's "reuse" objects, summarized.
 struct ReuseStats {
   std::size_t measured = 0;          // with both reindexed_ms and without_reuse_ms
@@ -174,6 +216,7 @@ void print_report(std::ostream& out, const std::vector<ordered_json>& records) {
   }
   print_table(out, records);
   print_summary(out, records);
+  print_measured_summary(out, records);
   print_reuse_summary(out, records);
   print_first_call_summary(out, records);
 }

@@ -22,6 +22,7 @@ enum class DecisionSource {
   Tuned,    // a tuning record of this device for the matrix's feature bucket
   Model,    // the op's decision tree and cost formulas
   Default,  // the op's safe default (no model applied)
+  Measured, // the fastest of the planner's shortlist, timed on this device for this pattern
 };
 const char* to_string(DecisionSource source);
 
@@ -47,11 +48,14 @@ struct DecisionStep {
 struct Candidate {
   std::string variant;
   nlohmann::json params = nlohmann::json::object();
-  double predicted_ms = 0;
+  double predicted_ms = 0;       // NaN for a setting only measured (see measured_ms)
   std::string rejected_because;  // empty when eligible
   // The cost terms it was priced with at `params` (predicted_ms = models::linear_cost of the
   // model's coefficients and these): {"launch": 1, "gather_bytes": ...}; empty when rejected.
   nlohmann::json terms = nlohmann::json::object();
+  // Device ms of one call when the candidate was timed for this pattern (source Measured);
+  // negative when it was not.
+  double measured_ms = -1;
 };
 
 struct Decision {
@@ -69,6 +73,9 @@ struct Decision {
   KernelOrigin kernel_origin = KernelOrigin::None;
   double compile_ms = 0;       // NVRTC time when compiled now
   double load_ms = 0;          // cache lookup + module load when the plan was prepared
+  // Host ms spent preparing and timing the shortlist (source Measured: in the plan of the
+  // handle whose call timed it; 0 in plans that took times measured earlier).
+  double measure_ms = 0;
 };
 
 // What one call reports: the plan it ran (shared by every later call that reuses it, so a
