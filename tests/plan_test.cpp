@@ -227,7 +227,7 @@ TEST(MeasuredSelection, FastestTimeWinsTiesKeepTheEarlierAndFailuresNeverWin) {
   Decision d = priced_decision();
   std::vector<plan::TimedChoice> times = plan::measured_shortlist(d, "cusparse");
   for (auto& t : times) t.ms = t.variant == "a" ? 2.0 : t.variant == "f" ? 1.99 : t.variant == "b" ? 1.5 : 3.0;
-  ASSERT_TRUE(plan::take_fastest(d, times, "cusparse"));
+  ASSERT_TRUE(plan::take_fastest(d, times, "cusparse", plan::kSpmmVendorMargin));
   EXPECT_EQ(d.variant, "b");
   EXPECT_EQ(d.source, DecisionSource::Measured);
   for (const auto& c : d.candidates) {
@@ -239,21 +239,24 @@ TEST(MeasuredSelection, FastestTimeWinsTiesKeepTheEarlierAndFailuresNeverWin) {
 
   Decision tie = priced_decision();
   for (auto& t : times) t.ms = t.variant == "a" ? 1.0 : t.variant == "f" ? 0.99 : 5.0;  // f within 2% of a
-  ASSERT_TRUE(plan::take_fastest(tie, times, "cusparse"));
+  ASSERT_TRUE(plan::take_fastest(tie, times, "cusparse", plan::kSpmmVendorMargin));
   EXPECT_EQ(tie.variant, "a");
 
-  // Ours 4% faster than the vendor is not enough (kVendorMargin); 6% is.
+  // SpMM: ours 4% faster than the vendor is not enough (kSpmmVendorMargin); 6% is. SDDMM: 4% is.
   Decision close = priced_decision();
+  Decision sddmm = priced_decision();
   for (auto& t : times) t.ms = t.variant == "cusparse" ? 1.0 : t.variant == "b" ? 0.96 : 5.0;
-  ASSERT_TRUE(plan::take_fastest(close, times, "cusparse"));
+  ASSERT_TRUE(plan::take_fastest(close, times, "cusparse", plan::kSpmmVendorMargin));
   EXPECT_EQ(close.variant, "cusparse");
+  ASSERT_TRUE(plan::take_fastest(sddmm, times, "cusparse", plan::kSddmmVendorMargin));
+  EXPECT_EQ(sddmm.variant, "b");
   for (auto& t : times) t.ms = t.variant == "cusparse" ? 1.0 : t.variant == "b" ? 0.94 : 5.0;
-  ASSERT_TRUE(plan::take_fastest(close, times, "cusparse"));
+  ASSERT_TRUE(plan::take_fastest(close, times, "cusparse", plan::kSpmmVendorMargin));
   EXPECT_EQ(close.variant, "b");
 
   Decision failed = priced_decision();
   for (auto& t : times) t.ms = std::numeric_limits<double>::infinity();
-  EXPECT_FALSE(plan::take_fastest(failed, times, "cusparse"));
+  EXPECT_FALSE(plan::take_fastest(failed, times, "cusparse", plan::kSpmmVendorMargin));
   EXPECT_EQ(failed.variant, "a");
   EXPECT_EQ(failed.source, DecisionSource::Model);
   for (const auto& c : failed.candidates) EXPECT_LT(c.measured_ms, 0) << c.variant;
@@ -262,7 +265,7 @@ TEST(MeasuredSelection, FastestTimeWinsTiesKeepTheEarlierAndFailuresNeverWin) {
 TEST(MeasuredSelection, UnmatchedTimesAreAppendedUnpriced) {
   Decision d = priced_decision();
   const std::vector<plan::TimedChoice> times = {{"a", {{"p", 1}}, 2.0}, {"a", {{"p", 7}}, 1.0}};
-  ASSERT_TRUE(plan::take_fastest(d, times, "cusparse"));
+  ASSERT_TRUE(plan::take_fastest(d, times, "cusparse", plan::kSpmmVendorMargin));
   EXPECT_EQ(d.params["p"], 7);
   const Candidate& added = d.candidates.back();
   EXPECT_EQ(added.params["p"], 7);

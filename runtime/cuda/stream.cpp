@@ -15,6 +15,13 @@ Stream::Stream(const Context& context, CUstream handle, bool owned) : context_(c
 
 Stream Stream::wrap(const Context& context, CUstream handle) { return Stream(context, handle, false); }
 
+Stream Stream::non_blocking(const Context& context) {
+  context.make_current();
+  CUstream handle = nullptr;
+  SPARSEJIT_CU(cuStreamCreate, &handle, CU_STREAM_NON_BLOCKING);
+  return Stream(context, handle, true);
+}
+
 Stream::~Stream() { release(); }
 
 Stream::Stream(Stream&& other) noexcept

@@ -32,7 +32,7 @@ void RuntimeState::remember_times(const std::string& key, std::vector<plan::Time
 
 const Stream& RuntimeState::measure_stream() {
   std::lock_guard<std::mutex> lock(measured_mutex_);
-  if (!measure_stream_) measure_stream_.emplace(context);
+  if (!measure_stream_) measure_stream_.emplace(Stream::non_blocking(context));
   return *measure_stream_;
 }
 

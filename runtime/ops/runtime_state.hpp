@@ -39,7 +39,9 @@ struct RuntimeState {
   std::optional<std::vector<plan::TimedChoice>> measured_times(const std::string& key);
   void remember_times(const std::string& key, std::vector<plan::TimedChoice> times);
   // The stream shortlists are timed on (created on first use; never the caller's, which may be
-  // the legacy stream, and graphs cannot be captured there). Hold `measuring` while timing on
+  // the legacy stream, and graphs cannot be captured there). Non-blocking, so another thread's
+  // work on the legacy stream never meets the graph being captured on it (a blocking stream made
+  // such a copy fail with CUDA_ERROR_STREAM_CAPTURE_IMPLICIT). Hold `measuring` while timing on
   // it: one shortlist at a time, so concurrent captures never share the stream.
   const Stream& measure_stream();
   std::mutex measuring;

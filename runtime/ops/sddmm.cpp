@@ -1,4 +1,8 @@
 // SDDMM executor: plan -> prepare -> compile -> launch for P = S ∘ (A·Bᵀ).
+// Measured selection (ops/measured_selection.hpp): on a reused pattern the call times the
+// planner's shortlist once, replaces the handle's plan with the fastest and remembers the times
+// per pattern fingerprint for other handles.
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -10,6 +14,7 @@
 #include "formats/sddmm_row_chunks.hpp"
 #include "formats/sddmm_tiles.hpp"
 #include "ops/call_common.hpp"
+#include "ops/measured_selection.hpp"
 #include "ops/runtime_state.hpp"
 #include "sparsejit/error.hpp"
 #include "sparsejit/runtime.hpp"
@@ -69,6 +74,8 @@ struct PreparedSddmm {
   std::shared_ptr<const DeviceTiles> tiles;       // tiled_shared and reindexed_tiled only
   std::shared_ptr<const DeviceRowChunks> chunks;  // row_gather only
   std::shared_ptr<const DeviceDenseTiles> dense;  // dense_tile only
+  // Measured selection has run for this plan's pattern and problem, or will not.
+  std::atomic<bool> settled{false};
 
   using OperandKey = std::tuple<const void*, int64_t, const void*, int64_t, CUdeviceptr>;
   std::mutex vendor_mutex;
@@ -225,11 +232,15 @@ void prepare_dense_tile(detail::RuntimeState& rt, const DeviceCsr<T>& s, Decisio
   prepared.grid = {ops::blocks_for(prepared.dense->tiles, 1), 1, 1};
 }
 
+// The plan for `options`; with `measured` (times of this pattern's shortlist) the fastest of
+// them instead of the model's choice, unless the choice was forced.
 template <class T>
 std::shared_ptr<PreparedSddmm<T>> prepare_sddmm(detail::RuntimeState& rt, const DeviceCsr<T>& s, const Features& f,
-                                                const plan::SddmmProblem& problem, const Options& options) {
+                                                const plan::SddmmProblem& problem, const Options& options,
+                                                const std::optional<std::vector<plan::TimedChoice>>& measured = std::nullopt) {
   auto prepared = std::make_shared<PreparedSddmm<T>>();
   Decision d = plan::plan_sddmm(f, problem, rt.target, options);
+  if (d.source == DecisionSource::Forced || (measured && plan::take_fastest(d, *measured, ops::kVendor, plan::kSddmmVendorMargin))) prepared->settled = true;
   prepared->block = {unsigned(kScaleBlock), 1, 1};
   prepared->grid = {ops::blocks_for(s.nnz(), kScaleBlock), 1, 1};
   if (d.variant == "coo_flat") {
@@ -326,6 +337,29 @@ void launch_dense_tile(const PreparedSddmm<T>& prepared, const DeviceCsr<T>& s, 
   prepared.kernel->launch(prepared.grid, prepared.block, 0, stream, args);
 }
 
+
+template <class T>
+void run_prepared(detail::RuntimeState& rt, PreparedSddmm<T>& prepared, const DeviceCsr<T>& s, const DeviceDense<T>& a,
+                  const DeviceDense<T>& b, DeviceBuffer& p, CUstream stream) {
+  if (prepared.chunks) {
+    launch_row_gather(prepared, s, a, b, p, stream);
+  } else if (prepared.dense) {
+    launch_dense_tile(prepared, s, a, b, p, stream);
+  } else if (prepared.tiles) {
+    launch_tiled(rt, prepared, s, a, b, p, stream);
+  } else if (prepared.coo_rows) {
+    long long nnz = s.nnz();
+    int k = a.cols();
+    CUdeviceptr rows = prepared.coo_rows->ptr(), cols = s.col_idx().ptr(), sv = s.values().ptr();
+    CUdeviceptr ap = a.buffer().ptr(), bp = b.buffer().ptr(), pp = p.ptr();
+    long long lda = a.ld(), ldb = b.ld();
+    void* args[] = {&nnz, &k, &rows, &cols, &sv, &ap, &lda, &bp, &ldb, &pp};
+    prepared.kernel->launch(prepared.grid, prepared.block, 0, stream, args);
+  } else {
+    run_vendor(rt, prepared, s, a, b, p, stream);
+  }
+}
+
 }  // namespace
 
 template <class T>
@@ -346,30 +380,28 @@ CallInfo Runtime::sddmm(const DeviceCsr<T>& s, const DeviceDense<T>& a, const De
   bool reused = true;
   const std::string key = ops::plan_key(Op::SDDMM, problem.dtype, problem.k, false, options, rt.id) + ":ld" +
                           std::to_string(a.ld()) + "," + std::to_string(b.ld()) + ":reuse=" + to_string(options.reuse);
-  const auto prepared = s.template get_or_create<PreparedSddmm<T>>(key, [&] {
+  const std::string pattern_key = fingerprint_hex(features->fingerprint) + ":" + key;
+  std::shared_ptr<PreparedSddmm<T>> prepared = s.template get_or_create<PreparedSddmm<T>>(key, [&] {
     reused = false;
-    return prepare_sddmm<T>(rt, s, *features, problem, options);
+    return prepare_sddmm<T>(rt, s, *features, problem, options, options.measure ? rt.measured_times(pattern_key) : std::nullopt);
   });
   if (!seen) s.attach(kPatternSeenKey, std::make_shared<bool>(true));
-  const CUstream stream = static_cast<CUstream>(options.stream);
   if (s.nnz() == 0) return {prepared->decision, reused};
-  if (prepared->chunks) {
-    launch_row_gather(*prepared, s, a, b, p, stream);
-  } else if (prepared->dense) {
-    launch_dense_tile(*prepared, s, a, b, p, stream);
-  } else if (prepared->tiles) {
-    launch_tiled(rt, *prepared, s, a, b, p, stream);
-  } else if (prepared->coo_rows) {
-    long long nnz = s.nnz();
-    int k = a.cols();
-    CUdeviceptr rows = prepared->coo_rows->ptr(), cols = s.col_idx().ptr(), sv = s.values().ptr();
-    CUdeviceptr ap = a.buffer().ptr(), bp = b.buffer().ptr(), pp = p.ptr();
-    long long lda = a.ld(), ldb = b.ld();
-    void* args[] = {&nnz, &k, &rows, &cols, &sv, &ap, &lda, &bp, &ldb, &pp};
-    prepared->kernel->launch(prepared->grid, prepared->block, 0, stream, args);
-  } else {
-    run_vendor(rt, *prepared, s, a, b, p, stream);
+  if (ops::claims_measurement(prepared->settled, s.nnz(), options, reused, rt.context)) {
+    const ops::SelectionHooks<PreparedSddmm<T>> hooks{
+        "sddmm",
+        plan::kSddmmVendorMargin,
+        [&](const Options& forced) { return prepare_sddmm<T>(rt, s, *features, problem, forced); },
+        [&](const std::vector<plan::TimedChoice>& times) { return prepare_sddmm<T>(rt, s, *features, problem, options, times); },
+        [&](PreparedSddmm<T>& plan, CUstream stream) { run_prepared(rt, plan, s, a, b, p, stream); },
+        [](const plan::TimedChoice&) { return std::vector<plan::TimedChoice>(); }};
+    if (auto fastest = ops::measure_selection(rt, prepared, options, pattern_key, hooks)) {
+      s.attach(key, fastest);
+      prepared = std::move(fastest);
+      reused = false;
+    }
   }
+  run_prepared(rt, *prepared, s, a, b, p, static_cast<CUstream>(options.stream));
   return {prepared->decision, reused};
 }
 

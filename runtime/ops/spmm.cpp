@@ -23,11 +23,7 @@
 // the planner's shortlist once (each entry prepared as a forced choice, run on the runtime's
 // measure stream), replaces the handle's plan with the fastest and remembers the times per
 // pattern fingerprint, so other handles of the pattern take the fastest without timing.
-#include <algorithm>
 #include <atomic>
-#include <chrono>
-#include <cmath>
-#include <limits>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -35,9 +31,8 @@
 #include "formats/coo_rows.hpp"
 #include "formats/dense_copy.hpp"
 #include "formats/device_row_segments.hpp"
-#include "core/log.hpp"
-#include "cuda/graph.hpp"
 #include "ops/call_common.hpp"
+#include "ops/measured_selection.hpp"
 #include "ops/runtime_state.hpp"
 #include "ops/spmm_kernels.hpp"
 #include "sparsejit/error.hpp"
@@ -47,9 +42,6 @@
 namespace sparsejit {
 
 namespace {
-
-// The vendor's variant name: always on the shortlist, and the floor of measured selection.
-constexpr const char* kVendor = "cusparse";
 
 // The value types cuSPARSE is wrapped for and the split is built for.
 template <class T>
@@ -174,7 +166,7 @@ std::shared_ptr<PreparedSpmm<T>> prepare_spmm(detail::RuntimeState& rt, const De
   auto prepared = std::make_shared<PreparedSpmm<T>>();
   prepared->transpose = problem.transpose_a;
   Decision d = plan::plan_spmm(f, problem, rt.target, options, cached_split_stats(a));
-  if (d.source == DecisionSource::Forced || (measured && plan::take_fastest(d, *measured, kVendor))) prepared->settled = true;
+  if (d.source == DecisionSource::Forced || (measured && plan::take_fastest(d, *measured, ops::kVendor, plan::kSpmmVendorMargin))) prepared->settled = true;
   if (d.variant == "csr_rowwarp") {
     const ops::LoadedKernel loaded = rt.loader.load(ops::rowwarp_spec(d.params, problem.dtype));
     ops::record_kernel(d, loaded);
@@ -308,85 +300,6 @@ void run_prepared(detail::RuntimeState& rt, PreparedSpmm<T>& p, const DeviceCsr<
   }
 }
 
-// Whether this call times the shortlist of `planned` (see Options::measure); claims the plan's
-// one measurement when it does.
-template <class T>
-bool measures_now(PreparedSpmm<T>& planned, const DeviceCsr<T>& a, const Options& options, bool plan_reused,
-                  const Context& context) {
-  if (!options.measure || planned.settled.load() || a.nnz() == 0) return false;
-  if (!plan_reused && options.reuse != Reuse::Many) return false;
-  if (cuda::is_capturing(context, static_cast<CUstream>(options.stream))) return false;  // try again on a later call
-  return !planned.settled.exchange(true);
-}
-
-// Times the shortlist of `planned` on the runtime's measure stream with the caller's operands,
-// then the parameter settings next to its two fastest (plan::spmm_neighbors), and returns
-// the fastest plan (its decision: the planned one, the times marked on its
-// candidates, source measured), or nullptr when there was nothing to choose between.
-template <class T>
-std::shared_ptr<PreparedSpmm<T>> measure_spmm(detail::RuntimeState& rt, const DeviceCsr<T>& a, const DeviceDense<T>& b,
-                                              DeviceDense<T>& c, const Features& f, const plan::SpmmProblem& problem,
-                                              const Options& options, const std::shared_ptr<PreparedSpmm<T>>& planned,
-                                              const std::string& pattern_key) {
-  const auto start = std::chrono::steady_clock::now();
-  std::vector<plan::TimedChoice> shortlist = plan::measured_shortlist(*planned->decision, kVendor);
-  if (shortlist.empty()) return nullptr;
-  std::lock_guard<std::mutex> lock(rt.measuring);
-  const CUstream caller = static_cast<CUstream>(options.stream);
-  Stream::wrap(rt.context, caller).synchronize();  // B (and C) are ready once the caller's work is done
-  const CUstream stream = rt.measure_stream().handle();
-  std::vector<std::shared_ptr<PreparedSpmm<T>>> plans;
-  const auto time_from = [&](std::size_t first) {
-    for (std::size_t i = first; i < shortlist.size(); ++i) {
-      plan::TimedChoice& t = shortlist[i];
-      std::shared_ptr<PreparedSpmm<T>> p = planned;
-      try {
-        if (i > 0) {
-          Options forced = options;
-          forced.variant = t.variant;
-          forced.params = t.params;
-          p = prepare_spmm<T>(rt, a, f, problem, forced);
-        }
-        t.ms = ops::time_device_calls(rt.context, stream, [&] { run_prepared(rt, *p, a, b, c, stream); });
-      } catch (const Error& e) {
-        log(LogLevel::Warn, "spmm: shortlisted " + t.variant + " " + t.params.dump() + " did not run: " + e.what());
-        t.ms = std::numeric_limits<double>::infinity();
-      }
-      plans.push_back(p);
-    }
-  };
-  time_from(0);
-  // Second round: the settings next to the fastest two variants so far (and the vendor's
-  // other algorithms when it led).
-  std::vector<plan::TimedChoice> leaders;
-  for (const plan::TimedChoice& t : shortlist) if (std::isfinite(t.ms)) leaders.push_back(t);
-  std::sort(leaders.begin(), leaders.end(), [](const plan::TimedChoice& x, const plan::TimedChoice& y) { return x.ms < y.ms; });
-  if (leaders.size() > 2) leaders.resize(2);
-  const std::size_t first_neighbor = shortlist.size();
-  for (const plan::TimedChoice& leader : leaders) {
-    for (plan::TimedChoice& n : plan::spmm_neighbors(leader.variant, leader.params, problem, rt.target)) {
-      const bool timed = std::any_of(shortlist.begin(), shortlist.end(), [&](const plan::TimedChoice& t) {
-        return t.variant == n.variant && t.params == n.params;
-      });
-      if (!timed) shortlist.push_back(std::move(n));
-    }
-  }
-  time_from(first_neighbor);
-  Decision d = *planned->decision;
-  if (!plan::take_fastest(d, shortlist, kVendor)) return nullptr;
-  rt.remember_times(pattern_key, shortlist);
-  std::size_t fastest = 0;
-  while (shortlist[fastest].variant != d.variant || shortlist[fastest].params != d.params) ++fastest;
-  // The planned plan may be running on another thread: when it won, a new plan of the same
-  // choice carries the measured decision (its kernels and formats are cached already).
-  const std::shared_ptr<PreparedSpmm<T>> chosen = fastest == 0 ? prepare_spmm<T>(rt, a, f, problem, options, shortlist) : plans[fastest];
-  d.kernel_origin = chosen->decision->kernel_origin;
-  d.measure_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  chosen->decision = std::make_shared<const Decision>(std::move(d));
-  chosen->settled = true;
-  return chosen;
-}
-
 }  // namespace
 
 template <class T>
@@ -404,8 +317,15 @@ CallInfo Runtime::spmm(const DeviceCsr<T>& a, const DeviceDense<T>& b, DeviceDen
     return prepare_spmm<T>(rt, a, *features, problem, options,
                            options.measure ? rt.measured_times(pattern_key) : std::nullopt);
   });
-  if (measures_now(*prepared, a, options, reused, rt.context)) {
-    if (auto fastest = measure_spmm<T>(rt, a, b, c, *features, problem, options, prepared, pattern_key)) {
+  if (ops::claims_measurement(prepared->settled, a.nnz(), options, reused, rt.context)) {
+    const ops::SelectionHooks<PreparedSpmm<T>> hooks{
+        "spmm",
+        plan::kSpmmVendorMargin,
+        [&](const Options& forced) { return prepare_spmm<T>(rt, a, *features, problem, forced); },
+        [&](const std::vector<plan::TimedChoice>& times) { return prepare_spmm<T>(rt, a, *features, problem, options, times); },
+        [&](PreparedSpmm<T>& p, CUstream stream) { run_prepared(rt, p, a, b, c, stream); },
+        [&](const plan::TimedChoice& t) { return plan::spmm_neighbors(t.variant, t.params, problem, rt.target); }};
+    if (auto fastest = ops::measure_selection(rt, prepared, options, pattern_key, hooks)) {
       a.attach(key, fastest);
       prepared = std::move(fastest);
       reused = false;

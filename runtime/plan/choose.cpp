@@ -99,7 +99,7 @@ std::vector<TimedChoice> measured_shortlist(const Decision& decision, const std:
   return list;
 }
 
-bool take_fastest(Decision& decision, const std::vector<TimedChoice>& times, const std::string& vendor) {
+bool take_fastest(Decision& decision, const std::vector<TimedChoice>& times, const std::string& vendor, double vendor_margin) {
   const TimedChoice* best = nullptr;
   const TimedChoice* fastest_vendor = nullptr;
   for (const auto& t : times) {
@@ -108,7 +108,7 @@ bool take_fastest(Decision& decision, const std::vector<TimedChoice>& times, con
     if (t.variant == vendor && (fastest_vendor == nullptr || t.ms < fastest_vendor->ms)) fastest_vendor = &t;
   }
   if (best == nullptr) return false;
-  if (fastest_vendor != nullptr && best->ms > fastest_vendor->ms * (1 - kVendorMargin)) best = fastest_vendor;
+  if (fastest_vendor != nullptr && best->ms > fastest_vendor->ms * (1 - vendor_margin)) best = fastest_vendor;
   for (const auto& t : times) {
     if (!std::isfinite(t.ms)) continue;
     bool matched = false;

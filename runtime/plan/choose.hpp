@@ -61,18 +61,23 @@ inline constexpr double kShortlistSpread = 2.0;
 // selection never falls under. Empty for a forced decision or one with nothing else to try.
 std::vector<TimedChoice> measured_shortlist(const Decision& decision, const std::string& vendor);
 
-// How much faster than the vendor one of our settings must time to be taken over it. The
-// shortlist is timed on one operand set, whose B stays in L2 between calls; callers who
-// rotate operands (a benchmark, a model's layers) see our row-per-group kernels lose more to
-// L2 misses than cuSPARSE does (12% against 4%, a 256x2304 layer at K = 512), so a near tie
+// How much faster than the vendor one of our settings must time to be taken over it.
+// SpMM: the shortlist is timed on one operand set, whose B stays in L2 between calls; callers
+// who rotate operands (a benchmark, a model's layers) see our row-per-group kernels lose more
+// to L2 misses than cuSPARSE does (12% against 4%, a 256x2304 layer at K = 512), so a near tie
 // goes to the vendor, whose speed is the floor the selection promises.
-inline constexpr double kVendorMargin = 0.05;
+// SDDMM: none. Our cusparse variant is cuSPARSE's sampled dot products plus a pass scaling P
+// by S's values (cuSPARSE computes the first only), so it is no floor of the vendor's own
+// time, and rotated operands slow it more than our kernels (1.17x of the vendor in the median
+// where it was chosen); ties go to the shortlist's order, the planner's choice first.
+inline constexpr double kSpmmVendorMargin = 0.05;
+inline constexpr double kSddmmVendorMargin = 0.0;
 
 // Takes the fastest finite time of `times` (ties within kTieTolerance go to the earlier
-// entry: the shortlist's order; `vendor` keeps the choice unless beaten by kVendorMargin),
+// entry: the shortlist's order; `vendor` keeps the choice unless beaten by vendor_margin),
 // marks every candidate matching a timed (variant, params) with its time, appends the timed
 // settings no candidate matches (unpriced: predicted_ms NaN), and sets source Measured.
 // Returns false and leaves the decision unchanged when no time is finite.
-bool take_fastest(Decision& decision, const std::vector<TimedChoice>& times, const std::string& vendor);
+bool take_fastest(Decision& decision, const std::vector<TimedChoice>& times, const std::string& vendor, double vendor_margin);
 
 }  // namespace sparsejit::plan

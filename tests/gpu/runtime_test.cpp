@@ -63,11 +63,13 @@ void check_sddmm(Runtime& rt, const std::string& name, const Csr<double>& patter
   DeviceCsr<T> ds(rt.context(), s);
   DeviceDense<T> da(rt.context(), a), db(rt.context(), b);
   DeviceBuffer dp(rt.context(), std::max<std::size_t>(1, s.values.size()) * sizeof(T));
+  std::shared_ptr<const Decision> previous;
   for (int round = 0; round < 2; ++round) {
     dp.fill_bytes(0xFF);
     const CallInfo call = rt.sddmm(ds, da, db, dp, options);
     rt.context().synchronize();
-    EXPECT_EQ(call.plan_reused, round == 1);
+    test::expect_plan_reuse(call, previous);
+    previous = call.decision;
     if (!options.variant.empty()) {
       EXPECT_EQ(call.decision->variant, options.variant);
     }
@@ -191,9 +193,9 @@ struct SpmmOnHandle {
   Dense<float> expected;
 };
 
-// The fastest measured candidate is the chosen one (the vendor also when within
-// kVendorMargin of it), and the vendor was among those timed.
-void expect_fastest_of_timed(const Decision& d) {
+// The fastest measured candidate is the chosen one (the vendor also when within `margin` of
+// it), and the vendor was among those timed.
+void expect_fastest_of_timed(const Decision& d, double margin = plan::kSpmmVendorMargin) {
   double fastest = std::numeric_limits<double>::infinity(), chosen = -1;
   bool vendor_timed = false;
   for (const Candidate& c : d.candidates) {
@@ -204,7 +206,7 @@ void expect_fastest_of_timed(const Decision& d) {
   }
   EXPECT_TRUE(vendor_timed) << describe(d);
   EXPECT_GT(chosen, 0) << describe(d);
-  const double allowed = d.variant == "cusparse" ? 1 / (1 - plan::kVendorMargin) : 1 + plan::kTieTolerance;
+  const double allowed = d.variant == "cusparse" ? std::max(1 / (1 - margin), 1 + plan::kTieTolerance) : 1 + plan::kTieTolerance;
   EXPECT_LE(chosen, fastest * allowed * 1.0001) << describe(d);
 }
 
@@ -268,6 +270,28 @@ TEST_F(RuntimeGpu, ACallBeingCapturedNeverMeasuresAndReplaysCorrectly) {
   stream.synchronize();
   EXPECT_LE(test::relative_error(test::as_double(h.dc.download().data), test::as_double(h.expected.data)), 1e-5);
   EXPECT_EQ(h.call(options).decision->source, DecisionSource::Measured);  // the next plain call measures
+}
+
+TEST_F(RuntimeGpu, SddmmSecondCallTimesTheShortlistAndOtherHandlesReuseTheTimes) {
+  test::SddmmCase c(rt(), "uniform:3000:40", 64, next_seed());
+  const auto call = [&](const DeviceCsr<float>& ds) {
+    c.dp.fill_bytes(0xFF);
+    const CallInfo info = rt().sddmm(ds, c.da, c.db, c.dp, {});
+    rt().context().synchronize();
+    EXPECT_LE(c.error(), 1e-5) << describe(*info.decision);
+    return info;
+  };
+  EXPECT_NE(call(c.ds).decision->source, DecisionSource::Measured);
+  const CallInfo measured = call(c.ds);
+  ASSERT_EQ(measured.decision->source, DecisionSource::Measured) << describe(*measured.decision);
+  EXPECT_GT(measured.decision->measure_ms, 0);
+  expect_fastest_of_timed(*measured.decision, plan::kSddmmVendorMargin);
+  EXPECT_TRUE(call(c.ds).plan_reused);
+  DeviceCsr<float> second(rt().context(), c.s);
+  const CallInfo shared = call(second);
+  EXPECT_EQ(shared.decision->source, DecisionSource::Measured);
+  EXPECT_EQ(shared.decision->measure_ms, 0);
+  EXPECT_EQ(shared.decision->variant, measured.decision->variant);
 }
 
 }  // namespace

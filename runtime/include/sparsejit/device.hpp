@@ -80,6 +80,10 @@ class Stream {
  public:
   explicit Stream(const Context& context);
   static Stream wrap(const Context& context, CUstream handle);
+  // An owned stream that is not ordered with the legacy default stream (CU_STREAM_NON_BLOCKING):
+  // work on the legacy stream, from any thread, neither waits for it nor joins a graph being
+  // captured on it.
+  static Stream non_blocking(const Context& context);
   ~Stream();
   Stream(Stream&& other) noexcept;
   Stream& operator=(Stream&& other) noexcept;

@@ -13,10 +13,11 @@ namespace sparsejit {
 // for per-pattern work once and gains on every later call:
 //   SDDMM: the planner admits variants that need a per-pattern preprocessing (reindexed_tiled)
 //          only for Reuse::Many, or when the matrix handle has already served an SDDMM call.
-//   SpMM:  auto times the planner's shortlist (its choice, the next-cheapest variants of ours
-//          and cuSPARSE) once per pattern and problem and keeps the fastest (decision source
-//          "measured"): on the first call for Reuse::Many, else on the second call with the
-//          same K, type and layout on a handle (the pattern is being reused). See `measure`.
+//   Both:  auto times the planner's shortlist (its choice, the next-cheapest variants of ours
+//          and cuSPARSE; for SpMM then the parameter settings next to the two fastest) once per
+//          pattern and problem and keeps the fastest (decision source "measured"): on the first
+//          call for Reuse::Many, else on the second call with the same K, type and layout on a
+//          handle (the pattern is being reused). See `measure`.
 enum class Reuse {
   Once,  // default: one call per pattern; no preprocessing beyond what the fastest plain path needs
   Many,  // the pattern will be used many times: per-pattern preprocessing is worth building
@@ -35,7 +36,7 @@ struct Options {
   bool transpose_a = false;
   // How often this sparsity pattern will be used (see Reuse).
   Reuse reuse = Reuse::Once;
-  // SpMM: whether auto may time its shortlist on a reused pattern (see Reuse). The call that
+  // Whether auto may time its shortlist on a reused pattern (see Reuse). The call that
   // measures synchronizes the caller's stream and runs each shortlisted plan a few times on a
   // stream of the runtime's own (C is written, then overwritten by the chosen plan); a call
   // on a stream being captured into a graph never measures. false: the model's choice always.

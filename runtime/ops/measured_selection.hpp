@@ -1,0 +1,123 @@
+// Measured selection (Options::measure, Options::reuse) for any op executor: the call that
+// settles a reused pattern times the planner's shortlist (plan::measured_shortlist) on the
+// runtime's measure stream, then the parameter settings next to its two fastest, and hands
+// back the fastest plan. The op supplies how to prepare a forced plan, how to run one and
+// which settings neighbour a timed one; what is timed and how times are read stay in plan/.
+#pragma once
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/log.hpp"
+#include "cuda/graph.hpp"
+#include "ops/call_common.hpp"
+#include "ops/runtime_state.hpp"
+#include "plan/choose.hpp"
+#include "sparsejit/error.hpp"
+
+namespace sparsejit::ops {
+
+// The vendor's variant name in every op: always on the shortlist, and the selection's floor.
+inline constexpr const char* kVendor = "cusparse";
+
+// Whether this call times the shortlist of a plan (`settled`: its one measurement is claimed
+// or not needed): auto may measure, the pattern is reused (the plan served a call before, or
+// Reuse::Many), there is work, and the caller's stream is not being captured (a later call
+// tries again). Claims the measurement when it answers true.
+inline bool claims_measurement(std::atomic<bool>& settled, int64_t nnz, const Options& options, bool plan_reused,
+                               const Context& context) {
+  if (!options.measure || settled.load() || nnz == 0) return false;
+  if (!plan_reused && options.reuse != Reuse::Many) return false;
+  if (cuda::is_capturing(context, static_cast<CUstream>(options.stream))) return false;
+  return !settled.exchange(true);
+}
+
+// What measured selection needs from an op. Plan: the op's prepared plan, with
+// `std::shared_ptr<const Decision> decision` and `std::atomic<bool> settled`.
+template <class Plan>
+struct SelectionHooks {
+  const char* op;
+  double vendor_margin;  // plan::kSpmmVendorMargin, plan::kSddmmVendorMargin
+  // A plan forced to a timed setting (variant and params in the options).
+  std::function<std::shared_ptr<Plan>(const Options& forced)> prepare_forced;
+  // A new plan of the call's options that takes the fastest of `times`.
+  std::function<std::shared_ptr<Plan>(const std::vector<plan::TimedChoice>& times)> prepare_measured;
+  // Enqueues one call of a plan on the stream, with the caller's operands.
+  std::function<void(Plan&, CUstream)> run;
+  // The settings next to a timed one (may be empty).
+  std::function<std::vector<plan::TimedChoice>(const plan::TimedChoice&)> neighbors;
+};
+
+// Times the shortlist of `planned` and the neighbours of its two fastest settings, remembers
+// the times for `pattern_key` in the runtime, and returns the fastest plan (its decision: the
+// planned one with the times marked, source measured, measure_ms the host time this took), or
+// nullptr when there was nothing to choose between or nothing ran.
+template <class Plan>
+std::shared_ptr<Plan> measure_selection(detail::RuntimeState& rt, const std::shared_ptr<Plan>& planned, const Options& options,
+                                        const std::string& pattern_key, const SelectionHooks<Plan>& hooks) {
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<plan::TimedChoice> shortlist = plan::measured_shortlist(*planned->decision, kVendor);
+  if (shortlist.empty()) return nullptr;
+  std::lock_guard<std::mutex> lock(rt.measuring);
+  Stream::wrap(rt.context, static_cast<CUstream>(options.stream)).synchronize();  // the caller's operands are ready
+  const CUstream stream = rt.measure_stream().handle();
+  std::vector<std::shared_ptr<Plan>> plans;
+  const auto time_from = [&](std::size_t first) {
+    for (std::size_t i = first; i < shortlist.size(); ++i) {
+      plan::TimedChoice& t = shortlist[i];
+      std::shared_ptr<Plan> p = planned;
+      try {
+        if (i > 0) {
+          Options forced = options;
+          forced.variant = t.variant;
+          forced.params = t.params;
+          p = hooks.prepare_forced(forced);
+        }
+        t.ms = time_device_calls(rt.context, stream, [&] { hooks.run(*p, stream); });
+      } catch (const Error& e) {
+        log(LogLevel::Warn, std::string(hooks.op) + ": shortlisted " + t.variant + " " + t.params.dump() + " did not run: " + e.what());
+        t.ms = std::numeric_limits<double>::infinity();
+      }
+      plans.push_back(p);
+    }
+  };
+  time_from(0);
+  std::vector<plan::TimedChoice> leaders;
+  for (const plan::TimedChoice& t : shortlist)
+    if (std::isfinite(t.ms)) leaders.push_back(t);
+  std::sort(leaders.begin(), leaders.end(), [](const plan::TimedChoice& x, const plan::TimedChoice& y) { return x.ms < y.ms; });
+  if (leaders.size() > 2) leaders.resize(2);
+  const std::size_t first_neighbor = shortlist.size();
+  for (const plan::TimedChoice& leader : leaders) {
+    for (plan::TimedChoice& n : hooks.neighbors(leader)) {
+      const bool timed = std::any_of(shortlist.begin(), shortlist.end(), [&](const plan::TimedChoice& t) {
+        return t.variant == n.variant && t.params == n.params;
+      });
+      if (!timed) shortlist.push_back(std::move(n));
+    }
+  }
+  time_from(first_neighbor);
+  Decision d = *planned->decision;
+  if (!plan::take_fastest(d, shortlist, kVendor, hooks.vendor_margin)) return nullptr;
+  rt.remember_times(pattern_key, shortlist);
+  std::size_t fastest = 0;
+  while (shortlist[fastest].variant != d.variant || shortlist[fastest].params != d.params) ++fastest;
+  // The planned plan may be running on another thread: when it won, a new plan of the same
+  // choice carries the measured decision (its kernels and formats are cached already).
+  const std::shared_ptr<Plan> chosen = fastest == 0 ? hooks.prepare_measured(shortlist) : plans[fastest];
+  d.kernel_origin = chosen->decision->kernel_origin;
+  d.measure_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  chosen->decision = std::make_shared<const Decision>(std::move(d));
+  chosen->settled = true;
+  return chosen;
+}
+
+}  // namespace sparsejit::ops
