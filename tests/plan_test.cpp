@@ -274,6 +274,30 @@ TEST(MeasuredSelection, UnmatchedTimesAreAppendedUnpriced) {
   EXPECT_NE(describe(d).find("(not priced), measured 1 ms"), std::string::npos) << describe(d);
 }
 
+// The second round: neighbours of the two fastest finite times, none already timed or twice.
+TEST(MeasuredSelection, NextRoundNamesTheNeighboursOfTheTwoFastestOnce) {
+  const std::vector<plan::TimedChoice> timed = {{"a", {{"p", 1}}, 3.0},
+                                                {"b", {{"p", 1}}, 1.0},
+                                                {"c", {{"p", 1}}, std::numeric_limits<double>::infinity()},
+                                                {"d", {{"p", 1}}, 2.0}};
+  std::vector<std::string> asked;
+  const auto neighbors = [&](const plan::TimedChoice& t) {
+    asked.push_back(t.variant);
+    // Every setting's neighbours: p = 2 of itself, and a's p = 1 (timed already) and b's p = 5.
+    return std::vector<plan::TimedChoice>{{t.variant, {{"p", 2}}}, {"a", {{"p", 1}}}, {"b", {{"p", 5}}}};
+  };
+  const auto round = plan::next_round(timed, neighbors);
+  EXPECT_EQ(asked, (std::vector<std::string>{"b", "d"}));
+  ASSERT_EQ(round.size(), 3u);
+  EXPECT_EQ(round[0].variant, "b");
+  EXPECT_EQ(round[0].params["p"], 2);
+  EXPECT_EQ(round[1].variant, "b");
+  EXPECT_EQ(round[1].params["p"], 5);
+  EXPECT_EQ(round[2].variant, "d");
+  EXPECT_EQ(round[2].params["p"], 2);
+  EXPECT_TRUE(plan::next_round({{"a", {}, std::numeric_limits<double>::infinity()}}, neighbors).empty());
+}
+
 TEST(MeasuredSelection, NeighboursAreValidWhenForcedAndDifferFromTheirCentre) {
   const Csr<double> a = generate::from_spec("rmat:4096:40000", 3);
   const Features f = inspect(a.pattern());

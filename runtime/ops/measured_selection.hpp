@@ -1,13 +1,11 @@
 // Measured selection (Options::measure, Options::reuse) for any op executor: the call that
 // settles a reused pattern times the planner's shortlist (plan::measured_shortlist) on the
-// runtime's measure stream, then the parameter settings next to its two fastest, and hands
-// back the fastest plan. The op supplies how to prepare a forced plan, how to run one and
+// runtime's measure stream, then the settings plan::next_round names, and hands back the
+// fastest plan. The op supplies how to prepare a forced plan, how to run one and
 // which settings neighbour a timed one; what is timed and how times are read stay in plan/.
 #pragma once
-#include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <cmath>
 #include <functional>
 #include <limits>
 #include <memory>
@@ -56,7 +54,7 @@ struct SelectionHooks {
   std::function<std::vector<plan::TimedChoice>(const plan::TimedChoice&)> neighbors;
 };
 
-// Times the shortlist of `planned` and the neighbours of its two fastest settings, remembers
+// Times the shortlist of `planned` and then plan::next_round's settings, remembers
 // the times for `pattern_key` in the runtime, and returns the fastest plan (its decision: the
 // planned one with the times marked, source measured, measure_ms the host time this took), or
 // nullptr when there was nothing to choose between or nothing ran.
@@ -90,20 +88,8 @@ std::shared_ptr<Plan> measure_selection(detail::RuntimeState& rt, const std::sha
     }
   };
   time_from(0);
-  std::vector<plan::TimedChoice> leaders;
-  for (const plan::TimedChoice& t : shortlist)
-    if (std::isfinite(t.ms)) leaders.push_back(t);
-  std::sort(leaders.begin(), leaders.end(), [](const plan::TimedChoice& x, const plan::TimedChoice& y) { return x.ms < y.ms; });
-  if (leaders.size() > 2) leaders.resize(2);
   const std::size_t first_neighbor = shortlist.size();
-  for (const plan::TimedChoice& leader : leaders) {
-    for (plan::TimedChoice& n : hooks.neighbors(leader)) {
-      const bool timed = std::any_of(shortlist.begin(), shortlist.end(), [&](const plan::TimedChoice& t) {
-        return t.variant == n.variant && t.params == n.params;
-      });
-      if (!timed) shortlist.push_back(std::move(n));
-    }
-  }
+  for (plan::TimedChoice& n : plan::next_round(shortlist, hooks.neighbors)) shortlist.push_back(std::move(n));
   time_from(first_neighbor);
   Decision d = *planned->decision;
   if (!plan::take_fastest(d, shortlist, kVendor, hooks.vendor_margin)) return nullptr;

@@ -99,6 +99,24 @@ std::vector<TimedChoice> measured_shortlist(const Decision& decision, const std:
   return list;
 }
 
+std::vector<TimedChoice> next_round(const std::vector<TimedChoice>& timed,
+                                    const std::function<std::vector<TimedChoice>(const TimedChoice&)>& neighbors) {
+  std::vector<const TimedChoice*> leaders;
+  for (const auto& t : timed)
+    if (std::isfinite(t.ms)) leaders.push_back(&t);
+  std::stable_sort(leaders.begin(), leaders.end(), [](const TimedChoice* x, const TimedChoice* y) { return x->ms < y->ms; });
+  if (leaders.size() > std::size_t(kNeighbourLeaders)) leaders.resize(kNeighbourLeaders);
+  std::vector<TimedChoice> round;
+  const auto known = [&](const TimedChoice& n) {
+    const auto same = [&](const TimedChoice& t) { return t.variant == n.variant && t.params == n.params; };
+    return std::any_of(timed.begin(), timed.end(), same) || std::any_of(round.begin(), round.end(), same);
+  };
+  for (const TimedChoice* leader : leaders)
+    for (TimedChoice& n : neighbors(*leader))
+      if (!known(n)) round.push_back(std::move(n));
+  return round;
+}
+
 bool take_fastest(Decision& decision, const std::vector<TimedChoice>& times, const std::string& vendor, double vendor_margin) {
   const TimedChoice* best = nullptr;
   const TimedChoice* fastest_vendor = nullptr;

@@ -61,6 +61,12 @@ inline constexpr double kShortlistSpread = 2.0;
 // selection never falls under. Empty for a forced decision or one with nothing else to try.
 std::vector<TimedChoice> measured_shortlist(const Decision& decision, const std::string& vendor);
 
+// The second round of timing: the settings `neighbors` names next to the kNeighbourLeaders
+// fastest of `timed` (finite times only), leaving out any already in `timed` or named twice.
+inline constexpr int kNeighbourLeaders = 2;
+std::vector<TimedChoice> next_round(const std::vector<TimedChoice>& timed,
+                                    const std::function<std::vector<TimedChoice>(const TimedChoice&)>& neighbors);
+
 // How much faster than the vendor one of our settings must time to be taken over it.
 // SpMM: the shortlist is timed on one operand set, whose B stays in L2 between calls; callers
 // who rotate operands (a benchmark, a model's layers) see our row-per-group kernels lose more
