@@ -317,8 +317,8 @@ TEST(MeasuredSelection, NeighboursAreValidWhenForcedAndDifferFromTheirCentre) {
     }
   }
   // csr_vector at K = 128 (32 lanes, one vector each) tries two rows per warp.
-  const auto vector = plan::spmm_neighbors("csr_vector", {{"vec_width", 4}, {"lanes_per_row", 32}, {"cf_h", 1}, {"unroll", 4}, {"block_threads", 256}},
-                                           {128, DType::F32, false}, {});
+  const nlohmann::json k128 = {{"vec_width", 4}, {"lanes_per_row", 32}, {"cf_h", 1}, {"unroll", 4}, {"block_threads", 256}};
+  const auto vector = plan::spmm_neighbors("csr_vector", k128, {128, DType::F32, false}, {});
   ASSERT_EQ(vector.size(), 1u);
   EXPECT_EQ(vector[0].params["lanes_per_row"], 16);
   EXPECT_EQ(vector[0].params["cf_h"], 2);

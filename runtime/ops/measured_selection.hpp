@@ -81,7 +81,8 @@ std::shared_ptr<Plan> measure_selection(detail::RuntimeState& rt, const std::sha
         }
         t.ms = time_device_calls(rt.context, stream, [&] { hooks.run(*p, stream); });
       } catch (const Error& e) {
-        log(LogLevel::Warn, std::string(hooks.op) + ": shortlisted " + t.variant + " " + t.params.dump() + " did not run: " + e.what());
+        log(LogLevel::Warn,
+            std::string(hooks.op) + ": shortlisted " + t.variant + " " + t.params.dump() + " did not run: " + e.what());
         t.ms = std::numeric_limits<double>::infinity();
       }
       plans.push_back(p);

@@ -240,7 +240,8 @@ std::shared_ptr<PreparedSddmm<T>> prepare_sddmm(detail::RuntimeState& rt, const 
                                                 const std::optional<std::vector<plan::TimedChoice>>& measured = std::nullopt) {
   auto prepared = std::make_shared<PreparedSddmm<T>>();
   Decision d = plan::plan_sddmm(f, problem, rt.target, options);
-  if (d.source == DecisionSource::Forced || (measured && plan::take_fastest(d, *measured, ops::kVendor, plan::kSddmmVendorMargin))) prepared->settled = true;
+  const bool took_times = measured && plan::take_fastest(d, *measured, ops::kVendor, plan::kSddmmVendorMargin);
+  if (d.source == DecisionSource::Forced || took_times) prepared->settled = true;
   prepared->block = {unsigned(kScaleBlock), 1, 1};
   prepared->grid = {ops::blocks_for(s.nnz(), kScaleBlock), 1, 1};
   if (d.variant == "coo_flat") {

@@ -166,7 +166,8 @@ std::shared_ptr<PreparedSpmm<T>> prepare_spmm(detail::RuntimeState& rt, const De
   auto prepared = std::make_shared<PreparedSpmm<T>>();
   prepared->transpose = problem.transpose_a;
   Decision d = plan::plan_spmm(f, problem, rt.target, options, cached_split_stats(a));
-  if (d.source == DecisionSource::Forced || (measured && plan::take_fastest(d, *measured, ops::kVendor, plan::kSpmmVendorMargin))) prepared->settled = true;
+  const bool took_times = measured && plan::take_fastest(d, *measured, ops::kVendor, plan::kSpmmVendorMargin);
+  if (d.source == DecisionSource::Forced || took_times) prepared->settled = true;
   if (d.variant == "csr_rowwarp") {
     const ops::LoadedKernel loaded = rt.loader.load(ops::rowwarp_spec(d.params, problem.dtype));
     ops::record_kernel(d, loaded);
