@@ -298,6 +298,16 @@ TEST(MeasuredSelection, NextRoundNamesTheNeighboursOfTheTwoFastestOnce) {
   EXPECT_TRUE(plan::next_round({{"a", {}, std::numeric_limits<double>::infinity()}}, neighbors).empty());
 }
 
+// A neighbour keeps its centre's variant and differs from it; returns the options forcing it.
+Options forcing_neighbour(const std::string& variant, const nlohmann::json& centre, const plan::TimedChoice& n) {
+  EXPECT_EQ(n.variant, variant);
+  EXPECT_NE(n.params, centre);
+  Options forced;
+  forced.variant = n.variant;
+  forced.params = n.params;
+  return forced;
+}
+
 TEST(MeasuredSelection, NeighboursAreValidWhenForcedAndDifferFromTheirCentre) {
   const Csr<double> a = generate::from_spec("rmat:4096:40000", 3);
   const Features f = inspect(a.pattern());
@@ -307,12 +317,7 @@ TEST(MeasuredSelection, NeighboursAreValidWhenForcedAndDifferFromTheirCentre) {
     for (const auto& [variant, params] : plan::spmm_search_space(f, problem, {})) {
       for (const auto& n : plan::spmm_neighbors(variant, params, problem, {})) {
         SCOPED_TRACE(variant + " " + params.dump() + " -> " + n.params.dump() + " k=" + std::to_string(k));
-        EXPECT_EQ(n.variant, variant);
-        EXPECT_NE(n.params, params);
-        Options forced;
-        forced.variant = n.variant;
-        forced.params = n.params;
-        EXPECT_NO_THROW(plan::plan_spmm(f, problem, {}, forced, split));
+        EXPECT_NO_THROW(plan::plan_spmm(f, problem, {}, forcing_neighbour(variant, params, n), split));
       }
     }
   }
@@ -325,6 +330,26 @@ TEST(MeasuredSelection, NeighboursAreValidWhenForcedAndDifferFromTheirCentre) {
   // cuSPARSE A·B: the other two algorithms; Aᵀ·B: ALG1 only (ALG3 has no transpose).
   EXPECT_EQ(plan::spmm_neighbors("cusparse", {{"alg", 3}}, {128, DType::F32, false}, {}).size(), 2u);
   EXPECT_EQ(plan::spmm_neighbors("cusparse", {{"alg", 2}}, {128, DType::F32, true}, {}).size(), 1u);
+}
+
+TEST(MeasuredSelection, SddmmNeighboursAreValidWhenForcedAndDifferFromTheirCentre) {
+  const Csr<double> s = generate::from_spec("uniform:2048:200", 5);
+  const Features f = inspect(s.pattern());
+  std::set<std::string> with_neighbours;
+  for (int32_t k : {1, 32, 64, 128}) {
+    const plan::SddmmProblem problem{k, DType::F32, k, k};
+    for (const auto& [variant, params] : plan::sddmm_search_space(f, problem, {})) {
+      for (const auto& n : plan::sddmm_neighbors(variant, params, problem, {})) {
+        SCOPED_TRACE(variant + " " + params.dump() + " -> " + n.params.dump() + " k=" + std::to_string(k));
+        Options forced = forcing_neighbour(variant, params, n);
+        forced.reuse = Reuse::Many;  // reindexed_tiled runs only on reused patterns
+        EXPECT_NO_THROW(plan::plan_sddmm(f, problem, {}, forced));
+        with_neighbours.insert(variant);
+      }
+    }
+  }
+  EXPECT_EQ(with_neighbours, (std::set<std::string>{"coo_flat", "row_gather", "dense_tile", "tiled_shared", "reindexed_tiled"}));
+  EXPECT_TRUE(plan::sddmm_neighbors("cusparse", nlohmann::json::object(), {64, DType::F32, 64, 64}, {}).empty());
 }
 
 TEST(Models, TreeEvaluationRecordsThePath) {

@@ -395,7 +395,7 @@ CallInfo Runtime::sddmm(const DeviceCsr<T>& s, const DeviceDense<T>& a, const De
         [&](const Options& forced) { return prepare_sddmm<T>(rt, s, *features, problem, forced); },
         [&](const std::vector<plan::TimedChoice>& times) { return prepare_sddmm<T>(rt, s, *features, problem, options, times); },
         [&](PreparedSddmm<T>& plan, CUstream stream) { run_prepared(rt, plan, s, a, b, p, stream); },
-        [](const plan::TimedChoice&) { return std::vector<plan::TimedChoice>(); }};
+        [&](const plan::TimedChoice& t) { return plan::sddmm_neighbors(t.variant, t.params, problem, rt.target); }};
     if (auto fastest = ops::measure_selection(rt, prepared, options, pattern_key, hooks)) {
       s.attach(key, fastest);
       prepared = std::move(fastest);

@@ -99,6 +99,24 @@ std::vector<TimedChoice> measured_shortlist(const Decision& decision, const std:
   return list;
 }
 
+std::vector<TimedChoice> valid_neighbours(const std::string& variant, const nlohmann::json& centre,
+                                          const std::vector<nlohmann::json>& changes,
+                                          const std::function<void(const nlohmann::json&)>& check) {
+  std::vector<TimedChoice> out;
+  for (const nlohmann::json& change : changes) {
+    nlohmann::json setting = centre;
+    for (const auto& [key, value] : change.items()) setting[key] = value;
+    if (setting == centre) continue;
+    try {
+      check(setting);
+    } catch (const Error&) {
+      continue;
+    }
+    out.push_back({variant, setting});
+  }
+  return out;
+}
+
 std::vector<TimedChoice> next_round(const std::vector<TimedChoice>& timed,
                                     const std::function<std::vector<TimedChoice>(const TimedChoice&)>& neighbors) {
   std::vector<const TimedChoice*> leaders;

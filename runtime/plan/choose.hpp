@@ -61,6 +61,14 @@ inline constexpr double kShortlistSpread = 2.0;
 // selection never falls under. Empty for a forced decision or one with nothing else to try.
 std::vector<TimedChoice> measured_shortlist(const Decision& decision, const std::string& vendor);
 
+// The settings of `variant` that differ from `centre` by one entry of `changes` each (an object
+// of parameters merged over it), other than `centre` itself, that `check` accepts (an Error
+// from it drops the setting: past a parameter's range for the problem). What an op's
+// neighbours function returns.
+std::vector<TimedChoice> valid_neighbours(const std::string& variant, const nlohmann::json& centre,
+                                          const std::vector<nlohmann::json>& changes,
+                                          const std::function<void(const nlohmann::json&)>& check);
+
 // The second round of timing: the settings `neighbors` names next to the kNeighbourLeaders
 // fastest of `timed` (finite times only), leaving out any already in `timed` or named twice.
 inline constexpr int kNeighbourLeaders = 2;

@@ -111,6 +111,13 @@ std::vector<std::string> sddmm_variants();
 std::vector<TimedChoice> spmm_neighbors(const std::string& variant, const nlohmann::json& params, const SpmmProblem& problem,
                                        const DeviceTarget& device);
 
+// The same for SDDMM: row_gather half and twice the group and a quarter and four times the
+// nonzeros per chunk; coo_flat half and twice the nonzeros per group and the group; dense_tile
+// half and twice each tile edge; the tiled variants the other combine and a quarter and four
+// times the tile rows. cusparse has none.
+std::vector<TimedChoice> sddmm_neighbors(const std::string& variant, const nlohmann::json& params, const SddmmProblem& problem,
+                                        const DeviceTarget& device);
+
 // Every (variant, params) combination of our SpMM kernels worth measuring for this problem on
 // this device (the tuner and the benchmark's oracle run each one forced), plus cusparse. Each
 // params object is complete (forcing it leaves no default in play) and valid for the problem.

@@ -412,6 +412,31 @@ Decision plan_sddmm(const Features& features, const SddmmProblem& problem, const
   return plan_sddmm(features, problem, device, options, *planner_model(Op::SDDMM, device));
 }
 
+std::vector<TimedChoice> sddmm_neighbors(const std::string& variant, const nlohmann::json& params, const SddmmProblem& problem,
+                                        const DeviceTarget& device) {
+  const auto get = [&](const char* key) { return params.at(key).get<int64_t>(); };
+  std::vector<json> changes;
+  if (variant == "row_gather") {
+    changes = {{{"group_size", get("group_size") / 2}, {"unroll", std::min(get("unroll"), get("group_size") / 2)}},
+               {{"group_size", get("group_size") * 2}},
+               {{"max_nnz", get("max_nnz") / 4}},
+               {{"max_nnz", get("max_nnz") * 4}}};
+  } else if (variant == "coo_flat") {
+    changes = {{{"nnz_per_group", get("nnz_per_group") / 2}},
+               {{"nnz_per_group", get("nnz_per_group") * 2}},
+               {{"group_size", get("group_size") / 2}, {"nnz_per_group", std::min(get("nnz_per_group"), get("group_size") / 2)}},
+               {{"group_size", get("group_size") * 2}}};
+  } else if (variant == "dense_tile") {
+    changes = {{{"tile_rows", get("tile_rows") / 2}}, {{"tile_rows", get("tile_rows") * 2}},
+               {{"tile_cols", get("tile_cols") / 2}}, {{"tile_cols", get("tile_cols") * 2}}};
+  } else if (variant == "tiled_shared" || variant == "reindexed_tiled") {
+    changes = {{{"combine", params.at("combine") == "atomic" ? "reduce" : "atomic"}},
+               {{"tile_rows", get("tile_rows") / 4}},
+               {{"tile_rows", get("tile_rows") * 4}}};
+  }
+  return valid_neighbours(variant, params, changes, [&](const json& n) { check_params(variant, n, problem, device); });
+}
+
 std::vector<std::pair<std::string, nlohmann::json>> sddmm_search_space(const Features& features, const SddmmProblem& problem,
                                                                        const DeviceTarget& device) {
   std::vector<std::pair<std::string, json>> space;

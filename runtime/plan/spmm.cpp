@@ -623,39 +623,24 @@ Decision plan_spmm(const Features& features, const SpmmProblem& problem, const D
 
 std::vector<TimedChoice> spmm_neighbors(const std::string& variant, const nlohmann::json& params, const SpmmProblem& problem,
                                        const DeviceTarget& device) {
-  std::vector<nlohmann::json> near;
-  const auto with = [&](std::initializer_list<std::pair<const char*, int>> changes) {
-    nlohmann::json n = params;
-    for (const auto& [key, value] : changes) n[key] = value;
-    near.push_back(n);
-  };
+  using json = nlohmann::json;
   const auto get = [&](const char* key) { return params.at(key).get<int>(); };
+  std::vector<json> changes;
   if (variant == "csr_vector") {
     // Half the lanes per row with twice the vectors each (two rows per warp: short rows), and back.
-    with({{"lanes_per_row", get("lanes_per_row") / 2}, {"cf_h", get("cf_h") * 2}});
-    with({{"lanes_per_row", get("lanes_per_row") * 2}, {"cf_h", get("cf_h") / 2}});
+    changes = {{{"lanes_per_row", get("lanes_per_row") / 2}, {"cf_h", get("cf_h") * 2}},
+               {{"lanes_per_row", get("lanes_per_row") * 2}, {"cf_h", get("cf_h") / 2}}};
   } else if (variant == "csr_rowsplit") {
-    with({{"parts", get("parts") / 2}});
-    with({{"parts", get("parts") * 2}});
-    with({{"lanes", get("lanes") / 2}});  // K in twice the slices: twice the blocks
-    with({{"unroll", get("unroll") * 2}});
+    changes = {{{"parts", get("parts") / 2}},
+               {{"parts", get("parts") * 2}},
+               {{"lanes", get("lanes") / 2}},  // K in twice the slices: twice the blocks
+               {{"unroll", get("unroll") * 2}}};
   } else if (variant == "csr_merge") {
-    with({{"nnz_per_group", get("nnz_per_group") / 2}});
-    with({{"nnz_per_group", get("nnz_per_group") * 2}});
+    changes = {{{"nnz_per_group", get("nnz_per_group") / 2}}, {{"nnz_per_group", get("nnz_per_group") * 2}}};
   } else if (variant == "cusparse") {
-    for (int alg : {1, 2, 3}) with({{"alg", alg}});
+    for (int alg : {1, 2, 3}) changes.push_back({{"alg", alg}});
   }
-  std::vector<TimedChoice> out;
-  for (const nlohmann::json& n : near) {
-    if (n == params) continue;
-    try {
-      check_params(variant, n, problem, device);
-    } catch (const Error&) {
-      continue;  // past a parameter's range for this problem
-    }
-    out.push_back({variant, n});
-  }
-  return out;
+  return valid_neighbours(variant, params, changes, [&](const json& n) { check_params(variant, n, problem, device); });
 }
 
 std::vector<std::pair<std::string, nlohmann::json>> spmm_search_space(const Features& features, const SpmmProblem& problem,

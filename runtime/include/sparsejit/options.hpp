@@ -14,7 +14,7 @@ namespace sparsejit {
 //   SDDMM: the planner admits variants that need a per-pattern preprocessing (reindexed_tiled)
 //          only for Reuse::Many, or when the matrix handle has already served an SDDMM call.
 //   Both:  auto times the planner's shortlist (its choice, the next-cheapest variants of ours
-//          and cuSPARSE; for SpMM then the parameter settings next to the two fastest) once per
+//          and cuSPARSE, then the parameter settings next to the two fastest) once per
 //          pattern and problem and keeps the fastest (decision source "measured"): on the first
 //          call for Reuse::Many, else on the second call with the same K, type and layout on a
 //          handle (the pattern is being reused). See `measure`.
