@@ -20,11 +20,26 @@
 #include "ops/runtime_state.hpp"
 #include "plan/choose.hpp"
 #include "sparsejit/error.hpp"
+#include "sparsejit/features.hpp"
 
 namespace sparsejit::ops {
 
 // The vendor's variant name in every op: always on the shortlist, and the selection's floor.
 inline constexpr const char* kVendor = "cusparse";
+
+// What measured times are kept under in the runtime: the pattern's fingerprint and the plan key
+// (op, type, K, layout, options, runtime). Built only when a plan is prepared or measured, not
+// on every call.
+inline std::string pattern_key(const Features& features, const std::string& plan_key) {
+  return fingerprint_hex(features.fingerprint) + ":" + plan_key;
+}
+
+// The times an earlier call measured for this pattern and plan key, when auto may use them.
+inline std::optional<std::vector<plan::TimedChoice>> earlier_times(detail::RuntimeState& rt, const Features& features,
+                                                                   const std::string& plan_key, const Options& options) {
+  if (!options.measure) return std::nullopt;
+  return rt.measured_times(pattern_key(features, plan_key));
+}
 
 // Whether this call times the shortlist of a plan (`settled`: its one measurement is claimed
 // or not needed): auto may measure, the pattern is reused (the plan served a call before, or
@@ -55,12 +70,13 @@ struct SelectionHooks {
 };
 
 // Times the shortlist of `planned` and then plan::next_round's settings, remembers
-// the times for `pattern_key` in the runtime, and returns the fastest plan (its decision: the
+// the times for the pattern and `plan_key` in the runtime, and returns the fastest plan (its decision: the
 // planned one with the times marked, source measured, measure_ms the host time this took), or
 // nullptr when there was nothing to choose between or nothing ran.
 template <class Plan>
 std::shared_ptr<Plan> measure_selection(detail::RuntimeState& rt, const std::shared_ptr<Plan>& planned, const Options& options,
-                                        const std::string& pattern_key, const SelectionHooks<Plan>& hooks) {
+                                        const Features& features, const std::string& plan_key,
+                                        const SelectionHooks<Plan>& hooks) {
   const auto start = std::chrono::steady_clock::now();
   std::vector<plan::TimedChoice> shortlist = plan::measured_shortlist(*planned->decision, kVendor);
   if (shortlist.empty()) return nullptr;
@@ -94,7 +110,7 @@ std::shared_ptr<Plan> measure_selection(detail::RuntimeState& rt, const std::sha
   time_from(first_neighbor);
   Decision d = *planned->decision;
   if (!plan::take_fastest(d, shortlist, kVendor, hooks.vendor_margin)) return nullptr;
-  rt.remember_times(pattern_key, shortlist);
+  rt.remember_times(pattern_key(features, plan_key), shortlist);
   std::size_t fastest = 0;
   while (shortlist[fastest].variant != d.variant || shortlist[fastest].params != d.params) ++fastest;
   // The planned plan may be running on another thread: when it won, a new plan of the same

@@ -381,10 +381,9 @@ CallInfo Runtime::sddmm(const DeviceCsr<T>& s, const DeviceDense<T>& a, const De
   bool reused = true;
   const std::string key = ops::plan_key(Op::SDDMM, problem.dtype, problem.k, false, options, rt.id) + ":ld" +
                           std::to_string(a.ld()) + "," + std::to_string(b.ld()) + ":reuse=" + to_string(options.reuse);
-  const std::string pattern_key = fingerprint_hex(features->fingerprint) + ":" + key;
   std::shared_ptr<PreparedSddmm<T>> prepared = s.template get_or_create<PreparedSddmm<T>>(key, [&] {
     reused = false;
-    return prepare_sddmm<T>(rt, s, *features, problem, options, options.measure ? rt.measured_times(pattern_key) : std::nullopt);
+    return prepare_sddmm<T>(rt, s, *features, problem, options, ops::earlier_times(rt, *features, key, options));
   });
   if (!seen) s.attach(kPatternSeenKey, std::make_shared<bool>(true));
   if (s.nnz() == 0) return {prepared->decision, reused};
@@ -396,7 +395,7 @@ CallInfo Runtime::sddmm(const DeviceCsr<T>& s, const DeviceDense<T>& a, const De
         [&](const std::vector<plan::TimedChoice>& times) { return prepare_sddmm<T>(rt, s, *features, problem, options, times); },
         [&](PreparedSddmm<T>& plan, CUstream stream) { run_prepared(rt, plan, s, a, b, p, stream); },
         [&](const plan::TimedChoice& t) { return plan::sddmm_neighbors(t.variant, t.params, problem, rt.target); }};
-    if (auto fastest = ops::measure_selection(rt, prepared, options, pattern_key, hooks)) {
+    if (auto fastest = ops::measure_selection(rt, prepared, options, *features, key, hooks)) {
       s.attach(key, fastest);
       prepared = std::move(fastest);
       reused = false;

@@ -311,12 +311,10 @@ CallInfo Runtime::spmm(const DeviceCsr<T>& a, const DeviceDense<T>& b, DeviceDen
   const auto features = ops::cached_features(a);
   const std::string key = ops::plan_key(Op::SpMM, problem.dtype, problem.k, problem.transpose_a, options, rt.id) +
                           ":ld" + std::to_string(ld_alignment(b.ld(), c.ld()));
-  const std::string pattern_key = fingerprint_hex(features->fingerprint) + ":" + key;
   bool reused = true;
   std::shared_ptr<PreparedSpmm<T>> prepared = a.template get_or_create<PreparedSpmm<T>>(key, [&] {
     reused = false;
-    return prepare_spmm<T>(rt, a, *features, problem, options,
-                           options.measure ? rt.measured_times(pattern_key) : std::nullopt);
+    return prepare_spmm<T>(rt, a, *features, problem, options, ops::earlier_times(rt, *features, key, options));
   });
   if (ops::claims_measurement(prepared->settled, a.nnz(), options, reused, rt.context)) {
     const ops::SelectionHooks<PreparedSpmm<T>> hooks{
@@ -326,7 +324,7 @@ CallInfo Runtime::spmm(const DeviceCsr<T>& a, const DeviceDense<T>& b, DeviceDen
         [&](const std::vector<plan::TimedChoice>& times) { return prepare_spmm<T>(rt, a, *features, problem, options, times); },
         [&](PreparedSpmm<T>& p, CUstream stream) { run_prepared(rt, p, a, b, c, stream); },
         [&](const plan::TimedChoice& t) { return plan::spmm_neighbors(t.variant, t.params, problem, rt.target); }};
-    if (auto fastest = ops::measure_selection(rt, prepared, options, pattern_key, hooks)) {
+    if (auto fastest = ops::measure_selection(rt, prepared, options, *features, key, hooks)) {
       a.attach(key, fastest);
       prepared = std::move(fastest);
       reused = false;
