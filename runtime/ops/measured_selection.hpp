@@ -123,4 +123,20 @@ std::shared_ptr<Plan> measure_selection(detail::RuntimeState& rt, const std::sha
   return chosen;
 }
 
+// The step both executors take after finding or preparing a handle's plan: when the call claims
+// the measurement (claims_measurement), the hooks are made and the shortlist timed, and the
+// fastest plan replaces `prepared` on the handle under `plan_key` (the call then counts as not
+// reusing a plan). Handle: the matrix handle the plan is cached on (attach, nnz).
+template <class Plan, class Handle, class MakeHooks>
+void settle_by_measurement(detail::RuntimeState& rt, const Handle& handle, const std::string& plan_key,
+                           const Features& features, const Options& options, std::shared_ptr<Plan>& prepared, bool& reused,
+                           MakeHooks&& make_hooks) {
+  if (!claims_measurement(prepared->settled, handle.nnz(), options, reused, rt.context)) return;
+  if (auto fastest = measure_selection(rt, prepared, options, features, plan_key, make_hooks())) {
+    handle.attach(plan_key, fastest);
+    prepared = std::move(fastest);
+    reused = false;
+  }
+}
+
 }  // namespace sparsejit::ops

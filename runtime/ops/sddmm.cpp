@@ -387,20 +387,15 @@ CallInfo Runtime::sddmm(const DeviceCsr<T>& s, const DeviceDense<T>& a, const De
   });
   if (!seen) s.attach(kPatternSeenKey, std::make_shared<bool>(true));
   if (s.nnz() == 0) return {prepared->decision, reused};
-  if (ops::claims_measurement(prepared->settled, s.nnz(), options, reused, rt.context)) {
-    const ops::SelectionHooks<PreparedSddmm<T>> hooks{
+  ops::settle_by_measurement(rt, s, key, *features, options, prepared, reused, [&] {
+    return ops::SelectionHooks<PreparedSddmm<T>>{
         "sddmm",
         plan::kSddmmVendorMargin,
         [&](const Options& forced) { return prepare_sddmm<T>(rt, s, *features, problem, forced); },
         [&](const std::vector<plan::TimedChoice>& times) { return prepare_sddmm<T>(rt, s, *features, problem, options, times); },
         [&](PreparedSddmm<T>& plan, CUstream stream) { run_prepared(rt, plan, s, a, b, p, stream); },
         [&](const plan::TimedChoice& t) { return plan::sddmm_neighbors(t.variant, t.params, problem, rt.target); }};
-    if (auto fastest = ops::measure_selection(rt, prepared, options, *features, key, hooks)) {
-      s.attach(key, fastest);
-      prepared = std::move(fastest);
-      reused = false;
-    }
-  }
+  });
   run_prepared(rt, *prepared, s, a, b, p, static_cast<CUstream>(options.stream));
   return {prepared->decision, reused};
 }

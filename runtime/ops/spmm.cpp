@@ -316,20 +316,15 @@ CallInfo Runtime::spmm(const DeviceCsr<T>& a, const DeviceDense<T>& b, DeviceDen
     reused = false;
     return prepare_spmm<T>(rt, a, *features, problem, options, ops::earlier_times(rt, *features, key, options));
   });
-  if (ops::claims_measurement(prepared->settled, a.nnz(), options, reused, rt.context)) {
-    const ops::SelectionHooks<PreparedSpmm<T>> hooks{
+  ops::settle_by_measurement(rt, a, key, *features, options, prepared, reused, [&] {
+    return ops::SelectionHooks<PreparedSpmm<T>>{
         "spmm",
         plan::kSpmmVendorMargin,
         [&](const Options& forced) { return prepare_spmm<T>(rt, a, *features, problem, forced); },
         [&](const std::vector<plan::TimedChoice>& times) { return prepare_spmm<T>(rt, a, *features, problem, options, times); },
         [&](PreparedSpmm<T>& p, CUstream stream) { run_prepared(rt, p, a, b, c, stream); },
         [&](const plan::TimedChoice& t) { return plan::spmm_neighbors(t.variant, t.params, problem, rt.target); }};
-    if (auto fastest = ops::measure_selection(rt, prepared, options, *features, key, hooks)) {
-      a.attach(key, fastest);
-      prepared = std::move(fastest);
-      reused = false;
-    }
-  }
+  });
   run_prepared(rt, *prepared, a, b, c, static_cast<CUstream>(options.stream));
   return {prepared->decision, reused};
 }
