@@ -352,6 +352,44 @@ TEST(MeasuredSelection, SddmmNeighboursAreValidWhenForcedAndDifferFromTheirCentr
   EXPECT_TRUE(plan::sddmm_neighbors("cusparse", nlohmann::json::object(), {64, DType::F32, 64, 64}, {}).empty());
 }
 
+// dense_tile's slice neighbours: half always, double only while the slice is shorter than K.
+TEST(MeasuredSelection, DenseTileNeighboursHalveTheSliceAndDoubleItOnlyBelowK) {
+  const nlohmann::json centre = {{"vector_width", 4}, {"tile_rows", 64}, {"tile_cols", 64}, {"micro_rows", 4},
+                                 {"micro_cols", 4}, {"slice", 32}};
+  auto slices = [&](int32_t k) {
+    std::multiset<int64_t> found;
+    for (const auto& n : plan::sddmm_neighbors("dense_tile", centre, {k, DType::F32, k, k}, {}))
+      if (n.params.at("tile_rows") == 64 && n.params.at("tile_cols") == 64) found.insert(n.params.at("slice").get<int64_t>());
+    return found;
+  };
+  EXPECT_EQ(slices(128), (std::multiset<int64_t>{16, 64, 32}));  // the third: prefetch toggled
+  EXPECT_EQ(slices(32), (std::multiset<int64_t>{16, 32}));
+  const auto toggled = plan::sddmm_neighbors("dense_tile", centre, {128, DType::F32, 128, 128}, {});
+  EXPECT_EQ(std::count_if(toggled.begin(), toggled.end(), [](const auto& n) { return n.params.value("prefetch", false); }), 1);
+}
+
+// dense_tile prefetches the next K slice by default only when there is one and its tiles fit about
+// one wave (128 tiles of 32 x 64 here; 8192 on the larger pattern, 62 per SM); prefetch must be
+// a boolean.
+TEST(Planner, DenseTilePrefetchesByDefaultOnlyWithMoreThanOneSliceAndAboutOneWave) {
+  const Features f = inspect(generate::uniform(512, 512, 256, 3).pattern());
+  const Features many_tiles = inspect(generate::uniform(4096, 4096, 41, 3).pattern());
+  Options o;
+  o.variant = "dense_tile";
+  for (const auto& [k, slice_count_above_one] : std::vector<std::pair<int32_t, bool>>{{16, false}, {32, false}, {128, true}}) {
+    const plan::SddmmProblem problem{k, DType::F32, k, k};
+    EXPECT_EQ(plan::plan_sddmm(f, problem, {}, o).params.at("prefetch").get<bool>(), slice_count_above_one) << k;
+    EXPECT_FALSE(plan::plan_sddmm(many_tiles, problem, {}, o).params.at("prefetch").get<bool>()) << k;
+  }
+  o.params = {{"prefetch", 1}};
+  try {
+    plan::plan_sddmm(f, {128, DType::F32, 128, 128}, {}, o);
+    ADD_FAILURE() << "prefetch = 1 accepted";
+  } catch (const InvalidInputError& e) {
+    EXPECT_NE(std::string(e.what()).find("prefetch = 1"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Models, TreeEvaluationRecordsThePath) {
   const auto tree = nlohmann::json::parse(R"({"feature": "density", "threshold": 1e-4,
       "left": {"leaf": "coo"}, "right": {"feature": "k", "threshold": 64, "left": {"leaf": "small"}, "right": {"leaf": "big"}}})");

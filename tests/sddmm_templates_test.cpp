@@ -164,11 +164,12 @@ json row_params(const std::string& value_t, int width, int group, int lane_vecto
           {"block_size", 256}, {"fp16", false}, {"bf16", false}};
 }
 
-json dense_params(const std::string& value_t, int width, int ti, int tj, int mi, int mj, int slice) {
+json dense_params(const std::string& value_t, int width, int ti, int tj, int mi, int mj, int slice, bool prefetch = false) {
   const bool f64 = value_t == "double";
   return {{"value_t", value_t}, {"acc_t", value_t}, {"vec_t", width == 1 ? value_t : (f64 ? "double2" : "float4")},
           {"vec_width", width}, {"tile_rows", ti}, {"tile_cols", tj}, {"words", (tj + 63) / 64}, {"slice", slice},
-          {"micro_rows", mi}, {"micro_cols", mj}, {"block_size", (ti / mi) * (tj / mj)}, {"fp16", false}, {"bf16", false}};
+          {"micro_rows", mi}, {"micro_cols", mj}, {"block_size", (ti / mi) * (tj / mj)}, {"prefetch", prefetch},
+          {"fp16", false}, {"bf16", false}};
 }
 
 TEST(SddmmTemplates, RowGatherVariantsCompileForSm80AndSm90) {
@@ -195,12 +196,12 @@ TEST(SddmmTemplates, DenseTileVariantsCompileForSm80AndSm90) {
     for (int width : {1, widest}) {
       for (const auto& [ti, tj, mi, mj] : std::vector<std::array<int, 4>>{
                {64, 64, 4, 4}, {128, 64, 8, 4}, {64, 128, 4, 8}, {32, 32, 4, 4}, {128, 128, 8, 8}, {256, 32, 8, 4}}) {
-        for (int slice : {width * 3, 16}) {
+        for (const auto& [slice, prefetch] : std::vector<std::pair<int, bool>>{{width * 3, true}, {16, false}}) {
           out.push_back({value_t + " width=" + std::to_string(width) + " tile=" + std::to_string(ti) + "x" +
                              std::to_string(tj) + " micro=" + std::to_string(mi) + "x" + std::to_string(mj) +
-                             " slice=" + std::to_string(slice),
+                             " slice=" + std::to_string(slice) + " prefetch=" + std::to_string(prefetch),
                          KernelSpec{"sddmm_dense_tile.cu", "sddmm_dense_" + std::to_string(out.size()),
-                                    dense_params(value_t, width, ti, tj, mi, mj, slice), {}}});
+                                    dense_params(value_t, width, ti, tj, mi, mj, slice, prefetch), {}}});
         }
       }
     }
@@ -231,6 +232,9 @@ TEST(SddmmTemplates, RowGatherReducesWithATransposedButterflyAndStoresPlainly) {
   EXPECT_NE(source.find("p[mine] = "), std::string::npos);
   const std::string dense = render({"sddmm_dense_tile.cu", "k", dense_params("double", 2, 64, 64, 4, 4, 32), {}});
   EXPECT_NE(dense.find("constexpr int kWords = 1;"), std::string::npos);
+  EXPECT_NE(dense.find("constexpr bool kPrefetch = false;"), std::string::npos);
+  const std::string prefetching = render({"sddmm_dense_tile.cu", "k", dense_params("float", 4, 64, 64, 4, 4, 16, true), {}});
+  EXPECT_NE(prefetching.find("constexpr bool kPrefetch = true;"), std::string::npos);
   EXPECT_NE(dense.find("typedef double2 vec_t;"), std::string::npos);
   EXPECT_EQ(dense.find("atomicAdd"), std::string::npos);
 }

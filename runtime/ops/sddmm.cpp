@@ -143,7 +143,9 @@ jit::KernelSpec dense_tile_spec(const Decision& d, DType dtype) {
            {"vec_t", vec_type(dtype, width)}, {"vec_width", width}, {"tile_rows", d.params.at("tile_rows")},
            {"tile_cols", tile_cols}, {"words", (tile_cols + 63) / 64}, {"slice", d.params.at("slice")},
            {"micro_rows", d.params.at("micro_rows")}, {"micro_cols", d.params.at("micro_cols")},
-           {"block_size", plan::sddmm_dense_tile_threads(d.params)}, {"fp16", false}, {"bf16", false}},
+           {"block_size", plan::sddmm_dense_tile_threads(d.params)},
+           {"prefetch", d.params.value("prefetch", false)},  // tuning records older than the option: off
+           {"fp16", false}, {"bf16", false}},
           {}};
 }
 

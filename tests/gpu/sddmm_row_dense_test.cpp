@@ -56,11 +56,16 @@ template <class T>
 std::vector<json> dense_tile_sets(int32_t k) {
   const int w = widest<T>(k);
   auto slice = [&](int64_t max_slice) { return std::max<int64_t>(w, std::min<int64_t>(max_slice, k) / w * w); };
+  // Both staging orders: the next slice prefetched into registers, or read when it is due.
   std::vector<json> sets = {json::object(),
-                            {{"tile_rows", 128}, {"tile_cols", 64}, {"micro_rows", 8}, {"micro_cols", 4}, {"slice", slice(16)}},
-                            {{"tile_rows", 32}, {"tile_cols", 128}, {"micro_rows", 4}, {"micro_cols", 8}, {"slice", slice(8)}},
-                            {{"vector_width", 1}, {"tile_rows", 32}, {"tile_cols", 32}, {"slice", 5}}};
-  if (std::is_same_v<T, float>) sets.push_back({{"tile_rows", 128}, {"tile_cols", 256}, {"micro_rows", 8}, {"micro_cols", 8}, {"slice", slice(8)}});
+                            {{"tile_rows", 128}, {"tile_cols", 64}, {"micro_rows", 8}, {"micro_cols", 4}, {"slice", slice(16)},
+                             {"prefetch", true}},
+                            {{"tile_rows", 32}, {"tile_cols", 128}, {"micro_rows", 4}, {"micro_cols", 8}, {"slice", slice(8)},
+                             {"prefetch", false}},
+                            {{"vector_width", 1}, {"tile_rows", 32}, {"tile_cols", 32}, {"slice", 5}, {"prefetch", true}}};
+  if (std::is_same_v<T, float>)
+    sets.push_back({{"tile_rows", 128}, {"tile_cols", 256}, {"micro_rows", 8}, {"micro_cols", 8}, {"slice", slice(8)},
+                    {"prefetch", true}});
   return sets;
 }
 
@@ -125,6 +130,19 @@ TEST_F(SddmmRowDenseGpu, RowGatherAndDenseTileF32) {
 TEST_F(SddmmRowDenseGpu, RowGatherAndDenseTileF64) {
   uint64_t seed = next_seed();
   check_all<double>(rt(), seed);
+}
+
+// The sanitizer subset (tools/device_check.sh): dense_tile's two staging orders on one small
+// unaligned pattern, K over one, two and four slices, a padded leading dimension, both types.
+TEST_F(SddmmRowDenseGpu, DenseTileBothStagingOrdersOnASmallShape) {
+  uint64_t seed = next_seed();
+  const Pattern pattern{"unaligned 131x77 40%", generate::uniform(131, 77, 31, 8)};
+  for (bool prefetch : {false, true})
+    for (int32_t k : {16, 33, 64}) {
+      const json params = {{"tile_rows", 64}, {"tile_cols", 32}, {"slice", 16}, {"prefetch", prefetch}};
+      check<float>(rt(), pattern, k, k % 4 == 0 ? 4 : 0, "dense_tile", params, seed++);
+      check<double>(rt(), pattern, k, 0, "dense_tile", params, seed++);
+    }
 }
 
 // The automatic call runs the shipped tree's leaf for the pattern's features (50% dense and
