@@ -150,17 +150,15 @@ double dense_tiles_estimate(const Features& f, const SddmmProblem& p, double ti,
 constexpr double kDenseTilePrefetchTilesPerSm = 4.0;
 
 // dense_tile: the model's tile and micro-tile, one K slice when K is short, and the next slice
-// prefetched into registers when there is one and the tiles fit about one wave (measured
-// selection times the other setting too).
-json dense_tile_defaults(const Features& f, const SddmmProblem& p, const DeviceTarget& device, const json& model) {
+// prefetched into registers when there is one and the `tiles` (non-empty, of the model's shape)
+// fit about one wave (measured selection times the other setting too).
+json dense_tile_defaults(const SddmmProblem& p, const json& model, double tiles, const DeviceTarget& device) {
   const int64_t width = vector_width(p);
   const int64_t slice = round_up(
       std::min<int64_t>(launch_value(model, "dense_tile", "slice").get<int64_t>(), round_up(p.k, width)), width);
-  const json ti = launch_value(model, "dense_tile", "tile_rows"), tj = launch_value(model, "dense_tile", "tile_cols");
-  const double tiles = dense_tiles_estimate(f, p, ti.get<double>(), tj.get<double>());
   return {{"vector_width", width},
-          {"tile_rows", ti},
-          {"tile_cols", tj},
+          {"tile_rows", launch_value(model, "dense_tile", "tile_rows")},
+          {"tile_cols", launch_value(model, "dense_tile", "tile_cols")},
           {"micro_rows", launch_value(model, "dense_tile", "micro_rows")},
           {"micro_cols", launch_value(model, "dense_tile", "micro_cols")},
           {"slice", slice},
@@ -192,10 +190,12 @@ std::vector<VariantSpec> sddmm_candidates(const Features& f, const SddmmProblem&
   if (row.rejected_because.empty() && row_lane_vectors(p.k, vector_width(p), 32) > kMaxLaneVectors)
     row.rejected_because = "k = " + std::to_string(p.k) + " needs more than " + std::to_string(kMaxLaneVectors) +
                            " A vectors of width " + std::to_string(vector_width(p)) + " per lane of 32";
-  VariantSpec dense{"dense_tile", dense_tile_defaults(f, p, device, model), type_reason};
+  const double ti = launch_value(model, "dense_tile", "tile_rows").get<double>();
+  const double tj = launch_value(model, "dense_tile", "tile_cols").get<double>();
+  const double tiles = dense_tiles_estimate(f, p, ti, tj);  // counting them reads every nonzero: once
+  VariantSpec dense{"dense_tile", dense_tile_defaults(p, model, tiles, device), type_reason};
   if (dense.rejected_because.empty()) {
-    const double ti = dense.default_params["tile_rows"].get<double>(), tj = dense.default_params["tile_cols"].get<double>();
-    const double bytes = dense_tile_format_bytes(dense_tiles_estimate(f, p, ti, tj), ti, tj);
+    const double bytes = dense_tile_format_bytes(tiles, ti, tj);
     if (bytes > kMaxDenseTileFormatBytes)
       dense.rejected_because = "its tile format would take about " + std::to_string(int64_t(bytes / (1 << 20))) +
                                " MiB (sparse tiles): not worth building";
@@ -310,9 +310,9 @@ void check_dense_tile(const json& params, const SddmmProblem& p) {
   const int64_t width = int_param(params, variant, "vector_width");
   require(slice >= 1 && slice % width == 0, variant,
           "slice = " + std::to_string(slice) + " is not a positive multiple of vector_width = " + std::to_string(width));
-  require(!params.contains("prefetch") || params.at("prefetch").is_boolean(), variant,
-          "prefetch = " + (params.contains("prefetch") ? params.at("prefetch").dump() : std::string()) +
-              " is not true or false");
+  if (params.contains("prefetch"))
+    require(params.at("prefetch").is_boolean(), variant,
+            "prefetch = " + params.at("prefetch").dump() + " is not true or false");
   const int64_t bytes = slice * (ti + tj + 8) * int64_t(size_of(p.dtype));
   require(bytes <= kStaticSharedBytes, variant,
           "slice x (tile_rows + tile_cols) stages " + std::to_string(bytes) + " bytes, more than the " +
