@@ -154,9 +154,11 @@ TEST(CliCache, DisabledCacheNeedsDir) {
 }
 
 // Two real kernels compiled once for sm_90 into a cache; each test works on its own copy.
+// Compiled by the first test's SetUp, not in SetUpTestSuite: an exception there would leave
+// every test "skipped" for ctest instead of failed.
 class CliCacheWithKernels : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
+  static void compile_kernels() {
     source_ = std::make_unique<TempDir>();
     jit::Compiler compiler(source_->str());
     const jit::KernelSpec spmm{"spmm_csr_rowwarp.cu", "k1",
@@ -164,8 +166,8 @@ class CliCacheWithKernels : public ::testing::Test {
                                 {"cols_per_lane", 1}, {"fp16", false}, {"bf16", false}},
                                {}};
     const jit::KernelSpec sddmm{"sddmm_coo_flat.cu", "k2",
-                                {{"value_t", "float"}, {"acc_t", "float"}, {"group_size", 32}, {"block_size", 128},
-                                 {"vec4", false}, {"fp16", false}, {"bf16", false}},
+                                {{"value_t", "float"}, {"acc_t", "float"}, {"group_size", 32}, {"nnz_per_group", 1},
+                                 {"block_size", 128}, {"vec4", false}, {"fp16", false}, {"bf16", false}},
                                 {}};
     kernels_ = {compiler.get_kernel(spmm, 90), compiler.get_kernel(sddmm, 90)};
     // The Compiler (and its connection) goes away here, which folds the WAL into the database
@@ -177,6 +179,7 @@ class CliCacheWithKernels : public ::testing::Test {
   }
 
   void SetUp() override {
+    if (kernels_.empty()) compile_kernels();
     ASSERT_EQ(kernels_.size(), 2u);
     ASSERT_FALSE(fs::exists(cache::database_path(source_->str()) + "-wal"));
     fs::copy_file(cache::database_path(source_->str()), db());
