@@ -179,6 +179,22 @@ TEST(BenchReport, MeasuredSelectionSummaryPerK) {
       << out.str();
 }
 
+// Plain launches per K: auto at 0.05 ms; plain 0.0503, 0.0502 and 0.0504 ms against a vendor
+// 0.1, 0.04 and 0.2 ms: speedups 1.99, 0.80, 3.97 -> geomean 1.85, one under 0.95x; saved 0.3,
+// 0.2 and 0.4 µs -> median 0.30. A record without it (an older line) is skipped.
+TEST(BenchReport, PlainLaunchSummaryPerK) {
+  std::vector<ordered_json> records = {report_record("m1", 64, nullptr), report_record("m2", 64, nullptr),
+                                       report_record("m3", 64, nullptr), report_record("m4", 64, nullptr)};
+  const double plain[] = {0.0503, 0.0502, 0.0504}, vendor[] = {0.1, 0.04, 0.2};
+  for (int i = 0; i < 3; ++i) records[i]["plain_launch"] = {{"ms", plain[i]}, {"speedup", vendor[i] / plain[i]}};
+  std::ostringstream out;
+  print_report(out, records);
+  EXPECT_NE(out.str().find("\nK=64 plain launches (early launch off): speedup geomean 1.85x (1 under 0.95x); early "
+                           "launch saved median 0.30 us per call\n"),
+            std::string::npos)
+      << out.str();
+}
+
 // The first call on a new handle in calls of auto: 40, 8 and 20 -> median 20, most 40 (m1); a
 // record without it (an older line) is skipped, and a K without any prints no line.
 TEST(BenchReport, FirstCallSummaryPerK) {

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <unistd.h>
@@ -106,6 +107,28 @@ TEST(Templates, EveryTemplateIsKnown) {
   for (const char* expected : {"common_types.cuh", "spmm_csr_rowwarp.cu", "sddmm_coo_flat.cu"}) {
     EXPECT_NE(std::find(names.begin(), names.end(), expected), names.end()) << expected;
   }
+}
+
+// The runtime launches every template kernel early (programmatic dependent launch on sm_90+),
+// which is safe only if the kernel waits for its predecessor before it touches memory: the
+// wait must be the first statement of every kernel body.
+TEST(Templates, EveryKernelWaitsForItsPredecessorFirst) {
+  const std::regex body_start(R"(\)\s*\{(?!\{))");  // not the "{{" of a mustache tag
+  int kernels = 0;
+  for (const std::string& name : template_names()) {
+    const std::string text = template_text(name);
+    for (std::size_t at = text.find("__global__"); at != std::string::npos; at = text.find("__global__", at + 1)) {
+      ++kernels;
+      EXPECT_NE(text.find("{{>predecessor_wait.cuh}}"), std::string::npos) << name;
+      std::smatch open;
+      ASSERT_TRUE(std::regex_search(text.begin() + std::ptrdiff_t(at), text.end(), open, body_start)) << name;
+      const std::size_t body = at + std::size_t(open.position(0) + open.length(0));
+      const std::size_t first = text.find_first_not_of(" \t\n", body);
+      EXPECT_EQ(text.compare(first, 26, "sj_wait_for_predecessor();"), 0)
+          << name << ": the kernel body starts with '" << text.substr(first, 40) << "'";
+    }
+  }
+  EXPECT_GE(kernels, 13);
 }
 
 TEST(Templates, SpmmVariantsCompileForSm80AndSm90) {

@@ -21,7 +21,7 @@ namespace sparsejit::cuda {
   X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease_v2)                            \
   X(cuCtxSetCurrent) X(cuCtxGetCurrent) X(cuCtxSynchronize) X(cuMemGetInfo_v2)           \
   X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction)                           \
-  X(cuFuncSetAttribute) X(cuFuncGetAttribute) X(cuLaunchKernel)                          \
+  X(cuFuncSetAttribute) X(cuFuncGetAttribute) X(cuLaunchKernel) X(cuLaunchKernelEx)      \
   X(cuOccupancyMaxActiveBlocksPerMultiprocessor)                                         \
   X(cuMemAlloc_v2) X(cuMemFree_v2) X(cuMemAllocHost_v2) X(cuMemFreeHost)                 \
   X(cuMemcpyHtoDAsync_v2) X(cuMemcpyDtoHAsync_v2) X(cuMemcpyDtoDAsync_v2)                \

@@ -47,12 +47,29 @@ Kernel Module::function(const std::string& name) const {
   return Kernel(module_, function, name);
 }
 
-void Kernel::launch(Dim3 grid, Dim3 block, unsigned shared_bytes, CUstream stream, void** args) const {
+void Kernel::launch(Dim3 grid, Dim3 block, unsigned shared_bytes, CUstream stream, void** args,
+                    bool early_launch) const {
   module_->context.make_current();
-  const CUresult result = driver().cuLaunchKernel(function_, grid.x, grid.y, grid.z, block.x, block.y, block.z,
-                                                  shared_bytes, stream, args, nullptr);
+  CUresult result;
+  if (early_launch) {
+    CUlaunchAttribute overlap{};
+    overlap.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    overlap.value.programmaticStreamSerializationAllowed = 1;
+    CUlaunchConfig config{};
+    config.gridDimX = grid.x, config.gridDimY = grid.y, config.gridDimZ = grid.z;
+    config.blockDimX = block.x, config.blockDimY = block.y, config.blockDimZ = block.z;
+    config.sharedMemBytes = shared_bytes;
+    config.hStream = stream;
+    config.attrs = &overlap;
+    config.numAttrs = 1;
+    result = driver().cuLaunchKernelEx(&config, function_, args, nullptr);
+  } else {
+    result = driver().cuLaunchKernel(function_, grid.x, grid.y, grid.z, block.x, block.y, block.z, shared_bytes,
+                                     stream, args, nullptr);
+  }
   if (result != CUDA_SUCCESS)
-    throw CudaError("cuLaunchKernel failed for kernel '" + name_ + "' (grid " + std::to_string(grid.x) + "x" +
+    throw CudaError(std::string(early_launch ? "cuLaunchKernelEx" : "cuLaunchKernel") + " failed for kernel '" +
+                    name_ + "' (grid " + std::to_string(grid.x) + "x" +
                     std::to_string(grid.y) + "x" + std::to_string(grid.z) + ", block " + std::to_string(block.x) +
                     "x" + std::to_string(block.y) + "x" + std::to_string(block.z) + ", shared " +
                     std::to_string(shared_bytes) + " B): " + describe(result));

@@ -22,7 +22,13 @@ class Kernel {
   // Launches on `stream` with `args` pointing at each kernel argument in order; throws
   // CudaError naming the kernel when the launch is rejected (asynchronous faults surface at
   // the next synchronization).
-  void launch(Dim3 grid, Dim3 block, unsigned shared_bytes, CUstream stream, void** args) const;
+  // early_launch (sm_90 and later): programmatic dependent launch. The kernel may be scheduled
+  // while the previous kernel on the stream is still finishing, which hides most of its launch
+  // latency; so it must execute `griddepcontrol.wait` (the templates' sj_wait_for_predecessor)
+  // before it touches global memory: the wait returns once that kernel has completed and its
+  // writes are visible.
+  void launch(Dim3 grid, Dim3 block, unsigned shared_bytes, CUstream stream, void** args,
+              bool early_launch = false) const;
   // Opts the kernel in to `bytes` of dynamic shared memory (needed above 48 KiB).
   void set_max_dynamic_shared(int bytes) const;
   int attribute(CUfunction_attribute which) const;

@@ -36,6 +36,9 @@ void record_kernel(Decision& decision, const LoadedKernel& loaded);
 inline constexpr int kMeasureCalls = 12;
 double time_device_calls(const Context& context, CUstream stream, const std::function<void()>& call);
 
+// Whether a call's kernels launch early (Options::early_launch; the attribute exists from sm_90 on).
+inline bool launches_early(const Options& options, int sm) { return options.early_launch && sm >= 90; }
+
 // Grid size for `work` items at `per_block` items per block; UnsupportedError past the grid limit.
 unsigned blocks_for(int64_t work, int64_t per_block);
 

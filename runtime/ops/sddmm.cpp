@@ -275,7 +275,7 @@ std::shared_ptr<PreparedSddmm<T>> prepare_sddmm(detail::RuntimeState& rt, const 
 
 template <class T>
 void run_vendor(detail::RuntimeState& rt, PreparedSddmm<T>& p, const DeviceCsr<T>& s, const DeviceDense<T>& a,
-                const DeviceDense<T>& b, DeviceBuffer& out, CUstream stream) {
+                const DeviceDense<T>& b, DeviceBuffer& out, CUstream stream, bool early) {
   if constexpr (kVendorType<T>) {
     {
       std::lock_guard<std::mutex> lock(rt.cusparse_mutex);
@@ -293,7 +293,7 @@ void run_vendor(detail::RuntimeState& rt, PreparedSddmm<T>& p, const DeviceCsr<T
     long long nnz = s.nnz();
     CUdeviceptr sv = s.values().ptr(), pv = out.ptr();
     void* args[] = {&nnz, &sv, &pv};
-    p.kernel->launch(p.grid, p.block, 0, stream, args);
+    p.kernel->launch(p.grid, p.block, 0, stream, args, early);
   } else {
     throw UnsupportedError("cuSPARSE SDDMM is wrapped for f32 and f64 only");
   }
@@ -301,7 +301,7 @@ void run_vendor(detail::RuntimeState& rt, PreparedSddmm<T>& p, const DeviceCsr<T
 
 template <class T>
 void launch_tiled(detail::RuntimeState& rt, const PreparedSddmm<T>& prepared, const DeviceCsr<T>& s, const DeviceDense<T>& a,
-                  const DeviceDense<T>& b, DeviceBuffer& p, CUstream stream) {
+                  const DeviceDense<T>& b, DeviceBuffer& p, CUstream stream, bool early) {
   if (prepared.zero_output) {
     rt.context.make_current();
     SPARSEJIT_CU(cuMemsetD8Async, p.ptr(), 0, std::size_t(s.nnz()) * sizeof(T), stream);
@@ -313,43 +313,43 @@ void launch_tiled(detail::RuntimeState& rt, const PreparedSddmm<T>& prepared, co
   CUdeviceptr sv = s.values().ptr(), ap = a.buffer().ptr(), bp = b.buffer().ptr(), pp = p.ptr();
   long long lda = a.ld(), ldb = b.ld();
   void* args[] = {&k, &tile_row, &tile_col, &tile_width, &tile_ptr, &local, &position, &staged, &sv, &ap, &lda, &bp, &ldb, &pp};
-  prepared.kernel->launch(prepared.grid, prepared.block, prepared.shared_bytes, stream, args);
+  prepared.kernel->launch(prepared.grid, prepared.block, prepared.shared_bytes, stream, args, early);
 }
 
 template <class T>
 void launch_row_gather(const PreparedSddmm<T>& prepared, const DeviceCsr<T>& s, const DeviceDense<T>& a,
-                       const DeviceDense<T>& b, DeviceBuffer& p, CUstream stream) {
+                       const DeviceDense<T>& b, DeviceBuffer& p, CUstream stream, bool early) {
   long long chunks = prepared.chunks->chunks;
   int k = a.cols();
   CUdeviceptr chunk_row = prepared.chunks->row.ptr(), chunk_ptr = prepared.chunks->ptr.ptr();
   CUdeviceptr cols = s.col_idx().ptr(), sv = s.values().ptr(), ap = a.buffer().ptr(), bp = b.buffer().ptr(), pp = p.ptr();
   long long lda = a.ld(), ldb = b.ld();
   void* args[] = {&chunks, &k, &chunk_row, &chunk_ptr, &cols, &sv, &ap, &lda, &bp, &ldb, &pp};
-  prepared.kernel->launch(prepared.grid, prepared.block, 0, stream, args);
+  prepared.kernel->launch(prepared.grid, prepared.block, 0, stream, args, early);
 }
 
 template <class T>
 void launch_dense_tile(const PreparedSddmm<T>& prepared, const DeviceCsr<T>& s, const DeviceDense<T>& a,
-                       const DeviceDense<T>& b, DeviceBuffer& p, CUstream stream) {
+                       const DeviceDense<T>& b, DeviceBuffer& p, CUstream stream, bool early) {
   int m = s.rows(), n = s.cols(), k = a.cols();
   const DeviceDenseTiles& t = *prepared.dense;
   CUdeviceptr tile_i = t.tile_i.ptr(), tile_j = t.tile_j.ptr(), bitmap = t.bitmap.ptr(), first = t.first.ptr();
   CUdeviceptr sv = s.values().ptr(), ap = a.buffer().ptr(), bp = b.buffer().ptr(), pp = p.ptr();
   long long lda = a.ld(), ldb = b.ld();
   void* args[] = {&m, &n, &k, &tile_i, &tile_j, &bitmap, &first, &sv, &ap, &lda, &bp, &ldb, &pp};
-  prepared.kernel->launch(prepared.grid, prepared.block, 0, stream, args);
+  prepared.kernel->launch(prepared.grid, prepared.block, 0, stream, args, early);
 }
 
 
 template <class T>
 void run_prepared(detail::RuntimeState& rt, PreparedSddmm<T>& prepared, const DeviceCsr<T>& s, const DeviceDense<T>& a,
-                  const DeviceDense<T>& b, DeviceBuffer& p, CUstream stream) {
+                  const DeviceDense<T>& b, DeviceBuffer& p, CUstream stream, bool early) {
   if (prepared.chunks) {
-    launch_row_gather(prepared, s, a, b, p, stream);
+    launch_row_gather(prepared, s, a, b, p, stream, early);
   } else if (prepared.dense) {
-    launch_dense_tile(prepared, s, a, b, p, stream);
+    launch_dense_tile(prepared, s, a, b, p, stream, early);
   } else if (prepared.tiles) {
-    launch_tiled(rt, prepared, s, a, b, p, stream);
+    launch_tiled(rt, prepared, s, a, b, p, stream, early);
   } else if (prepared.coo_rows) {
     long long nnz = s.nnz();
     int k = a.cols();
@@ -357,9 +357,9 @@ void run_prepared(detail::RuntimeState& rt, PreparedSddmm<T>& prepared, const De
     CUdeviceptr ap = a.buffer().ptr(), bp = b.buffer().ptr(), pp = p.ptr();
     long long lda = a.ld(), ldb = b.ld();
     void* args[] = {&nnz, &k, &rows, &cols, &sv, &ap, &lda, &bp, &ldb, &pp};
-    prepared.kernel->launch(prepared.grid, prepared.block, 0, stream, args);
+    prepared.kernel->launch(prepared.grid, prepared.block, 0, stream, args, early);
   } else {
-    run_vendor(rt, prepared, s, a, b, p, stream);
+    run_vendor(rt, prepared, s, a, b, p, stream, early);
   }
 }
 
@@ -389,16 +389,17 @@ CallInfo Runtime::sddmm(const DeviceCsr<T>& s, const DeviceDense<T>& a, const De
   });
   if (!seen) s.attach(kPatternSeenKey, std::make_shared<bool>(true));
   if (s.nnz() == 0) return {prepared->decision, reused};
+  const bool early = ops::launches_early(options, rt.target.sm);
   ops::settle_by_measurement(rt, s, key, *features, options, prepared, reused, [&] {
     return ops::SelectionHooks<PreparedSddmm<T>>{
         "sddmm",
         plan::kSddmmVendorMargin,
         [&](const Options& forced) { return prepare_sddmm<T>(rt, s, *features, problem, forced); },
         [&](const std::vector<plan::TimedChoice>& times) { return prepare_sddmm<T>(rt, s, *features, problem, options, times); },
-        [&](PreparedSddmm<T>& plan, CUstream stream) { run_prepared(rt, plan, s, a, b, p, stream); },
+        [&](PreparedSddmm<T>& plan, CUstream stream) { run_prepared(rt, plan, s, a, b, p, stream, early); },
         [&](const plan::TimedChoice& t) { return plan::sddmm_neighbors(t.variant, t.params, problem, rt.target); }};
   });
-  run_prepared(rt, *prepared, s, a, b, p, static_cast<CUstream>(options.stream));
+  run_prepared(rt, *prepared, s, a, b, p, static_cast<CUstream>(options.stream), early);
   return {prepared->decision, reused};
 }
 

@@ -211,48 +211,52 @@ std::shared_ptr<PreparedSpmm<T>> prepare_spmm(detail::RuntimeState& rt, const De
 
 // One launch of a merge kernel (either direction): (nnz, k, row_idx, col_idx, values, b, ldb, c, ldc).
 void launch_merge(const Launch& l, long long nnz, int k, CUdeviceptr row_idx, CUdeviceptr col_idx, CUdeviceptr values,
-                  CUdeviceptr b, long long ldb, CUdeviceptr c, long long ldc, CUstream stream) {
+                  CUdeviceptr b, long long ldb, CUdeviceptr c, long long ldc, CUstream stream, bool early) {
   void* args[] = {&nnz, &k, &row_idx, &col_idx, &values, &b, &ldb, &c, &ldc};
-  l.kernel.launch(l.grid, l.block, l.shared_bytes, stream, args);
+  l.kernel.launch(l.grid, l.block, l.shared_bytes, stream, args, early);
 }
 
 // One launch of a CSR kernel (rowwarp, rowsplit or light, either direction): all take
 // (m, k, row_ptr, col_idx, values, b, ldb, c, ldc).
 void launch_csr(const Launch& l, int m, int k, CUdeviceptr row_ptr, CUdeviceptr col_idx, CUdeviceptr values,
-                CUdeviceptr b, long long ldb, CUdeviceptr c, long long ldc, CUstream stream) {
+                CUdeviceptr b, long long ldb, CUdeviceptr c, long long ldc, CUstream stream, bool early) {
   void* args[] = {&m, &k, &row_ptr, &col_idx, &values, &b, &ldb, &c, &ldc};
-  l.kernel.launch(l.grid, l.block, l.shared_bytes, stream, args);
+  l.kernel.launch(l.grid, l.block, l.shared_bytes, stream, args, early);
 }
 
 template <class T>
 void launch_heavy(const Launch& l, const DeviceRowSegments<T>& s, int k, CUdeviceptr b, long long ldb, CUdeviceptr c,
-                  long long ldc, CUstream stream) {
+                  long long ldc, CUstream stream, bool early) {
   int cols = s.cols, width = s.panel_width;
   CUdeviceptr panel = s.block_panel.ptr(), seg_begin = s.block_seg_begin.ptr(), seg_end = s.block_seg_end.ptr();
   CUdeviceptr seg_row = s.seg_row.ptr(), seg_ptr = s.seg_ptr.ptr(), col = s.heavy_col.ptr(), val = s.heavy_val.ptr();
   void* args[] = {&k, &cols, &width, &panel, &seg_begin, &seg_end, &seg_row, &seg_ptr, &col, &val, &b, &ldb, &c, &ldc};
-  l.kernel.launch({unsigned(s.items), l.grid.y, 1}, l.block, l.shared_bytes, stream, args);
+  l.kernel.launch({unsigned(s.items), l.grid.y, 1}, l.block, l.shared_bytes, stream, args, early);
 }
 
 template <class T>
-void run_ours(PreparedSpmm<T>& p, const DeviceCsr<T>& a, const DeviceDense<T>& b, DeviceDense<T>& c, CUstream stream) {
+void run_ours(PreparedSpmm<T>& p, const DeviceCsr<T>& a, const DeviceDense<T>& b, DeviceDense<T>& c, CUstream stream,
+              bool early) {
   const int k = b.cols();
   const CUdeviceptr bp = b.buffer().ptr(), cp = c.buffer().ptr();
   const long long ldb = b.ld(), ldc = c.ld();
   // The transposed kernels and the merge kernel add into C; rows no range covers stay 0.
   if (p.transpose || p.path == Path::Merge) c.buffer().fill_bytes_async(0, stream);
   if (p.path == Path::Merge) {
-    launch_merge(*p.main, a.nnz(), k, p.coo_rows->ptr(), a.col_idx().ptr(), a.values().ptr(), bp, ldb, cp, ldc, stream);
+    launch_merge(*p.main, a.nnz(), k, p.coo_rows->ptr(), a.col_idx().ptr(), a.values().ptr(), bp, ldb, cp, ldc, stream,
+                 early);
     return;
   }
   if (p.path != Path::Rs) {
-    launch_csr(*p.main, a.rows(), k, a.row_ptr().ptr(), a.col_idx().ptr(), a.values().ptr(), bp, ldb, cp, ldc, stream);
+    launch_csr(*p.main, a.rows(), k, a.row_ptr().ptr(), a.col_idx().ptr(), a.values().ptr(), bp, ldb, cp, ldc, stream,
+               early);
     return;
   }
   if constexpr (kFloatOrDouble<T>) {
     const std::shared_ptr<const DeviceRowSegments<T>> s = p.split->current(a);
-    launch_csr(*p.main, a.rows(), k, s->light_ptr.ptr(), s->light_col.ptr(), s->light_val.ptr(), bp, ldb, cp, ldc, stream);
-    if (s->items > 0) launch_heavy(*p.heavy, *s, k, bp, ldb, cp, ldc, stream);
+    launch_csr(*p.main, a.rows(), k, s->light_ptr.ptr(), s->light_col.ptr(), s->light_val.ptr(), bp, ldb, cp, ldc, stream,
+               early);
+    if (s->items > 0) launch_heavy(*p.heavy, *s, k, bp, ldb, cp, ldc, stream, early);
   }
 }
 
@@ -289,7 +293,7 @@ void run_vendor(detail::RuntimeState& rt, PreparedSpmm<T>& p, const DeviceCsr<T>
 
 template <class T>
 void run_prepared(detail::RuntimeState& rt, PreparedSpmm<T>& p, const DeviceCsr<T>& a, const DeviceDense<T>& b,
-                  DeviceDense<T>& c, CUstream stream) {
+                  DeviceDense<T>& c, CUstream stream, bool early) {
   if (a.nnz() == 0 && c.rows() > 0) {  // nothing to multiply: C = 0
     c.buffer().fill_bytes_async(0, stream);
   } else if (p.path == Path::Dense) {
@@ -297,7 +301,7 @@ void run_prepared(detail::RuntimeState& rt, PreparedSpmm<T>& p, const DeviceCsr<
   } else if (p.path == Path::Vendor) {
     run_vendor(rt, p, a, b, c, p.transpose, stream);
   } else {
-    run_ours(p, a, b, c, stream);
+    run_ours(p, a, b, c, stream, early);
   }
 }
 
@@ -316,16 +320,17 @@ CallInfo Runtime::spmm(const DeviceCsr<T>& a, const DeviceDense<T>& b, DeviceDen
     reused = false;
     return prepare_spmm<T>(rt, a, *features, problem, options, ops::earlier_times(rt, *features, key, options));
   });
+  const bool early = ops::launches_early(options, rt.target.sm);
   ops::settle_by_measurement(rt, a, key, *features, options, prepared, reused, [&] {
     return ops::SelectionHooks<PreparedSpmm<T>>{
         "spmm",
         plan::kSpmmVendorMargin,
         [&](const Options& forced) { return prepare_spmm<T>(rt, a, *features, problem, forced); },
         [&](const std::vector<plan::TimedChoice>& times) { return prepare_spmm<T>(rt, a, *features, problem, options, times); },
-        [&](PreparedSpmm<T>& p, CUstream stream) { run_prepared(rt, p, a, b, c, stream); },
+        [&](PreparedSpmm<T>& p, CUstream stream) { run_prepared(rt, p, a, b, c, stream, early); },
         [&](const plan::TimedChoice& t) { return plan::spmm_neighbors(t.variant, t.params, problem, rt.target); }};
   });
-  run_prepared(rt, *prepared, a, b, c, static_cast<CUstream>(options.stream));
+  run_prepared(rt, *prepared, a, b, c, static_cast<CUstream>(options.stream), early);
   return {prepared->decision, reused};
 }
 

@@ -346,6 +346,10 @@ ordered_json measure_op(Runtime& rt, OpBench& bench, const Config& config, int64
     record["model"] = {{"ms", model_ms}, {"variant", bench.run(model_options, 0).decision->variant}};
     to_check.emplace_back("auto without measuring", model_options);
   }
+  // The same plan launched in plain stream order: what early launch (Options::early_launch) gains.
+  Options plain_options = auto_options;
+  plain_options.early_launch = false;
+  const double plain_ms = m.time(m.ours(plain_options));
   // A fresh handle of a pattern this runtime has measured takes the fastest without timing.
   const double first_ms = bench.first_call_ms(auto_options);
   record["first_call"] = {{"ms", first_ms}, {"calls", ratio(first_ms, auto_ms)}};
@@ -393,6 +397,7 @@ ordered_json measure_op(Runtime& rt, OpBench& bench, const Config& config, int64
   vendor["best_alg"] = vendor_best.found() ? ordered_json(vendor_best.name) : ordered_json(nullptr);
   record["vendor"] = vendor;
   record["speedup"] = ratio(vendor_best.ms, auto_ms);
+  record["plain_launch"] = {{"ms", plain_ms}, {"speedup", ratio(vendor_best.ms, plain_ms)}};
   if (record.contains("model")) record["model"]["speedup"] = ratio(vendor_best.ms, record["model"]["ms"].get<double>());
   record["oracle"] = oracle.found() ? ordered_json{{"ms", oracle.ms}, {"variant", oracle.name}} : ordered_json(nullptr);
   record["auto_over_oracle"] = oracle.found() ? ratio(auto_ms, oracle.ms) : ordered_json(nullptr);
