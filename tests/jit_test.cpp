@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <unistd.h>
@@ -110,23 +111,35 @@ TEST(Templates, EveryTemplateIsKnown) {
 }
 
 // The runtime launches every template kernel early (programmatic dependent launch on sm_90+),
-// which is safe only if the kernel waits for its predecessor before it touches memory: the
-// wait must be the first statement of every kernel body.
-TEST(Templates, EveryKernelWaitsForItsPredecessorFirst) {
-  const std::regex body_start(R"(\)\s*\{(?!\{))");  // not the "{{" of a mustache tag
+// which is safe only if the kernel waits for its predecessor before it touches the operands or
+// the output: before sj_wait_for_predecessor() a kernel body may name no pointer parameter but
+// the pattern arrays below (S's columns, and formats the runtime built from the pattern on the
+// host and uploaded before the call: no kernel writes them).
+TEST(Templates, EveryKernelWaitsForItsPredecessorBeforeTouchingOperands) {
+  const std::set<std::string> pattern_arrays = {"rows", "cols", "chunk_row", "chunk_ptr"};
+  const std::regex signature(R"(\{\{kernel_name\}\}\(([^)]*)\)\s*\{(?!\{))");
+  const std::regex pointer_parameter(R"(\*\s*(?:__restrict__\s+)?(\w+)\s*(?:,|$))");
   int kernels = 0;
   for (const std::string& name : template_names()) {
     const std::string text = template_text(name);
-    for (std::size_t at = text.find("__global__"); at != std::string::npos; at = text.find("__global__", at + 1)) {
-      ++kernels;
-      EXPECT_NE(text.find("{{>predecessor_wait.cuh}}"), std::string::npos) << name;
-      std::smatch open;
-      ASSERT_TRUE(std::regex_search(text.begin() + std::ptrdiff_t(at), text.end(), open, body_start)) << name;
-      const std::size_t body = at + std::size_t(open.position(0) + open.length(0));
-      const std::size_t first = text.find_first_not_of(" \t\n", body);
-      EXPECT_EQ(text.compare(first, 26, "sj_wait_for_predecessor();"), 0)
-          << name << ": the kernel body starts with '" << text.substr(first, 40) << "'";
+    std::smatch kernel;
+    if (!std::regex_search(text, kernel, signature)) continue;
+    ++kernels;
+    EXPECT_NE(text.find("{{>predecessor_wait.cuh}}"), std::string::npos) << name;
+    const std::string parameters = kernel[1].str();
+    const std::size_t body = std::size_t(kernel.position(0) + kernel.length(0));
+    const std::size_t wait = text.find("sj_wait_for_predecessor();", body);
+    ASSERT_NE(wait, std::string::npos) << name << ": the kernel never waits for its predecessor";
+    const std::string before = std::regex_replace(text.substr(body, wait - body), std::regex("//[^\\n]*"), "");
+    int pointers = 0;
+    for (std::sregex_iterator p(parameters.begin(), parameters.end(), pointer_parameter), end; p != end; ++p) {
+      ++pointers;
+      const std::string parameter = (*p)[1].str();
+      if (pattern_arrays.count(parameter)) continue;
+      EXPECT_FALSE(std::regex_search(before, std::regex("\\b" + parameter + "\\b")))
+          << name << ": '" << parameter << "' is named before the wait";
     }
+    EXPECT_GE(pointers, 2) << name << ": parameters not parsed: " << parameters;
   }
   EXPECT_GE(kernels, 13);
 }

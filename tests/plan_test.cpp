@@ -352,6 +352,25 @@ TEST(MeasuredSelection, SddmmNeighboursAreValidWhenForcedAndDifferFromTheirCentr
   EXPECT_TRUE(plan::sddmm_neighbors("cusparse", nlohmann::json::object(), {64, DType::F32, 64, 64}, {}).empty());
 }
 
+// tiled_shared's batch neighbours: double always (up to 16), half only above 1; a tuning record
+// older than the parameter (no batch) is batch 1.
+TEST(MeasuredSelection, TiledNeighboursDoubleTheBatchAndHalveItAboveOne) {
+  const plan::SddmmProblem problem{64, DType::F32, 64, 64};
+  auto batches = [&](const nlohmann::json& centre) {
+    std::multiset<int64_t> found;
+    for (const auto& n : plan::sddmm_neighbors("tiled_shared", centre, problem, {}))
+      if (n.params.contains("batch") && n.params.at("batch") != centre.value("batch", 1)) found.insert(n.params.at("batch").get<int64_t>());
+    return found;
+  };
+  nlohmann::json centre = {{"vector_width", 4}, {"tile_rows", 64}, {"tile_cols", 64}, {"slice", 64},
+                           {"group_size", 8}, {"combine", "reduce"}, {"threads_per_block", 256}, {"batch", 4}};
+  EXPECT_EQ(batches(centre), (std::multiset<int64_t>{2, 8}));
+  centre["batch"] = 16;
+  EXPECT_EQ(batches(centre), (std::multiset<int64_t>{8}));  // 32 is out of range
+  centre.erase("batch");
+  EXPECT_EQ(batches(centre), (std::multiset<int64_t>{2}));
+}
+
 // dense_tile's slice neighbours: half always, double only while the slice is shorter than K.
 TEST(MeasuredSelection, DenseTileNeighboursHalveTheSliceAndDoubleItOnlyBelowK) {
   const nlohmann::json centre = {{"vector_width", 4}, {"tile_rows", 64}, {"tile_cols", 64}, {"micro_rows", 4},
@@ -749,6 +768,13 @@ TEST(SddmmPlan, ForcedParamsAreChecked) {
   }
   o.params = {{"combine", "sum"}};
   EXPECT_THROW(plan::plan_sddmm(with_density(0.1), kSddmm32, {}, o), InvalidInputError);
+  o.params = {{"batch", 3}};
+  try {
+    plan::plan_sddmm(with_density(0.1), kSddmm32, {}, o);
+    FAIL();
+  } catch (const InvalidInputError& e) {
+    EXPECT_NE(std::string(e.what()).find("batch = 3 is not a power of two in [1, 16]"), std::string::npos) << e.what();
+  }
   o.params = {{"tile_cols", 4096}, {"slice", 256}};
   EXPECT_THROW(plan::plan_sddmm(with_density(0.1), kSddmm32, {}, o), UnsupportedError);  // shared memory
   o.variant = "coo_flat";

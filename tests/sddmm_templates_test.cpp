@@ -42,12 +42,12 @@ std::vector<Variant> coo_flat_variants() {
 }
 
 json tiled_params(const std::string& value_t, int width, int group, int slice, bool reindexed, bool lane_atomic,
-                  bool store_result) {
+                  bool store_result, int batch = 4) {
   const bool f64 = value_t == "double";
   const std::string vec_t = width == 1 ? value_t : (f64 ? "double2" : "float4");
   return {{"value_t", value_t}, {"acc_t", value_t}, {"vec_t", vec_t}, {"vec_width", width}, {"block_size", 256},
           {"tile_cols", 64}, {"slice", slice}, {"group_size", group}, {"lane_vectors", slice / (width * group)},
-          {"reindexed", reindexed}, {"lane_atomic", lane_atomic}, {"group_reduce", !lane_atomic},
+          {"batch", batch}, {"reindexed", reindexed}, {"lane_atomic", lane_atomic}, {"group_reduce", !lane_atomic},
           {"store_result", store_result}, {"fp16", false}, {"bf16", false}};
 }
 
@@ -60,9 +60,11 @@ std::vector<Variant> tiled_variants() {
         const int slice = width * group * 2;
         for (bool reindexed : {false, true}) {
           for (int combine = 0; combine < 3; ++combine) {  // atomic lanes, reduce + atomic, reduce + store
-            const json params = tiled_params(value_t, width, group, slice, reindexed, combine == 0, combine == 2);
+            const int batch = reindexed ? 1 : 4;  // both batch sizes over every combination of the others
+            const json params = tiled_params(value_t, width, group, slice, reindexed, combine == 0, combine == 2, batch);
             out.push_back({value_t + " width=" + std::to_string(width) + " group=" + std::to_string(group) +
-                               (reindexed ? " reindexed" : " plain") + " combine=" + std::to_string(combine),
+                               (reindexed ? " reindexed" : " plain") + " combine=" + std::to_string(combine) +
+                               " batch=" + std::to_string(batch),
                            KernelSpec{"sddmm_tiled.cu", "sddmm_tiled_" + std::to_string(out.size()), params, {}}});
           }
         }
@@ -109,7 +111,7 @@ TEST(SddmmTemplates, TiledSectionsSelectTheirCode) {
   const std::string reindexed = render({"sddmm_tiled.cu", "k", tiled_params("double", 2, 4, 16, true, false, true), {}});
   EXPECT_NE(reindexed.find("staged_cols[col0 + j]"), std::string::npos);
   EXPECT_NE(reindexed.find("__shfl_xor_sync"), std::string::npos);
-  EXPECT_NE(reindexed.find("p[pos] = "), std::string::npos);
+  EXPECT_NE(reindexed.find("p[pos[u]] = "), std::string::npos);
   EXPECT_EQ(reindexed.find("atomicAdd"), std::string::npos);  // one slice, reduced: plain stores only
 }
 

@@ -115,7 +115,8 @@ jit::KernelSpec tiled_spec(const Decision& d, DType dtype, int32_t k) {
           {{"value_t", cuda_type_name(dtype)}, {"acc_t", f64 ? "double" : "float"}, {"vec_t", vec_t},
            {"vec_width", width}, {"block_size", d.params.at("threads_per_block")},
            {"tile_cols", d.params.at("tile_cols")}, {"slice", slice}, {"group_size", group},
-           {"lane_vectors", slice / (width * group)}, {"reindexed", d.variant == "reindexed_tiled"},
+           {"lane_vectors", slice / (width * group)}, {"batch", d.params.value("batch", 1)},
+           {"reindexed", d.variant == "reindexed_tiled"},
            {"lane_atomic", lane_atomic}, {"group_reduce", !lane_atomic}, {"store_result", tiled_stores(d, k)},
            {"fp16", false}, {"bf16", false}},
           {}};

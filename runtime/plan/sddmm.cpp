@@ -113,6 +113,7 @@ json tiled_defaults(const Features& f, const SddmmProblem& p, const json& model,
           {"slice", slice},
           {"group_size", group},
           {"combine", launch_value(model, variant, "combine")},
+          {"batch", launch_value(model, variant, "batch")},
           {"threads_per_block", launch_value(model, variant, "threads_per_block")},
           {"vector_width", width}};
 }
@@ -346,6 +347,10 @@ void check_params(const std::string& variant, const json& params, const SddmmPro
           "slice = " + std::to_string(slice) + " is not a positive multiple of vector_width * group_size = " + std::to_string(unit));
   require(params.at("combine") == "atomic" || params.at("combine") == "reduce", variant,
           "combine = " + params.at("combine").dump() + " is neither \"atomic\" nor \"reduce\"");
+  if (params.contains("batch")) {  // tuning records older than the parameter lack it: batch 1
+    const int64_t batch = int_param(params, variant, "batch");
+    require(is_pow2(batch) && batch <= 16, variant, "batch = " + std::to_string(batch) + " is not a power of two in [1, 16]");
+  }
   const int64_t bytes = sddmm_tiled_shared_bytes(params, p.dtype);
   if (bytes > device.shared_per_block_optin)
     throw UnsupportedError("sddmm " + variant + ": tile_cols x slice needs " + std::to_string(bytes) +
@@ -450,9 +455,12 @@ std::vector<TimedChoice> sddmm_neighbors(const std::string& variant, const nlohm
                {{"prefetch", !params.value("prefetch", false)}}};
     if (get("slice") < problem.k) changes.push_back({{"slice", get("slice") * 2}});
   } else if (variant == "tiled_shared" || variant == "reindexed_tiled") {
+    const int64_t batch = params.value("batch", 1);
     changes = {{{"combine", params.at("combine") == "atomic" ? "reduce" : "atomic"}},
                {{"tile_rows", get("tile_rows") / 4}},
-               {{"tile_rows", get("tile_rows") * 4}}};
+               {{"tile_rows", get("tile_rows") * 4}},
+               {{"batch", batch * 2}}};
+    if (batch > 1) changes.push_back({{"batch", batch / 2}});
   }
   return valid_neighbours(variant, params, changes, [&](const json& n) { check_params(variant, n, problem, device); });
 }
@@ -515,7 +523,7 @@ std::vector<std::pair<std::string, nlohmann::json>> sddmm_search_space(const Fea
             if (slice_max > 32 && slice < slice_max) continue;  // K already fits a smaller slice
             for (const char* combine : {"atomic", "reduce"})
               keep(variant, {{"tile_rows", tile_rows}, {"tile_cols", tile_cols}, {"slice", slice}, {"group_size", group},
-                             {"combine", combine}, {"threads_per_block", 256}, {"vector_width", width}});
+                             {"combine", combine}, {"batch", 4}, {"threads_per_block", 256}, {"vector_width", width}});
           }
         }
       }
