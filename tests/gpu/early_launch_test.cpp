@@ -8,7 +8,7 @@
 // the CPU reference.
 #include <gtest/gtest.h>
 
-#include <cstring>
+#include <algorithm>
 
 #include "cuda/module.hpp"
 #include "jit/nvrtc_compiler.hpp"
@@ -80,9 +80,7 @@ class EarlyLaunchGpu : public test::GpuSuite {
 };
 
 std::size_t poisoned_words(const std::vector<unsigned>& words) {
-  std::size_t n = 0;
-  for (unsigned w : words) n += w == 0xFFFFFFFFu;
-  return n;
+  return std::size_t(std::count_if(words.begin(), words.end(), test::is_poison<unsigned>));
 }
 
 TEST_F(EarlyLaunchGpu, AKernelThatDoesNotWaitSeesItsPredecessorUnfinished) {

@@ -66,6 +66,17 @@ struct Named {
   std::string matrix;
 };
 
+double geomean(const std::vector<Named>& values) {
+  double log_sum = 0;
+  for (const Named& x : values) log_sum += std::log(x.value);
+  return std::exp(log_sum / double(values.size()));
+}
+
+// How many speedups are under 0.95x (slower than the vendor beyond noise).
+std::ptrdiff_t under_0_95(const std::vector<Named>& speedups) {
+  return std::count_if(speedups.begin(), speedups.end(), [](const Named& x) { return x.value < 0.95; });
+}
+
 double median(std::vector<Named> values) {
   std::sort(values.begin(), values.end(), [](const Named& x, const Named& y) { return x.value < y.value; });
   const std::size_t n = values.size();
@@ -87,10 +98,8 @@ void print_summary(std::ostream& out, const std::vector<ordered_json>& records) 
     if (speedups.empty()) {
       out << "no speedup measured";
     } else {
-      double log_sum = 0;
-      for (const Named& s : speedups) log_sum += std::log(s.value);
       const Named& slowest = *std::min_element(speedups.begin(), speedups.end(), by_value);
-      out << speedups.size() << (speedups.size() == 1 ? " matrix" : " matrices") << ", speedup over the vendor geomean " << cell(std::exp(log_sum / double(speedups.size())), "%.2fx")
+      out << speedups.size() << (speedups.size() == 1 ? " matrix" : " matrices") << ", speedup over the vendor geomean " << cell(geomean(speedups), "%.2fx")
           << ", min " << cell(slowest.value, "%.2fx") << " (" << slowest.matrix << ")";
     }
     if (!gaps.empty()) {
@@ -122,18 +131,11 @@ void print_measured_summary(std::ostream& out, const std::vector<ordered_json>& 
     stats.measured.push_back({*speedup, name});
     if (const auto calls = nested_number(r, "auto", "measure_calls")) stats.calls.push_back({*calls, name});
   }
-  const auto geomean = [](const std::vector<Named>& v) {
-    double log_sum = 0;
-    for (const Named& x : v) log_sum += std::log(x.value);
-    return std::exp(log_sum / double(v.size()));
-  };
-  const auto under = [](const std::vector<Named>& v) {
-    return std::count_if(v.begin(), v.end(), [](const Named& x) { return x.value < 0.95; });
-  };
   for (const auto& [k, stats] : by_k) {
     out << "K=" << k << " measured selection on " << stats.model.size() << " matrices: speedup geomean "
-        << cell(geomean(stats.measured), "%.2fx") << " (" << under(stats.measured) << " under 0.95x), the model's own choice "
-        << cell(geomean(stats.model), "%.2fx") << " (" << under(stats.model) << " under 0.95x)";
+        << cell(geomean(stats.measured), "%.2fx") << " (" << under_0_95(stats.measured)
+        << " under 0.95x), the model's own choice " << cell(geomean(stats.model), "%.2fx") << " ("
+        << under_0_95(stats.model) << " under 0.95x)";
     if (!stats.calls.empty()) {
       const Named& most = *std::max_element(stats.calls.begin(), stats.calls.end(),
                                             [](const Named& x, const Named& y) { return x.value < y.value; });
@@ -160,11 +162,8 @@ void print_plain_launch_summary(std::ostream& out, const std::vector<ordered_jso
   }
   for (const auto& [k, lists] : by_k) {
     const auto& [speedups, saved] = lists;
-    double log_sum = 0;
-    for (const Named& x : speedups) log_sum += std::log(x.value);
-    const auto under = std::count_if(speedups.begin(), speedups.end(), [](const Named& x) { return x.value < 0.95; });
-    out << "K=" << k << " plain launches (early launch off): speedup geomean "
-        << cell(std::exp(log_sum / double(speedups.size())), "%.2fx") << " (" << under
+    out << "K=" << k << " plain launches (early launch off): speedup geomean " << cell(geomean(speedups), "%.2fx")
+        << " (" << under_0_95(speedups)
         << " under 0.95x); early launch saved median " << cell(median(saved), "%.2f") << " us per call\n";
   }
 }
