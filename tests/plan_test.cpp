@@ -371,42 +371,50 @@ TEST(MeasuredSelection, TiledNeighboursDoubleTheBatchAndHalveItAboveOne) {
   EXPECT_EQ(batches(centre), (std::multiset<int64_t>{2}));
 }
 
-// dense_tile's slice neighbours: half always, double only while the slice is shorter than K.
+// dense_tile's slice neighbours: half always, double only while the slice is shorter than K; its
+// stage neighbours: one fewer while there is more than one, one more while the stages in
+// flight cover less than K.
 TEST(MeasuredSelection, DenseTileNeighboursHalveTheSliceAndDoubleItOnlyBelowK) {
   const nlohmann::json centre = {{"vector_width", 4}, {"tile_rows", 64}, {"tile_cols", 64}, {"micro_rows", 4},
-                                 {"micro_cols", 4}, {"slice", 32}};
-  auto slices = [&](int32_t k) {
+                                 {"micro_cols", 4}, {"slice", 32}, {"stages", 2}};
+  auto changed = [&](int32_t k, const char* key) {
     std::multiset<int64_t> found;
     for (const auto& n : plan::sddmm_neighbors("dense_tile", centre, {k, DType::F32, k, k}, {}))
-      if (n.params.at("tile_rows") == 64 && n.params.at("tile_cols") == 64) found.insert(n.params.at("slice").get<int64_t>());
+      if (n.params.at("tile_rows") == 64 && n.params.at("tile_cols") == 64 && n.params.at(key) != centre.at(key))
+        found.insert(n.params.at(key).get<int64_t>());
     return found;
   };
-  EXPECT_EQ(slices(128), (std::multiset<int64_t>{16, 64, 32}));  // the third: prefetch toggled
-  EXPECT_EQ(slices(32), (std::multiset<int64_t>{16, 32}));
-  const auto toggled = plan::sddmm_neighbors("dense_tile", centre, {128, DType::F32, 128, 128}, {});
-  EXPECT_EQ(std::count_if(toggled.begin(), toggled.end(), [](const auto& n) { return n.params.value("prefetch", false); }), 1);
+  EXPECT_EQ(changed(128, "slice"), (std::multiset<int64_t>{16, 64}));
+  EXPECT_EQ(changed(32, "slice"), (std::multiset<int64_t>{16}));
+  EXPECT_EQ(changed(128, "stages"), (std::multiset<int64_t>{1, 3}));
+  EXPECT_EQ(changed(64, "stages"), (std::multiset<int64_t>{1}));  // two slices of 32 are all of K
 }
 
-// dense_tile prefetches the next K slice by default only when there is one and its tiles fit about
-// one wave (128 tiles of 32 x 64 here; 8192 on the larger pattern, 62 per SM); prefetch must be
-// a boolean.
-TEST(Planner, DenseTilePrefetchesByDefaultOnlyWithMoreThanOneSliceAndAboutOneWave) {
+// dense_tile keeps the model's 3 slices in flight by default, fewer when K has fewer; stages and
+// slice are checked, naming the value, and a ring past the device's shared memory is refused.
+TEST(Planner, DenseTileStagesDefaultToTheModelsCappedByTheSlicesOfK) {
   const Features f = inspect(generate::uniform(512, 512, 256, 3).pattern());
-  const Features many_tiles = inspect(generate::uniform(4096, 4096, 41, 3).pattern());
   Options o;
   o.variant = "dense_tile";
-  for (const auto& [k, slice_count_above_one] : std::vector<std::pair<int32_t, bool>>{{16, false}, {32, false}, {128, true}}) {
-    const plan::SddmmProblem problem{k, DType::F32, k, k};
-    EXPECT_EQ(plan::plan_sddmm(f, problem, {}, o).params.at("prefetch").get<bool>(), slice_count_above_one) << k;
-    EXPECT_FALSE(plan::plan_sddmm(many_tiles, problem, {}, o).params.at("prefetch").get<bool>()) << k;
+  for (const auto& [k, stages] : std::vector<std::pair<int32_t, int64_t>>{{3, 1}, {16, 1}, {32, 1}, {64, 2}, {128, 3}, {1000, 3}}) {
+    const nlohmann::json params = plan::plan_sddmm(f, {k, DType::F32, k, k}, {}, o).params;
+    EXPECT_EQ(params.at("stages").get<int64_t>(), stages) << k;
+    EXPECT_EQ(params.at("slice").get<int64_t>() % 4, 0) << k;  // whole 16-byte runs, also for k = 3
   }
-  o.params = {{"prefetch", 1}};
-  try {
-    plan::plan_sddmm(f, {128, DType::F32, 128, 128}, {}, o);
-    ADD_FAILURE() << "prefetch = 1 accepted";
-  } catch (const InvalidInputError& e) {
-    EXPECT_NE(std::string(e.what()).find("prefetch = 1"), std::string::npos) << e.what();
-  }
+  const auto refused = [&](const nlohmann::json& params, const std::string& message) {
+    o.params = params;
+    try {
+      plan::plan_sddmm(f, {128, DType::F32, 128, 128}, {}, o);
+      ADD_FAILURE() << params.dump() << " accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+    }
+  };
+  refused({{"stages", 5}}, "stages = 5 outside [1, 4]");
+  refused({{"stages", 0}}, "stages = 0 outside [1, 4]");
+  refused({{"slice", 6}, {"vector_width", 1}}, "slice = 6 is not a positive multiple of 4");
+  refused({{"tile_rows", 256}, {"tile_cols", 256}, {"micro_rows", 8}, {"micro_cols", 8}, {"slice", 64}, {"stages", 4}},
+          "bytes of shared memory");
 }
 
 TEST(Models, TreeEvaluationRecordsThePath) {
@@ -940,11 +948,13 @@ TEST(SddmmPlan, RowGatherAndDenseTileForcedParamsAreChecked) {
   EXPECT_NE(message(kSddmm32).find("240 threads"), std::string::npos);
   o.params = {{"tile_rows", 256}, {"tile_cols", 256}, {"micro_rows", 4}, {"micro_cols", 4}};
   EXPECT_NE(message(kSddmm32).find("4096 threads"), std::string::npos);
-  o.params = {{"tile_rows", 128}, {"tile_cols", 128}, {"micro_rows", 8}, {"micro_cols", 8}, {"slice", 64}};
-  EXPECT_NE(message(kSddmm32).find("static shared memory"), std::string::npos);
+  o.params = {{"tile_rows", 128}, {"tile_cols", 128}, {"micro_rows", 8}, {"micro_cols", 8}, {"slice", 64}, {"stages", 4}};
+  EXPECT_NE(message(kSddmm32).find("bytes of shared memory"), std::string::npos);
   o.params = {{"slice", 30}};
   EXPECT_NE(message(kSddmm32).find("slice = 30"), std::string::npos);
-  o.params = {{"slice", 3}, {"vector_width", 1}};
+  o.params = {{"slice", 3}, {"vector_width", 1}};  // a 16-byte run is 4 floats
+  EXPECT_NE(message({3, DType::F32, 3, 3}).find("slice = 3 is not a positive multiple of 4"), std::string::npos);
+  o.params = {{"slice", 4}, {"vector_width", 1}};
   EXPECT_EQ(message({3, DType::F32, 3, 3}), "");
 }
 

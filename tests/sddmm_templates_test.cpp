@@ -166,12 +166,11 @@ json row_params(const std::string& value_t, int width, int group, int lane_vecto
           {"block_size", 256}, {"fp16", false}, {"bf16", false}};
 }
 
-json dense_params(const std::string& value_t, int width, int ti, int tj, int mi, int mj, int slice, bool prefetch = false) {
-  const bool f64 = value_t == "double";
-  return {{"value_t", value_t}, {"acc_t", value_t}, {"vec_t", width == 1 ? value_t : (f64 ? "double2" : "float4")},
+json dense_params(const std::string& value_t, int width, int ti, int tj, int mi, int mj, int slice, int stages = 1) {
+  return {{"value_t", value_t}, {"acc_t", value_t}, {"run_t", value_t == "double" ? "double2" : "float4"},
           {"vec_width", width}, {"tile_rows", ti}, {"tile_cols", tj}, {"words", (tj + 63) / 64}, {"slice", slice},
-          {"micro_rows", mi}, {"micro_cols", mj}, {"block_size", (ti / mi) * (tj / mj)}, {"prefetch", prefetch},
-          {"fp16", false}, {"bf16", false}};
+          {"stages", stages}, {"micro_rows", mi}, {"micro_cols", mj}, {"block_size", (ti / mi) * (tj / mj)},
+          {"min_blocks", 2}, {"fp16", false}, {"bf16", false}};
 }
 
 TEST(SddmmTemplates, RowGatherVariantsCompileForSm80AndSm90) {
@@ -198,12 +197,13 @@ TEST(SddmmTemplates, DenseTileVariantsCompileForSm80AndSm90) {
     for (int width : {1, widest}) {
       for (const auto& [ti, tj, mi, mj] : std::vector<std::array<int, 4>>{
                {64, 64, 4, 4}, {128, 64, 8, 4}, {64, 128, 4, 8}, {32, 32, 4, 4}, {128, 128, 8, 8}, {256, 32, 8, 4}}) {
-        for (const auto& [slice, prefetch] : std::vector<std::pair<int, bool>>{{width * 3, true}, {16, false}}) {
+        const int run = value_t == "float" ? 4 : 2;
+        for (const auto& [slice, stages] : std::vector<std::pair<int, int>>{{run * 3, 3}, {16, 1}, {32, 2}, {8, 4}}) {
           out.push_back({value_t + " width=" + std::to_string(width) + " tile=" + std::to_string(ti) + "x" +
                              std::to_string(tj) + " micro=" + std::to_string(mi) + "x" + std::to_string(mj) +
-                             " slice=" + std::to_string(slice) + " prefetch=" + std::to_string(prefetch),
+                             " slice=" + std::to_string(slice) + " stages=" + std::to_string(stages),
                          KernelSpec{"sddmm_dense_tile.cu", "sddmm_dense_" + std::to_string(out.size()),
-                                    dense_params(value_t, width, ti, tj, mi, mj, slice, prefetch), {}}});
+                                    dense_params(value_t, width, ti, tj, mi, mj, slice, stages), {}}});
         }
       }
     }
@@ -224,6 +224,8 @@ TEST(SddmmTemplates, RowGatherAndDenseTileStaticChecksCatchBadParams) {
   json wrong_words = dense_params("float", 4, 64, 128, 4, 8, 32);
   wrong_words["words"] = 1;
   fails("sddmm_dense_tile.cu", wrong_words);
+  fails("sddmm_dense_tile.cu", dense_params("float", 1, 32, 32, 4, 4, 6));     // not whole 16-byte runs
+  fails("sddmm_dense_tile.cu", dense_params("float", 4, 32, 32, 4, 4, 16, 5));  // stages past 4
 }
 
 TEST(SddmmTemplates, RowGatherReducesWithATransposedButterflyAndStoresPlainly) {
@@ -234,10 +236,10 @@ TEST(SddmmTemplates, RowGatherReducesWithATransposedButterflyAndStoresPlainly) {
   EXPECT_NE(source.find("p[mine] = "), std::string::npos);
   const std::string dense = render({"sddmm_dense_tile.cu", "k", dense_params("double", 2, 64, 64, 4, 4, 32), {}});
   EXPECT_NE(dense.find("constexpr int kWords = 1;"), std::string::npos);
-  EXPECT_NE(dense.find("constexpr bool kPrefetch = false;"), std::string::npos);
-  const std::string prefetching = render({"sddmm_dense_tile.cu", "k", dense_params("float", 4, 64, 64, 4, 4, 16, true), {}});
-  EXPECT_NE(prefetching.find("constexpr bool kPrefetch = true;"), std::string::npos);
-  EXPECT_NE(dense.find("typedef double2 vec_t;"), std::string::npos);
+  EXPECT_NE(dense.find("constexpr int kStages = 1;"), std::string::npos);
+  const std::string pipelined = render({"sddmm_dense_tile.cu", "k", dense_params("float", 4, 64, 64, 4, 4, 16, 3), {}});
+  EXPECT_NE(pipelined.find("constexpr int kStages = 3;"), std::string::npos);
+  EXPECT_NE(dense.find("typedef double2 run_t;"), std::string::npos);
   EXPECT_EQ(dense.find("atomicAdd"), std::string::npos);
 }
 

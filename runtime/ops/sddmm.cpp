@@ -141,12 +141,12 @@ jit::KernelSpec dense_tile_spec(const Decision& d, DType dtype) {
   const int tile_cols = d.params.at("tile_cols").get<int>();
   return {"sddmm_dense_tile.cu", "sj_sddmm_dense_tile",
           {{"value_t", cuda_type_name(dtype)}, {"acc_t", dtype == DType::F64 ? "double" : "float"},
-           {"vec_t", vec_type(dtype, width)}, {"vec_width", width}, {"tile_rows", d.params.at("tile_rows")},
-           {"tile_cols", tile_cols}, {"words", (tile_cols + 63) / 64}, {"slice", d.params.at("slice")},
+           {"run_t", dtype == DType::F64 ? "double2" : "float4"}, {"vec_width", width},
+           {"tile_rows", d.params.at("tile_rows")}, {"tile_cols", tile_cols}, {"words", (tile_cols + 63) / 64},
+           {"slice", d.params.at("slice")}, {"stages", plan::sddmm_dense_tile_stages(d.params)},
            {"micro_rows", d.params.at("micro_rows")}, {"micro_cols", d.params.at("micro_cols")},
            {"block_size", plan::sddmm_dense_tile_threads(d.params)},
-           {"prefetch", d.params.value("prefetch", false)},  // tuning records older than the option: off
-           {"fp16", false}, {"bf16", false}},
+           {"min_blocks", plan::sddmm_dense_tile_min_blocks(d.params)}, {"fp16", false}, {"bf16", false}},
           {}};
 }
 
@@ -233,6 +233,8 @@ void prepare_dense_tile(detail::RuntimeState& rt, const DeviceCsr<T>& s, Decisio
   });
   prepared.block = {unsigned(plan::sddmm_dense_tile_threads(d.params)), 1, 1};
   prepared.grid = {ops::blocks_for(prepared.dense->tiles, 1), 1, 1};
+  prepared.shared_bytes = unsigned(plan::sddmm_dense_tile_shared_bytes(d.params, problem.dtype));
+  if (prepared.shared_bytes > 48 * 1024) prepared.kernel->set_max_dynamic_shared(int(prepared.shared_bytes));
 }
 
 // The plan for `options`; with `measured` (times of this pattern's shortlist) the fastest of
@@ -338,7 +340,7 @@ void launch_dense_tile(const PreparedSddmm<T>& prepared, const DeviceCsr<T>& s, 
   CUdeviceptr sv = s.values().ptr(), ap = a.buffer().ptr(), bp = b.buffer().ptr(), pp = p.ptr();
   long long lda = a.ld(), ldb = b.ld();
   void* args[] = {&m, &n, &k, &tile_i, &tile_j, &bitmap, &first, &sv, &ap, &lda, &bp, &ldb, &pp};
-  prepared.kernel->launch(prepared.grid, prepared.block, 0, stream, args, early);
+  prepared.kernel->launch(prepared.grid, prepared.block, prepared.shared_bytes, stream, args, early);
 }
 
 

@@ -80,6 +80,18 @@ int64_t sddmm_tiled_shared_bytes(const nlohmann::json& params, DType dtype);
 // micro_cols).
 int64_t sddmm_dense_tile_threads(const nlohmann::json& params);
 
+// dense_tile's K slices in flight ("stages"; tuning records older than the parameter lack it:
+// 1, load then multiply) and the dynamic shared memory of one block: stages buffers of
+// tile_rows + tile_cols staged rows of slice elements plus a 16-byte run of padding.
+int64_t sddmm_dense_tile_stages(const nlohmann::json& params);
+int64_t sddmm_dense_tile_shared_bytes(const nlohmann::json& params, DType dtype);
+
+// The blocks per SM dense_tile's launch bounds promise: as many as leave each thread registers
+// for its micro-tile's accumulators and one 16-byte run per micro row and column, about 64 at
+// 4 x 4 and 128 at 8 x 8 (left to itself the compiler takes 128 at 4 x 4, hoisting the reads
+// of the whole slice, and halves the blocks per SM).
+int64_t sddmm_dense_tile_min_blocks(const nlohmann::json& params);
+
 // A vectors per lane of a row_gather kernel for K: ceil(k / (vector_width * group_size)).
 int64_t sddmm_row_lane_vectors(const nlohmann::json& params, int32_t k);
 

@@ -15,6 +15,8 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <numeric>
+#include <set>
 
 #include "formats/sddmm_dense_tiles.hpp"
 #include "formats/sddmm_tiles.hpp"
@@ -74,8 +76,6 @@ int64_t row_lane_vectors(int64_t k, int64_t width, int64_t group) { return (k + 
 constexpr int64_t kMaxLaneVectors = 16;
 // B vectors a lane keeps in flight (unroll * lane_vectors) in the default unroll.
 constexpr int64_t kRowLoadsInFlight = 16;
-// dense_tile's staged operands must fit the 48 KB of static shared memory.
-constexpr int64_t kStaticSharedBytes = 48 * 1024;
 // The tuner measures dense_tile only above this tile fill (64 x 64 tiles).
 constexpr double kDenseTileSearchFill = 0.01;
 // dense_tile's format grows with the tiles, not the nonzeros: past this estimate it declines.
@@ -144,33 +144,31 @@ double dense_tiles_estimate(const Features& f, const SddmmProblem& p, double ti,
   return std::max(occupied(items, cells), f.basic.nnz > 0 ? 1.0 : 0.0);
 }
 
-// Tiles per SM up to which dense_tile prefetches the next K slice by default: about one wave of
-// resident blocks. Measured on the H200 (dense_tile at the model's 32 x 64 tiles, K = 64 and
-// 128, 95 patterns): 1.03-1.18x faster with prefetch up to 512 tiles (3.9 per SM), 0.72-0.96x
-// from 1128 tiles on (the held registers cost occupancy that several waves need).
-constexpr double kDenseTilePrefetchTilesPerSm = 4.0;
+// Elements of a 16-byte run, dense_tile's shared-memory read unit: its slice is a multiple.
+int64_t run_elements(DType dtype) { return 16 / int64_t(size_of(dtype)); }
 
-// dense_tile: the model's tile and micro-tile, one K slice when K is short, and the next slice
-// prefetched into registers when there is one and the `tiles` (non-empty, of the model's shape)
-// fit about one wave (measured selection times the other setting too).
-json dense_tile_defaults(const SddmmProblem& p, const json& model, double tiles, const DeviceTarget& device) {
+// dense_tile: the model's tile and micro-tile, one K slice when K is short (a multiple of both
+// the vector width and a 16-byte run), and as many slices in flight as the model says, at most
+// all of them.
+json dense_tile_defaults(const SddmmProblem& p, const json& model) {
   const int64_t width = vector_width(p);
-  const int64_t slice = round_up(
-      std::min<int64_t>(launch_value(model, "dense_tile", "slice").get<int64_t>(), round_up(p.k, width)), width);
+  const int64_t unit = std::lcm(width, run_elements(p.dtype));
+  const int64_t slice = round_up(std::min<int64_t>(launch_value(model, "dense_tile", "slice").get<int64_t>(), p.k), unit);
+  const int64_t slices = (p.k + slice - 1) / slice;
   return {{"vector_width", width},
           {"tile_rows", launch_value(model, "dense_tile", "tile_rows")},
           {"tile_cols", launch_value(model, "dense_tile", "tile_cols")},
           {"micro_rows", launch_value(model, "dense_tile", "micro_rows")},
           {"micro_cols", launch_value(model, "dense_tile", "micro_cols")},
           {"slice", slice},
-          {"prefetch", p.k > slice && tiles <= kDenseTilePrefetchTilesPerSm * device.multiprocessors}};
+          {"stages", std::min(slices, launch_value(model, "dense_tile", "stages").get<int64_t>())}};
 }
 
 double dense_tile_format_bytes(double tiles, double ti, double tj) {
   return tiles * (ti * std::ceil(tj / 64) * 8 + ti * 4 + 8);
 }
 
-std::vector<VariantSpec> sddmm_candidates(const Features& f, const SddmmProblem& p, const DeviceTarget& device,
+std::vector<VariantSpec> sddmm_candidates(const Features& f, const SddmmProblem& p,
                                           const Options& options, const json& model) {
   const bool supported_type = p.dtype == DType::F32 || p.dtype == DType::F64;
   const std::string type_reason = supported_type ? "" : std::string("value type ") + to_string(p.dtype) + " not supported";
@@ -194,7 +192,7 @@ std::vector<VariantSpec> sddmm_candidates(const Features& f, const SddmmProblem&
   const double ti = launch_value(model, "dense_tile", "tile_rows").get<double>();
   const double tj = launch_value(model, "dense_tile", "tile_cols").get<double>();
   const double tiles = dense_tiles_estimate(f, p, ti, tj);  // counting them reads every nonzero: once
-  VariantSpec dense{"dense_tile", dense_tile_defaults(p, model, tiles, device), type_reason};
+  VariantSpec dense{"dense_tile", dense_tile_defaults(p, model), type_reason};
   if (dense.rejected_because.empty()) {
     const double bytes = dense_tile_format_bytes(tiles, ti, tj);
     if (bytes > kMaxDenseTileFormatBytes)
@@ -291,7 +289,7 @@ void check_row_gather(const json& params, const SddmmProblem& p) {
               std::to_string(group) + "), more than " + std::to_string(kMaxLaneVectors));
 }
 
-void check_dense_tile(const json& params, const SddmmProblem& p) {
+void check_dense_tile(const json& params, const SddmmProblem& p, const DeviceTarget& device) {
   const std::string variant = "dense_tile";
   const int64_t micro_rows = int_param(params, variant, "micro_rows"), micro_cols = int_param(params, variant, "micro_cols");
   for (int64_t micro : {micro_rows, micro_cols})
@@ -309,15 +307,16 @@ void check_dense_tile(const json& params, const SddmmProblem& p) {
               " threads is not a multiple of 32 in [32, 1024]");
   const int64_t slice = int_param(params, variant, "slice");
   const int64_t width = int_param(params, variant, "vector_width");
-  require(slice >= 1 && slice % width == 0, variant,
-          "slice = " + std::to_string(slice) + " is not a positive multiple of vector_width = " + std::to_string(width));
-  if (params.contains("prefetch"))
-    require(params.at("prefetch").is_boolean(), variant,
-            "prefetch = " + params.at("prefetch").dump() + " is not true or false");
-  const int64_t bytes = slice * (ti + tj + 8) * int64_t(size_of(p.dtype));
-  require(bytes <= kStaticSharedBytes, variant,
-          "slice x (tile_rows + tile_cols) stages " + std::to_string(bytes) + " bytes, more than the " +
-              std::to_string(kStaticSharedBytes) + " of static shared memory");
+  const int64_t unit = std::lcm(width, run_elements(p.dtype));
+  require(slice >= 1 && slice % unit == 0, variant,
+          "slice = " + std::to_string(slice) + " is not a positive multiple of " + std::to_string(unit) +
+              " (vector_width = " + std::to_string(width) + " and a 16-byte run of " + to_string(p.dtype) + ")");
+  const int64_t stages = sddmm_dense_tile_stages(params);
+  require(stages >= 1 && stages <= 4, variant, "stages = " + std::to_string(stages) + " outside [1, 4]");
+  const int64_t bytes = sddmm_dense_tile_shared_bytes(params, p.dtype);
+  if (bytes > device.shared_per_block_optin)
+    throw UnsupportedError("sddmm dense_tile: stages x (tile_rows + tile_cols) x slice needs " + std::to_string(bytes) +
+                           " bytes of shared memory, the device allows " + std::to_string(device.shared_per_block_optin));
 }
 
 // Parameters after a forced merge can be anything: every combination a kernel cannot run is
@@ -326,7 +325,7 @@ void check_params(const std::string& variant, const json& params, const SddmmPro
   if (variant == "cusparse") return;
   check_vector_width(params, p, variant);
   if (variant == "row_gather") return check_row_gather(params, p);
-  if (variant == "dense_tile") return check_dense_tile(params, p);
+  if (variant == "dense_tile") return check_dense_tile(params, p, device);
   const int64_t group = int_param(params, variant, "group_size");
   require(is_pow2(group) && group <= 32, variant, "group_size = " + std::to_string(group) + " is not a power of two in [1, 32]");
   check_threads(params, variant, group);
@@ -387,6 +386,21 @@ int64_t sddmm_dense_tile_threads(const nlohmann::json& params) {
          (params.at("tile_cols").get<int64_t>() / params.at("micro_cols").get<int64_t>());
 }
 
+int64_t sddmm_dense_tile_min_blocks(const nlohmann::json& params) {
+  const int64_t micro_rows = params.at("micro_rows").get<int64_t>(), micro_cols = params.at("micro_cols").get<int64_t>();
+  const int64_t registers = micro_rows * micro_cols + 4 * (micro_rows + micro_cols) + 16;  // 64 at 4 x 4
+  const int64_t per_block = sddmm_dense_tile_threads(params) * pow2_at_least(registers);
+  return std::max<int64_t>(1, 65536 / per_block);
+}
+
+int64_t sddmm_dense_tile_stages(const nlohmann::json& params) { return params.value("stages", int64_t(1)); }
+
+int64_t sddmm_dense_tile_shared_bytes(const nlohmann::json& params, DType dtype) {
+  const int64_t rows = params.at("tile_rows").get<int64_t>() + params.at("tile_cols").get<int64_t>();
+  const int64_t row_elements = params.at("slice").get<int64_t>() + run_elements(dtype);
+  return sddmm_dense_tile_stages(params) * rows * row_elements * int64_t(size_of(dtype));
+}
+
 int64_t sddmm_row_lane_vectors(const nlohmann::json& params, int32_t k) {
   return row_lane_vectors(k, params.at("vector_width").get<int64_t>(), params.at("group_size").get<int64_t>());
 }
@@ -399,7 +413,7 @@ double sddmm_tile_fill(const Features& features, const SddmmProblem& problem, in
 std::vector<std::string> sddmm_variants() {
   std::vector<std::string> names;
   const auto candidates =
-      sddmm_candidates(Features{}, {1, DType::F32, 1, 1}, DeviceTarget{}, Options{}, models::shipped_model("sddmm"));
+      sddmm_candidates(Features{}, {1, DType::F32, 1, 1}, Options{}, models::shipped_model("sddmm"));
   for (const auto& v : candidates) names.push_back(v.name);
   return names;
 }
@@ -416,7 +430,7 @@ Decision plan_sddmm(const Features& features, const SddmmProblem& problem, const
   d.features["pattern_reused"] = (options.reuse == Reuse::Many || problem.pattern_seen) ? 1 : 0;
   d.features["tile_fill"] = sddmm_tile_fill(features, problem, launch_value(model, "dense_tile", "tile_rows").get<int64_t>(),
                                             launch_value(model, "dense_tile", "tile_cols").get<int64_t>());
-  const auto variants = sddmm_candidates(features, problem, device, options, model);
+  const auto variants = sddmm_candidates(features, problem, options, model);
   const auto forced = forced_choice(Op::SDDMM, options);
   choose(d, variants, model,
          [&](const std::string& name, const json& params) { return sddmm_terms(features, problem, name, params); }, forced,
@@ -448,12 +462,15 @@ std::vector<TimedChoice> sddmm_neighbors(const std::string& variant, const nlohm
                {{"group_size", get("group_size") / 2}, {"nnz_per_group", std::min(get("nnz_per_group"), get("group_size") / 2)}},
                {{"group_size", get("group_size") * 2}}};
   } else if (variant == "dense_tile") {
-    // A shorter slice holds fewer prefetched registers (more tiles per SM); a longer one syncs less.
+    // Fewer stages or a shorter slice stage less shared memory (more tiles per SM); more or
+    // longer ones keep more of K in flight and sync less.
+    const int64_t stages = sddmm_dense_tile_stages(params);
     changes = {{{"tile_rows", get("tile_rows") / 2}}, {{"tile_rows", get("tile_rows") * 2}},
                {{"tile_cols", get("tile_cols") / 2}}, {{"tile_cols", get("tile_cols") * 2}},
-               {{"slice", get("slice") / 2}},
-               {{"prefetch", !params.value("prefetch", false)}}};
+               {{"slice", get("slice") / 2}}};
     if (get("slice") < problem.k) changes.push_back({{"slice", get("slice") * 2}});
+    if (stages > 1) changes.push_back({{"stages", stages - 1}});
+    if (stages * get("slice") < problem.k) changes.push_back({{"stages", stages + 1}});
   } else if (variant == "tiled_shared" || variant == "reindexed_tiled") {
     const int64_t batch = params.value("batch", 1);
     changes = {{{"combine", params.at("combine") == "atomic" ? "reduce" : "atomic"}},
@@ -498,18 +515,20 @@ std::vector<std::pair<std::string, nlohmann::json>> sddmm_search_space(const Fea
   }
   // dense_tile builds a bitmap per tile: measured only where tiles are reasonably full.
   if (sddmm_tile_fill(features, problem, 64, 64) >= kDenseTileSearchFill) {
-    const int64_t long_slice = std::min<int64_t>(32, round_up(problem.k, width));
-    const int64_t short_slice = round_up(std::min<int64_t>(16, problem.k), width);
+    const int64_t unit = std::lcm<int64_t>(width, run_elements(problem.dtype));
+    const int64_t long_slice = round_up(std::min<int64_t>(32, problem.k), unit);
+    const int64_t short_slice = round_up(std::min<int64_t>(16, problem.k), unit);
     std::vector<int64_t> slices = {long_slice};
     if (short_slice != long_slice) slices.push_back(short_slice);
     for (const auto& [ti, tj, mi, mj] : std::vector<std::array<int64_t, 4>>{
              {64, 64, 4, 4}, {128, 64, 8, 4}, {64, 128, 4, 8}, {128, 128, 8, 8}, {32, 64, 4, 4}, {32, 32, 4, 4}})
-      for (int64_t s : slices)
-        for (bool prefetch : {false, true}) {
-          if (prefetch && s >= problem.k) continue;  // one slice: nothing to prefetch
+      for (int64_t s : slices) {
+        const int64_t count = (problem.k + s - 1) / s;
+        std::set<int64_t> stage_counts = {std::min<int64_t>(count, 2), std::min<int64_t>(count, 4)};
+        for (int64_t stages : stage_counts)
           keep("dense_tile", {{"vector_width", width}, {"tile_rows", ti}, {"tile_cols", tj}, {"micro_rows", mi},
-                              {"micro_cols", mj}, {"slice", s}, {"prefetch", prefetch}});
-        }
+                              {"micro_cols", mj}, {"slice", s}, {"stages", stages}});
+      }
   }
   for (const std::string variant : {"tiled_shared", "reindexed_tiled"}) {
     for (int64_t tile_cols : {32, 64, 128}) {

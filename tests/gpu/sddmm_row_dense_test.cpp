@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <numeric>
 
 #include "models/decision_tree.hpp"
 #include "models/model_store.hpp"
@@ -55,17 +56,20 @@ std::vector<json> row_gather_sets(int32_t k) {
 template <class T>
 std::vector<json> dense_tile_sets(int32_t k) {
   const int w = widest<T>(k);
-  auto slice = [&](int64_t max_slice) { return std::max<int64_t>(w, std::min<int64_t>(max_slice, k) / w * w); };
-  // Both staging orders: the next slice prefetched into registers, or read when it is due.
+  const int64_t unit = std::lcm<int64_t>(w, 16 / sizeof(T));  // whole vectors and 16-byte runs
+  auto slice = [&](int64_t max_slice) { return std::max<int64_t>(unit, std::min<int64_t>(max_slice, k) / unit * unit); };
+  // One slice loaded at a time, two to four in flight, and scalar copies with a slice that is
+  // not a power of two.
   std::vector<json> sets = {json::object(),
                             {{"tile_rows", 128}, {"tile_cols", 64}, {"micro_rows", 8}, {"micro_cols", 4}, {"slice", slice(16)},
-                             {"prefetch", true}},
+                             {"stages", 2}},
                             {{"tile_rows", 32}, {"tile_cols", 128}, {"micro_rows", 4}, {"micro_cols", 8}, {"slice", slice(8)},
-                             {"prefetch", false}},
-                            {{"vector_width", 1}, {"tile_rows", 32}, {"tile_cols", 32}, {"slice", 5}, {"prefetch", true}}};
+                             {"stages", 1}},
+                            {{"vector_width", 1}, {"tile_rows", 32}, {"tile_cols", 32}, {"slice", 3 * (16 / sizeof(T))},
+                             {"stages", 3}}};
   if (std::is_same_v<T, float>)
     sets.push_back({{"tile_rows", 128}, {"tile_cols", 256}, {"micro_rows", 8}, {"micro_cols", 8}, {"slice", slice(8)},
-                    {"prefetch", true}});
+                    {"stages", 4}});
   return sets;
 }
 
@@ -132,14 +136,15 @@ TEST_F(SddmmRowDenseGpu, RowGatherAndDenseTileF64) {
   check_all<double>(rt(), seed);
 }
 
-// The sanitizer subset (tools/device_check.sh): dense_tile's two staging orders on one small
-// unaligned pattern, K over one, two and four slices, a padded leading dimension, both types.
-TEST_F(SddmmRowDenseGpu, DenseTileBothStagingOrdersOnASmallShape) {
+// The sanitizer subset (tools/device_check.sh): dense_tile with one, two and four slices in
+// flight on one small unaligned pattern, K over one, two and four slices (and a last partial
+// one), a padded leading dimension, both types.
+TEST_F(SddmmRowDenseGpu, DenseTileEveryStageCountOnASmallShape) {
   uint64_t seed = next_seed();
   const Pattern pattern{"unaligned 131x77 40%", generate::uniform(131, 77, 31, 8)};
-  for (bool prefetch : {false, true})
+  for (int stages : {1, 2, 4})
     for (int32_t k : {16, 33, 64}) {
-      const json params = {{"tile_rows", 64}, {"tile_cols", 32}, {"slice", 16}, {"prefetch", prefetch}};
+      const json params = {{"tile_rows", 64}, {"tile_cols", 32}, {"slice", 16}, {"stages", stages}};
       check<float>(rt(), pattern, k, k % 4 == 0 ? 4 : 0, "dense_tile", params, seed++);
       check<double>(rt(), pattern, k, 0, "dense_tile", params, seed++);
     }
