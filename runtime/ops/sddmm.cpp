@@ -141,7 +141,7 @@ jit::KernelSpec dense_tile_spec(const Decision& d, DType dtype) {
   const int tile_cols = d.params.at("tile_cols").get<int>();
   return {"sddmm_dense_tile.cu", "sj_sddmm_dense_tile",
           {{"value_t", cuda_type_name(dtype)}, {"acc_t", dtype == DType::F64 ? "double" : "float"},
-           {"run_t", dtype == DType::F64 ? "double2" : "float4"}, {"vec_width", width},
+           {"run_t", vec_type(dtype, 16 / int(size_of(dtype)))}, {"vec_width", width},
            {"tile_rows", d.params.at("tile_rows")}, {"tile_cols", tile_cols}, {"words", (tile_cols + 63) / 64},
            {"slice", d.params.at("slice")}, {"stages", plan::sddmm_dense_tile_stages(d.params)},
            {"micro_rows", d.params.at("micro_rows")}, {"micro_cols", d.params.at("micro_cols")},
@@ -169,6 +169,14 @@ void check_sddmm_shapes(const DeviceCsr<T>& s, const DeviceDense<T>& a, const De
     throw InvalidInputError("sddmm: P has " + std::to_string(p.bytes()) + " bytes, nnz(S) values need " + std::to_string(need));
 }
 
+// The prepared kernel's dynamic shared memory per block; past the default 48 KB the kernel
+// must opt in (the planner has checked the device's limit).
+template <class T>
+void use_dynamic_shared(PreparedSddmm<T>& prepared, int64_t bytes) {
+  prepared.shared_bytes = unsigned(bytes);
+  if (bytes > 48 * 1024) prepared.kernel->set_max_dynamic_shared(int(bytes));
+}
+
 template <class T>
 void prepare_tiled(detail::RuntimeState& rt, const DeviceCsr<T>& s, Decision& d, const plan::SddmmProblem& problem,
                    PreparedSddmm<T>& prepared) {
@@ -188,8 +196,7 @@ void prepare_tiled(detail::RuntimeState& rt, const DeviceCsr<T>& s, Decision& d,
                            " K slices, more than the grid's 65535");
   prepared.block = {d.params.at("threads_per_block").get<unsigned>(), 1, 1};
   prepared.grid = {ops::blocks_for(prepared.tiles->tiles, 1), unsigned(slices), 1};
-  prepared.shared_bytes = unsigned(plan::sddmm_tiled_shared_bytes(d.params, problem.dtype));
-  if (prepared.shared_bytes > 48 * 1024) prepared.kernel->set_max_dynamic_shared(int(prepared.shared_bytes));
+  use_dynamic_shared(prepared, plan::sddmm_tiled_shared_bytes(d.params, problem.dtype));
   prepared.zero_output = !tiled_stores(d, problem.k);
 }
 
@@ -233,8 +240,7 @@ void prepare_dense_tile(detail::RuntimeState& rt, const DeviceCsr<T>& s, Decisio
   });
   prepared.block = {unsigned(plan::sddmm_dense_tile_threads(d.params)), 1, 1};
   prepared.grid = {ops::blocks_for(prepared.dense->tiles, 1), 1, 1};
-  prepared.shared_bytes = unsigned(plan::sddmm_dense_tile_shared_bytes(d.params, problem.dtype));
-  if (prepared.shared_bytes > 48 * 1024) prepared.kernel->set_max_dynamic_shared(int(prepared.shared_bytes));
+  use_dynamic_shared(prepared, plan::sddmm_dense_tile_shared_bytes(d.params, problem.dtype));
 }
 
 // The plan for `options`; with `measured` (times of this pattern's shortlist) the fastest of

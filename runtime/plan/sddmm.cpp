@@ -144,15 +144,18 @@ double dense_tiles_estimate(const Features& f, const SddmmProblem& p, double ti,
   return std::max(occupied(items, cells), f.basic.nnz > 0 ? 1.0 : 0.0);
 }
 
-// Elements of a 16-byte run, dense_tile's shared-memory read unit: its slice is a multiple.
+// Elements of a 16-byte run, dense_tile's shared-memory read unit.
 int64_t run_elements(DType dtype) { return 16 / int64_t(size_of(dtype)); }
+
+// dense_tile's slice is a multiple of this: whole copies of `width` and whole 16-byte runs.
+int64_t dense_slice_unit(int64_t width, DType dtype) { return std::lcm(width, run_elements(dtype)); }
 
 // dense_tile: the model's tile and micro-tile, one K slice when K is short (a multiple of both
 // the vector width and a 16-byte run), and as many slices in flight as the model says, at most
 // all of them.
 json dense_tile_defaults(const SddmmProblem& p, const json& model) {
   const int64_t width = vector_width(p);
-  const int64_t unit = std::lcm(width, run_elements(p.dtype));
+  const int64_t unit = dense_slice_unit(width, p.dtype);
   const int64_t slice = round_up(std::min<int64_t>(launch_value(model, "dense_tile", "slice").get<int64_t>(), p.k), unit);
   const int64_t slices = (p.k + slice - 1) / slice;
   return {{"vector_width", width},
@@ -307,7 +310,7 @@ void check_dense_tile(const json& params, const SddmmProblem& p, const DeviceTar
               " threads is not a multiple of 32 in [32, 1024]");
   const int64_t slice = int_param(params, variant, "slice");
   const int64_t width = int_param(params, variant, "vector_width");
-  const int64_t unit = std::lcm(width, run_elements(p.dtype));
+  const int64_t unit = dense_slice_unit(width, p.dtype);
   require(slice >= 1 && slice % unit == 0, variant,
           "slice = " + std::to_string(slice) + " is not a positive multiple of " + std::to_string(unit) +
               " (vector_width = " + std::to_string(width) + " and a 16-byte run of " + to_string(p.dtype) + ")");
@@ -515,7 +518,7 @@ std::vector<std::pair<std::string, nlohmann::json>> sddmm_search_space(const Fea
   }
   // dense_tile builds a bitmap per tile: measured only where tiles are reasonably full.
   if (sddmm_tile_fill(features, problem, 64, 64) >= kDenseTileSearchFill) {
-    const int64_t unit = std::lcm<int64_t>(width, run_elements(problem.dtype));
+    const int64_t unit = dense_slice_unit(width, problem.dtype);
     const int64_t long_slice = round_up(std::min<int64_t>(32, problem.k), unit);
     const int64_t short_slice = round_up(std::min<int64_t>(16, problem.k), unit);
     std::vector<int64_t> slices = {long_slice};
