@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <set>
 
@@ -348,7 +349,8 @@ TEST(MeasuredSelection, SddmmNeighboursAreValidWhenForcedAndDifferFromTheirCentr
       }
     }
   }
-  EXPECT_EQ(with_neighbours, (std::set<std::string>{"coo_flat", "row_gather", "dense_tile", "tiled_shared", "reindexed_tiled"}));
+  EXPECT_EQ(with_neighbours,
+            (std::set<std::string>{"coo_flat", "row_gather", "dense_tile", "dense_mma", "tiled_shared", "reindexed_tiled"}));
   EXPECT_TRUE(plan::sddmm_neighbors("cusparse", nlohmann::json::object(), {64, DType::F32, 64, 64}, {}).empty());
 }
 
@@ -415,6 +417,53 @@ TEST(Planner, DenseTileStagesDefaultToTheModelsCappedByTheSlicesOfK) {
   refused({{"slice", 6}, {"vector_width", 1}}, "slice = 6 is not a positive multiple of 4");
   refused({{"tile_rows", 256}, {"tile_cols", 256}, {"micro_rows", 8}, {"micro_cols", 8}, {"slice", 64}, {"stages", 4}},
           "bytes of shared memory");
+}
+
+// dense_mma: slices of whole mma steps (8, also for K = 3), the model's stages capped by K's
+// slices; f32 on sm_80+ only, and every bad value refused naming it.
+TEST(Planner, DenseMmaTakesWholeMmaStepsAndOnlyF32OnTensorCores) {
+  const Features f = inspect(generate::uniform(512, 512, 256, 3).pattern());
+  Options o;
+  o.variant = "dense_mma";
+  for (const auto& [k, slice, stages] :
+       std::vector<std::array<int64_t, 3>>{{1, 8, 1}, {3, 8, 1}, {32, 32, 1}, {33, 32, 2}, {128, 32, 3}}) {
+    const nlohmann::json params = plan::plan_sddmm(f, {int32_t(k), DType::F32, k, k}, {}, o).params;
+    EXPECT_EQ(params.at("slice").get<int64_t>(), slice) << k;
+    EXPECT_EQ(params.at("stages").get<int64_t>(), stages) << k;
+    EXPECT_EQ(plan::sddmm_dense_mma_threads(params), 128) << k;  // 2 x 2 warps of 32 x 32
+    // 128 staged rows per stage of slice + 4 floats.
+    EXPECT_EQ(plan::sddmm_dense_tile_shared_bytes(params, DType::F32), stages * 128 * (slice + 4) * 4) << k;
+  }
+  const auto refused = [&](const plan::SddmmProblem& problem, const plan::DeviceTarget& device, const nlohmann::json& params,
+                           const std::string& message) {
+    o.params = params;
+    try {
+      plan::plan_sddmm(f, problem, device, o);
+      ADD_FAILURE() << params.dump() << " accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+    }
+  };
+  const plan::SddmmProblem k128{128, DType::F32, 128, 128};
+  refused({128, DType::F64, 128, 128}, {}, {}, "f64: the 3xTF32 split serves f32 only");
+  plan::DeviceTarget turing;
+  turing.sm = 75;
+  refused(k128, turing, {}, "the device is sm_75");
+  refused(k128, {}, {{"warp_rows", 24}}, "warp_rows = 24 is not 16, 32, 48 or 64");
+  refused(k128, {}, {{"warp_cols", 12}}, "warp_cols = 12 is not a multiple of 8");
+  refused(k128, {}, {{"tile_rows", 48}}, "tile_rows = 48 is not a multiple of warp_rows = 32");
+  refused(k128, {}, {{"slice", 12}}, "slice = 12 is not a positive multiple of 8 (one mma step)");
+  refused(k128, {}, {{"stages", 5}}, "stages = 5 outside [1, 4]");
+  refused(k128, {}, {{"tile_rows", 256}, {"tile_cols", 256}, {"warp_rows", 16}, {"warp_cols", 16}}, "past 1024");
+  refused(k128, {}, {{"tile_rows", 256}, {"tile_cols", 256}, {"warp_rows", 64}, {"warp_cols", 64}, {"slice", 64}, {"stages", 4}},
+          "bytes of shared memory");
+  // Unforced, the variant is a candidate for f32 only, with the reason shown otherwise.
+  const Decision f64 = plan::plan_sddmm(f, {128, DType::F64, 128, 128}, {}, {});
+  for (const auto& c : f64.candidates) {
+    if (c.variant == "dense_mma") {
+      EXPECT_NE(c.rejected_because.find("f32 only"), std::string::npos);
+    }
+  }
 }
 
 TEST(Models, TreeEvaluationRecordsThePath) {
@@ -702,7 +751,7 @@ TEST(SddmmPlan, SparsePatternsTakeCooAndShowTheTreePath) {
   for (const auto& step : d.path) EXPECT_DOUBLE_EQ(step.value, d.features[step.feature].get<double>()) << step.feature;
   EXPECT_EQ(models::evaluate_tree(tree, d.features).leaf, d.variant);
   EXPECT_EQ(d.features["pattern_reused"], 0);
-  ASSERT_EQ(d.candidates.size(), 6u);
+  ASSERT_EQ(d.candidates.size(), 7u);
   for (const auto& c : d.candidates) {
     if (c.rejected_because.empty()) {
       EXPECT_GT(c.predicted_ms, 0.0) << c.variant;

@@ -137,6 +137,8 @@ TEST(SddmmTemplates, ExplainCompilesThePlannedKernelOfEachVariant) {
   reindexed.variant = "reindexed_tiled";
   Options dense_tile;
   dense_tile.variant = "dense_tile";
+  Options dense_mma;
+  dense_mma.variant = "dense_mma";
   // variant nullptr: the shipped tree's leaf for the decision's features.
   struct Case { const Csr<double>* m; int32_t k; DType t; Options o; const char* variant; };
   for (const Case& c : {Case{&dense, 32, DType::F32, {}, nullptr}, Case{&dense, 33, DType::F64, {}, nullptr},
@@ -144,6 +146,7 @@ TEST(SddmmTemplates, ExplainCompilesThePlannedKernelOfEachVariant) {
                         Case{&medium, 512, DType::F64, {}, nullptr}, Case{&medium, 3, DType::F32, {}, nullptr},
                         Case{&sparse, 3, DType::F32, {}, nullptr}, Case{&sparse, 100, DType::F64, many, nullptr},
                         Case{&dense, 64, DType::F32, dense_tile, "dense_tile"},
+                        Case{&dense, 33, DType::F32, dense_mma, "dense_mma"},
                         Case{&dense, 128, DType::F32, tiled, "tiled_shared"}, Case{&medium, 33, DType::F64, reindexed, "reindexed_tiled"}}) {
     const Decision d = explain_sddmm(c.m->pattern(), c.k, c.t, c.o);
     const std::string expected =
@@ -170,6 +173,12 @@ json dense_params(const std::string& value_t, int width, int ti, int tj, int mi,
   return {{"value_t", value_t}, {"acc_t", value_t}, {"run_t", value_t == "double" ? "double2" : "float4"},
           {"vec_width", width}, {"tile_rows", ti}, {"tile_cols", tj}, {"words", (tj + 63) / 64}, {"slice", slice},
           {"stages", stages}, {"micro_rows", mi}, {"micro_cols", mj}, {"block_size", (ti / mi) * (tj / mj)},
+          {"min_blocks", 2}, {"fp16", false}, {"bf16", false}};
+}
+
+json mma_params(int width, int ti, int tj, int wr, int wc, int slice, int stages) {
+  return {{"vec_width", width}, {"tile_rows", ti}, {"tile_cols", tj}, {"words", (tj + 63) / 64}, {"slice", slice},
+          {"stages", stages}, {"warp_rows", wr}, {"warp_cols", wc}, {"block_size", 32 * (ti / wr) * (tj / wc)},
           {"min_blocks", 2}, {"fp16", false}, {"bf16", false}};
 }
 
@@ -211,6 +220,26 @@ TEST(SddmmTemplates, DenseTileVariantsCompileForSm80AndSm90) {
   for (const auto& v : out) expect_compiles(v);
 }
 
+TEST(SddmmTemplates, DenseMmaVariantsCompileForSm80AndSm90) {
+  std::vector<Variant> out;
+  for (int width : {1, 4})
+    for (const auto& [ti, tj, wr, wc] : std::vector<std::array<int, 4>>{
+             {64, 64, 32, 32}, {128, 64, 64, 32}, {64, 128, 32, 64}, {128, 128, 64, 64}, {32, 256, 16, 64}, {16, 8, 16, 8}})
+      for (const auto& [slice, stages] : std::vector<std::pair<int, int>>{{8, 1}, {24, 3}, {32, 2}, {64, 4}}) {
+        if (width == 1 && slice > 24) continue;  // scalar copies: the short slices suffice
+        out.push_back({"width=" + std::to_string(width) + " tile=" + std::to_string(ti) + "x" + std::to_string(tj) +
+                           " warp=" + std::to_string(wr) + "x" + std::to_string(wc) + " slice=" + std::to_string(slice) +
+                           " stages=" + std::to_string(stages),
+                       KernelSpec{"sddmm_dense_mma.cu", "sddmm_mma_" + std::to_string(out.size()),
+                                  mma_params(width, ti, tj, wr, wc, slice, stages), {}}});
+      }
+  for (const auto& v : out) expect_compiles(v);
+  // The TF32 tensor-core instruction and the ring's stage count are in the rendered source.
+  const std::string source = render({"sddmm_dense_mma.cu", "k", mma_params(4, 64, 64, 32, 32, 32, 3), {}});
+  EXPECT_NE(source.find("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"), std::string::npos);
+  EXPECT_NE(source.find("constexpr int kStages = 3;"), std::string::npos);
+}
+
 TEST(SddmmTemplates, RowGatherAndDenseTileStaticChecksCatchBadParams) {
   const auto fails = [](const std::string& name, const json& params) {
     const std::string source = render({name, "bad", params, {}});
@@ -226,6 +255,12 @@ TEST(SddmmTemplates, RowGatherAndDenseTileStaticChecksCatchBadParams) {
   fails("sddmm_dense_tile.cu", wrong_words);
   fails("sddmm_dense_tile.cu", dense_params("float", 1, 32, 32, 4, 4, 6));     // not whole 16-byte runs
   fails("sddmm_dense_tile.cu", dense_params("float", 4, 32, 32, 4, 4, 16, 5));  // stages past 4
+  json mma_threads = mma_params(4, 64, 64, 32, 32, 32, 2);
+  mma_threads["block_size"] = 256;  // 2 x 2 warp parts need 128 threads
+  fails("sddmm_dense_mma.cu", mma_threads);
+  fails("sddmm_dense_mma.cu", mma_params(4, 64, 64, 32, 32, 12, 2));  // not whole mma steps
+  fails("sddmm_dense_mma.cu", mma_params(4, 48, 64, 24, 32, 32, 2));  // warp rows not whole m16 steps
+  fails("sddmm_dense_mma.cu", mma_params(4, 64, 64, 32, 32, 32, 5));  // stages past 4
 }
 
 TEST(SddmmTemplates, RowGatherReducesWithATransposedButterflyAndStoresPlainly) {

@@ -73,7 +73,7 @@ struct PreparedSddmm {
   std::shared_ptr<const DeviceBuffer> coo_rows;   // coo_flat only
   std::shared_ptr<const DeviceTiles> tiles;       // tiled_shared and reindexed_tiled only
   std::shared_ptr<const DeviceRowChunks> chunks;  // row_gather only
-  std::shared_ptr<const DeviceDenseTiles> dense;  // dense_tile only
+  std::shared_ptr<const DeviceDenseTiles> dense;  // dense_tile and dense_mma only
   // Measured selection has run for this plan's pattern and problem, or will not.
   std::atomic<bool> settled{false};
 
@@ -150,6 +150,19 @@ jit::KernelSpec dense_tile_spec(const Decision& d, DType dtype) {
           {}};
 }
 
+jit::KernelSpec dense_mma_spec(const Decision& d) {
+  const int tile_cols = d.params.at("tile_cols").get<int>();
+  return {"sddmm_dense_mma.cu", "sj_sddmm_dense_mma",
+          {{"vec_width", d.params.at("vector_width")}, {"tile_rows", d.params.at("tile_rows")}, {"tile_cols", tile_cols},
+           {"words", (tile_cols + 63) / 64}, {"slice", d.params.at("slice")},
+           {"stages", plan::sddmm_dense_tile_stages(d.params)}, {"warp_rows", d.params.at("warp_rows")},
+           {"warp_cols", d.params.at("warp_cols")}, {"block_size", plan::sddmm_dense_mma_threads(d.params)},
+           {"min_blocks", plan::sddmm_dense_mma_min_blocks(d.params)}, {"fp16", false}, {"bf16", false}},
+          {}};
+}
+
+bool is_dense(const Decision& d) { return d.variant == "dense_tile" || d.variant == "dense_mma"; }
+
 jit::KernelSpec scale_spec(DType dtype) {
   return {"sddmm_scale.cu", "sj_sddmm_scale", {{"value_t", cuda_type_name(dtype)}, {"block_size", kScaleBlock}}, {}};
 }
@@ -220,10 +233,12 @@ void prepare_row_gather(detail::RuntimeState& rt, const DeviceCsr<T>& s, Decisio
   prepared.grid = {ops::blocks_for(prepared.chunks->chunks * d.params.at("group_size").get<int64_t>(), threads), 1, 1};
 }
 
+// dense_tile or dense_mma: one block per non-empty tile of the (shared) dense-tile format.
 template <class T>
-void prepare_dense_tile(detail::RuntimeState& rt, const DeviceCsr<T>& s, Decision& d, const plan::SddmmProblem& problem,
-                        PreparedSddmm<T>& prepared) {
-  const ops::LoadedKernel loaded = rt.loader.load(dense_tile_spec(d, problem.dtype));
+void prepare_dense(detail::RuntimeState& rt, const DeviceCsr<T>& s, Decision& d, const plan::SddmmProblem& problem,
+                   PreparedSddmm<T>& prepared) {
+  const bool mma = d.variant == "dense_mma";
+  const ops::LoadedKernel loaded = rt.loader.load(mma ? dense_mma_spec(d) : dense_tile_spec(d, problem.dtype));
   ops::record_kernel(d, loaded);
   prepared.kernel = loaded.kernel;
   const int32_t tile_rows = d.params.at("tile_rows").get<int32_t>(), tile_cols = d.params.at("tile_cols").get<int32_t>();
@@ -238,7 +253,7 @@ void prepare_dense_tile(detail::RuntimeState& rt, const DeviceCsr<T>& s, Decisio
     out->tiles = host.tiles();
     return out;
   });
-  prepared.block = {unsigned(plan::sddmm_dense_tile_threads(d.params)), 1, 1};
+  prepared.block = {unsigned(mma ? plan::sddmm_dense_mma_threads(d.params) : plan::sddmm_dense_tile_threads(d.params)), 1, 1};
   prepared.grid = {ops::blocks_for(prepared.dense->tiles, 1), 1, 1};
   use_dynamic_shared(prepared, plan::sddmm_dense_tile_shared_bytes(d.params, problem.dtype));
 }
@@ -269,8 +284,8 @@ std::shared_ptr<PreparedSddmm<T>> prepare_sddmm(detail::RuntimeState& rt, const 
     });
   } else if (d.variant == "row_gather") {
     prepare_row_gather(rt, s, d, problem, *prepared);
-  } else if (d.variant == "dense_tile") {
-    prepare_dense_tile(rt, s, d, problem, *prepared);
+  } else if (is_dense(d)) {
+    prepare_dense(rt, s, d, problem, *prepared);
   } else if (is_tiled(d)) {
     prepare_tiled(rt, s, d, problem, *prepared);
   } else {
@@ -338,7 +353,7 @@ void launch_row_gather(const PreparedSddmm<T>& prepared, const DeviceCsr<T>& s, 
 }
 
 template <class T>
-void launch_dense_tile(const PreparedSddmm<T>& prepared, const DeviceCsr<T>& s, const DeviceDense<T>& a,
+void launch_dense(const PreparedSddmm<T>& prepared, const DeviceCsr<T>& s, const DeviceDense<T>& a,
                        const DeviceDense<T>& b, DeviceBuffer& p, CUstream stream, bool early) {
   int m = s.rows(), n = s.cols(), k = a.cols();
   const DeviceDenseTiles& t = *prepared.dense;
@@ -356,7 +371,7 @@ void run_prepared(detail::RuntimeState& rt, PreparedSddmm<T>& prepared, const De
   if (prepared.chunks) {
     launch_row_gather(prepared, s, a, b, p, stream, early);
   } else if (prepared.dense) {
-    launch_dense_tile(prepared, s, a, b, p, stream, early);
+    launch_dense(prepared, s, a, b, p, stream, early);
   } else if (prepared.tiles) {
     launch_tiled(rt, prepared, s, a, b, p, stream, early);
   } else if (prepared.coo_rows) {
@@ -421,6 +436,7 @@ Decision explain_sddmm(PatternView s, int32_t k, DType dtype, const Options& opt
   const jit::KernelSpec spec = d.variant == "coo_flat"     ? coo_flat_spec(d, dtype)
                                : d.variant == "row_gather" ? row_gather_spec(d, dtype, k)
                                : d.variant == "dense_tile" ? dense_tile_spec(d, dtype)
+                               : d.variant == "dense_mma"  ? dense_mma_spec(d)
                                : is_tiled(d)               ? tiled_spec(d, dtype, k)
                                                            : scale_spec(dtype);
   const jit::CompiledKernel compiled = ops::compile_only(spec, target.sm);

@@ -80,7 +80,13 @@ int64_t sddmm_tiled_shared_bytes(const nlohmann::json& params, DType dtype);
 // micro_cols).
 int64_t sddmm_dense_tile_threads(const nlohmann::json& params);
 
-// dense_tile's K slices in flight ("stages"; tuning records older than the parameter lack it:
+// Threads of one dense_mma block: a warp per warp part, 32 * (tile_rows / warp_rows) *
+// (tile_cols / warp_cols); and the blocks per SM its launch bounds promise (registers for the
+// part's accumulators and split fragments, about 104 at 32 x 32).
+int64_t sddmm_dense_mma_threads(const nlohmann::json& params);
+int64_t sddmm_dense_mma_min_blocks(const nlohmann::json& params);
+
+// dense_tile's (and dense_mma's: the same ring, f32) K slices in flight ("stages"; tuning records older than the parameter lack it:
 // 1, load then multiply) and the dynamic shared memory of one block: stages buffers of
 // tile_rows + tile_cols staged rows of slice elements plus a 16-byte run of padding.
 int64_t sddmm_dense_tile_stages(const nlohmann::json& params);
@@ -125,8 +131,9 @@ std::vector<TimedChoice> spmm_neighbors(const std::string& variant, const nlohma
 
 // The same for SDDMM: row_gather half and twice the group and a quarter and four times the
 // nonzeros per chunk; coo_flat half and twice the nonzeros per group and the group; dense_tile
-// half and twice each tile edge; the tiled variants the other combine and a quarter and four
-// times the tile rows. cusparse has none.
+// and dense_mma half and twice each tile edge, half the slice (twice while shorter than K) and
+// a stage less or more; the tiled variants the other combine and a quarter and four times the
+// tile rows. cusparse has none.
 std::vector<TimedChoice> sddmm_neighbors(const std::string& variant, const nlohmann::json& params, const SddmmProblem& problem,
                                         const DeviceTarget& device);
 

@@ -4,6 +4,7 @@
 //                    (formats/sddmm_row_chunks.hpp)
 //   dense_tile       dense-ish S: each non-empty Ti x Tj tile computed like a GEMM in registers,
 //                    only S's entries written (formats/sddmm_dense_tiles.hpp)
+//   dense_mma        dense_tile's tiles on tensor cores: f32 by the 3xTF32 split (mma.sync, sm_80+)
 //   tiled_shared     GPU-Shared: S cut in Ti x Tj tiles, each tile's B rows staged in shared memory
 //   reindexed_tiled  GPU-Preprocessing: like tiled_shared, tiles over each panel's used columns
 //                    only; admitted only for reused patterns (Options::reuse, pattern_seen)
@@ -150,29 +151,40 @@ int64_t run_elements(DType dtype) { return 16 / int64_t(size_of(dtype)); }
 // dense_tile's slice is a multiple of this: whole copies of `width` and whole 16-byte runs.
 int64_t dense_slice_unit(int64_t width, DType dtype) { return std::lcm(width, run_elements(dtype)); }
 
-// dense_tile: the model's tile and micro-tile, one K slice when K is short (a multiple of both
-// the vector width and a 16-byte run), and as many slices in flight as the model says, at most
-// all of them.
-json dense_tile_defaults(const SddmmProblem& p, const json& model) {
-  const int64_t width = vector_width(p);
-  const int64_t unit = dense_slice_unit(width, p.dtype);
-  const int64_t slice = round_up(std::min<int64_t>(launch_value(model, "dense_tile", "slice").get<int64_t>(), p.k), unit);
+// dense_mma's slice is whole mma steps.
+constexpr int64_t kMmaStep = 8;
+
+// dense_tile and dense_mma: the model's tile and the thread's (micro_rows, micro_cols) or the
+// warp's (warp_rows, warp_cols) part, one K slice when K is short (a multiple of `unit`: for
+// dense_tile the vector width and a 16-byte run, for dense_mma an mma step), and as many
+// slices in flight as the model says, at most all of them.
+json dense_defaults(const SddmmProblem& p, const json& model, const std::string& variant, int64_t unit,
+                    const std::array<const char*, 2>& part) {
+  const int64_t slice = round_up(std::min<int64_t>(launch_value(model, variant, "slice").get<int64_t>(), p.k), unit);
   const int64_t slices = (p.k + slice - 1) / slice;
-  return {{"vector_width", width},
-          {"tile_rows", launch_value(model, "dense_tile", "tile_rows")},
-          {"tile_cols", launch_value(model, "dense_tile", "tile_cols")},
-          {"micro_rows", launch_value(model, "dense_tile", "micro_rows")},
-          {"micro_cols", launch_value(model, "dense_tile", "micro_cols")},
+  return {{"vector_width", vector_width(p)},
+          {"tile_rows", launch_value(model, variant, "tile_rows")},
+          {"tile_cols", launch_value(model, variant, "tile_cols")},
+          {part[0], launch_value(model, variant, part[0])},
+          {part[1], launch_value(model, variant, part[1])},
           {"slice", slice},
-          {"stages", std::min(slices, launch_value(model, "dense_tile", "stages").get<int64_t>())}};
+          {"stages", std::min(slices, launch_value(model, variant, "stages").get<int64_t>())}};
+}
+
+// Why dense_mma cannot run a problem of this type on sm, or "".
+std::string dense_mma_rejection(const SddmmProblem& p, int sm) {
+  if (p.dtype != DType::F32)
+    return std::string("value type ") + to_string(p.dtype) + ": the 3xTF32 split serves f32 only";
+  if (sm < 80) return "needs TF32 tensor cores (mma.sync, sm_80 or later); the device is sm_" + std::to_string(sm);
+  return "";
 }
 
 double dense_tile_format_bytes(double tiles, double ti, double tj) {
   return tiles * (ti * std::ceil(tj / 64) * 8 + ti * 4 + 8);
 }
 
-std::vector<VariantSpec> sddmm_candidates(const Features& f, const SddmmProblem& p,
-                                          const Options& options, const json& model) {
+std::vector<VariantSpec> sddmm_candidates(const Features& f, const SddmmProblem& p, const Options& options,
+                                          const json& model, int sm) {
   const bool supported_type = p.dtype == DType::F32 || p.dtype == DType::F64;
   const std::string type_reason = supported_type ? "" : std::string("value type ") + to_string(p.dtype) + " not supported";
   const int width = vector_width(p);
@@ -195,15 +207,19 @@ std::vector<VariantSpec> sddmm_candidates(const Features& f, const SddmmProblem&
   const double ti = launch_value(model, "dense_tile", "tile_rows").get<double>();
   const double tj = launch_value(model, "dense_tile", "tile_cols").get<double>();
   const double tiles = dense_tiles_estimate(f, p, ti, tj);  // counting them reads every nonzero: once
-  VariantSpec dense{"dense_tile", dense_tile_defaults(p, model), type_reason};
-  if (dense.rejected_because.empty()) {
-    const double bytes = dense_tile_format_bytes(tiles, ti, tj);
-    if (bytes > kMaxDenseTileFormatBytes)
-      dense.rejected_because = "its tile format would take about " + std::to_string(int64_t(bytes / (1 << 20))) +
-                               " MiB (sparse tiles): not worth building";
-  }
+  const double bytes = dense_tile_format_bytes(tiles, ti, tj);
+  const std::string format_reason = bytes > kMaxDenseTileFormatBytes
+                                        ? "its tile format would take about " + std::to_string(int64_t(bytes / (1 << 20))) +
+                                              " MiB (sparse tiles): not worth building"
+                                        : "";
+  VariantSpec dense{"dense_tile",
+                    dense_defaults(p, model, "dense_tile", dense_slice_unit(width, p.dtype), {"micro_rows", "micro_cols"}),
+                    type_reason.empty() ? format_reason : type_reason};
+  const std::string mma_reason = dense_mma_rejection(p, sm);
+  VariantSpec mma{"dense_mma", dense_defaults(p, model, "dense_mma", kMmaStep, {"warp_rows", "warp_cols"}),
+                  mma_reason.empty() ? format_reason : mma_reason};
   VariantSpec vendor{"cusparse", json::object(), type_reason};
-  return {flat, row, dense, shared, reindexed, vendor};
+  return {flat, row, dense, mma, shared, reindexed, vendor};
 }
 
 // Cost terms of a variant with its parameters. The tiled terms assume uniformly scattered
@@ -218,13 +234,15 @@ json sddmm_terms(const Features& f, const SddmmProblem& p, const std::string& va
             {"sparse_bytes", nnz * (4.0 + 2.0 * vb) + chunks * 8.0},
             {"gather_bytes", (nnz + chunks) * k * vb}};
   }
-  if (variant == "dense_tile") {
+  if (variant == "dense_tile" || variant == "dense_mma") {
     const double ti = params.at("tile_rows").get<double>(), tj = params.at("tile_cols").get<double>();
     const double tiles = dense_tiles_estimate(f, p, ti, tj);
+    // dense_tile: FP32-equivalent (FP64 runs at half rate); dense_mma: f32 only, its tensor-core
+    // rate (three TF32 products per product) is its own coefficient.
     return {{"launch", 1.0},
             {"sparse_bytes", nnz * 2.0 * vb + dense_tile_format_bytes(tiles, ti, tj)},
             {"tile_bytes", tiles * (ti + tj) * k * vb},
-            {"flops", 2.0 * tiles * ti * tj * k * vb / 4.0}};  // FP32-equivalent: FP64 runs at half rate
+            {"flops", 2.0 * tiles * ti * tj * k * vb / 4.0}};
   }
   if (!tiled(variant))
     return {{"launch", variant == "cusparse" ? 2.0 : 1.0},
@@ -292,34 +310,61 @@ void check_row_gather(const json& params, const SddmmProblem& p) {
               std::to_string(group) + "), more than " + std::to_string(kMaxLaneVectors));
 }
 
+// A tile edge of dense_tile or dense_mma: a multiple of its thread's (or warp's) part.
+void check_tile_edge(const json& params, const std::string& variant, const char* edge, const char* part) {
+  const int64_t size = int_param(params, variant, edge), unit = int_param(params, variant, part);
+  require(size >= unit && size <= formats::kMaxDenseTileEdge && size % unit == 0, variant,
+          std::string(edge) + " = " + std::to_string(size) + " is not a multiple of " + part + " = " + std::to_string(unit) +
+              " in [" + part + ", " + std::to_string(formats::kMaxDenseTileEdge) + "]");
+}
+
+// What dense_tile and dense_mma share: the slice (whole `unit`s, named by `unit_why`), the
+// stages in flight and the shared memory of the ring.
+void check_dense_staging(const json& params, const DeviceTarget& device, const std::string& variant, int64_t unit,
+                         const std::string& unit_why, int64_t shared_bytes) {
+  const int64_t slice = int_param(params, variant, "slice");
+  require(slice >= 1 && slice % unit == 0, variant,
+          "slice = " + std::to_string(slice) + " is not a positive multiple of " + std::to_string(unit) + " (" + unit_why + ")");
+  const int64_t stages = sddmm_dense_tile_stages(params);
+  require(stages >= 1 && stages <= 4, variant, "stages = " + std::to_string(stages) + " outside [1, 4]");
+  if (shared_bytes > device.shared_per_block_optin)
+    throw UnsupportedError("sddmm " + variant + ": stages x (tile_rows + tile_cols) x slice needs " + std::to_string(shared_bytes) +
+                           " bytes of shared memory, the device allows " + std::to_string(device.shared_per_block_optin));
+}
+
 void check_dense_tile(const json& params, const SddmmProblem& p, const DeviceTarget& device) {
   const std::string variant = "dense_tile";
-  const int64_t micro_rows = int_param(params, variant, "micro_rows"), micro_cols = int_param(params, variant, "micro_cols");
-  for (int64_t micro : {micro_rows, micro_cols})
-    require(micro == 4 || micro == 8, variant, "micro-tile edge " + std::to_string(micro) + " is neither 4 nor 8");
-  const int64_t ti = int_param(params, variant, "tile_rows"), tj = int_param(params, variant, "tile_cols");
-  require(ti >= micro_rows && ti <= formats::kMaxDenseTileEdge && ti % micro_rows == 0, variant,
-          "tile_rows = " + std::to_string(ti) + " is not a multiple of micro_rows = " + std::to_string(micro_rows) +
-              " in [micro_rows, " + std::to_string(formats::kMaxDenseTileEdge) + "]");
-  require(tj >= micro_cols && tj <= formats::kMaxDenseTileEdge && tj % micro_cols == 0, variant,
-          "tile_cols = " + std::to_string(tj) + " is not a multiple of micro_cols = " + std::to_string(micro_cols) +
-              " in [micro_cols, " + std::to_string(formats::kMaxDenseTileEdge) + "]");
+  for (const char* micro : {"micro_rows", "micro_cols"}) {
+    const int64_t edge = int_param(params, variant, micro);
+    require(edge == 4 || edge == 8, variant, "micro-tile edge " + std::to_string(edge) + " is neither 4 nor 8");
+  }
+  check_tile_edge(params, variant, "tile_rows", "micro_rows");
+  check_tile_edge(params, variant, "tile_cols", "micro_cols");
   const int64_t threads = sddmm_dense_tile_threads(params);
   require(threads % 32 == 0 && threads <= 1024, variant,
           "(tile_rows / micro_rows) * (tile_cols / micro_cols) = " + std::to_string(threads) +
               " threads is not a multiple of 32 in [32, 1024]");
-  const int64_t slice = int_param(params, variant, "slice");
   const int64_t width = int_param(params, variant, "vector_width");
-  const int64_t unit = dense_slice_unit(width, p.dtype);
-  require(slice >= 1 && slice % unit == 0, variant,
-          "slice = " + std::to_string(slice) + " is not a positive multiple of " + std::to_string(unit) +
-              " (vector_width = " + std::to_string(width) + " and a 16-byte run of " + to_string(p.dtype) + ")");
-  const int64_t stages = sddmm_dense_tile_stages(params);
-  require(stages >= 1 && stages <= 4, variant, "stages = " + std::to_string(stages) + " outside [1, 4]");
-  const int64_t bytes = sddmm_dense_tile_shared_bytes(params, p.dtype);
-  if (bytes > device.shared_per_block_optin)
-    throw UnsupportedError("sddmm dense_tile: stages x (tile_rows + tile_cols) x slice needs " + std::to_string(bytes) +
-                           " bytes of shared memory, the device allows " + std::to_string(device.shared_per_block_optin));
+  check_dense_staging(params, device, variant, dense_slice_unit(width, p.dtype),
+                      "vector_width = " + std::to_string(width) + " and a 16-byte run of " + to_string(p.dtype),
+                      sddmm_dense_tile_shared_bytes(params, p.dtype));
+}
+
+void check_dense_mma(const json& params, const SddmmProblem& p, const DeviceTarget& device) {
+  const std::string variant = "dense_mma";
+  const std::string rejection = dense_mma_rejection(p, device.sm);
+  if (!rejection.empty()) throw UnsupportedError("sddmm dense_mma: " + rejection);
+  const int64_t warp_rows = int_param(params, variant, "warp_rows"), warp_cols = int_param(params, variant, "warp_cols");
+  require(warp_rows >= 16 && warp_rows <= 64 && warp_rows % 16 == 0, variant,
+          "warp_rows = " + std::to_string(warp_rows) + " is not 16, 32, 48 or 64");
+  require(warp_cols >= 8 && warp_cols <= 64 && warp_cols % 8 == 0, variant,
+          "warp_cols = " + std::to_string(warp_cols) + " is not a multiple of 8 in [8, 64]");
+  check_tile_edge(params, variant, "tile_rows", "warp_rows");
+  check_tile_edge(params, variant, "tile_cols", "warp_cols");
+  const int64_t threads = sddmm_dense_mma_threads(params);
+  require(threads <= 1024, variant,
+          "32 * (tile_rows / warp_rows) * (tile_cols / warp_cols) = " + std::to_string(threads) + " threads is past 1024");
+  check_dense_staging(params, device, variant, kMmaStep, "one mma step", sddmm_dense_tile_shared_bytes(params, p.dtype));
 }
 
 // Parameters after a forced merge can be anything: every combination a kernel cannot run is
@@ -329,6 +374,7 @@ void check_params(const std::string& variant, const json& params, const SddmmPro
   check_vector_width(params, p, variant);
   if (variant == "row_gather") return check_row_gather(params, p);
   if (variant == "dense_tile") return check_dense_tile(params, p, device);
+  if (variant == "dense_mma") return check_dense_mma(params, p, device);
   const int64_t group = int_param(params, variant, "group_size");
   require(is_pow2(group) && group <= 32, variant, "group_size = " + std::to_string(group) + " is not a power of two in [1, 32]");
   check_threads(params, variant, group);
@@ -396,6 +442,18 @@ int64_t sddmm_dense_tile_min_blocks(const nlohmann::json& params) {
   return std::max<int64_t>(1, 65536 / per_block);
 }
 
+int64_t sddmm_dense_mma_threads(const nlohmann::json& params) {
+  return 32 * (params.at("tile_rows").get<int64_t>() / params.at("warp_rows").get<int64_t>()) *
+         (params.at("tile_cols").get<int64_t>() / params.at("warp_cols").get<int64_t>());
+}
+
+int64_t sddmm_dense_mma_min_blocks(const nlohmann::json& params) {
+  const int64_t steps_down = params.at("warp_rows").get<int64_t>() / 16, steps_across = params.at("warp_cols").get<int64_t>() / 8;
+  // Accumulators, both halves of the A and B fragments, addresses: 104 at 32 x 32.
+  const int64_t registers = 4 * steps_down * steps_across + 8 * steps_down + 4 * steps_across + 40;
+  return std::max<int64_t>(1, 65536 / (sddmm_dense_mma_threads(params) * round_up(registers, 8)));
+}
+
 int64_t sddmm_dense_tile_stages(const nlohmann::json& params) { return params.value("stages", int64_t(1)); }
 
 int64_t sddmm_dense_tile_shared_bytes(const nlohmann::json& params, DType dtype) {
@@ -416,7 +474,7 @@ double sddmm_tile_fill(const Features& features, const SddmmProblem& problem, in
 std::vector<std::string> sddmm_variants() {
   std::vector<std::string> names;
   const auto candidates =
-      sddmm_candidates(Features{}, {1, DType::F32, 1, 1}, Options{}, models::shipped_model("sddmm"));
+      sddmm_candidates(Features{}, {1, DType::F32, 1, 1}, Options{}, models::shipped_model("sddmm"), 90);
   for (const auto& v : candidates) names.push_back(v.name);
   return names;
 }
@@ -433,7 +491,7 @@ Decision plan_sddmm(const Features& features, const SddmmProblem& problem, const
   d.features["pattern_reused"] = (options.reuse == Reuse::Many || problem.pattern_seen) ? 1 : 0;
   d.features["tile_fill"] = sddmm_tile_fill(features, problem, launch_value(model, "dense_tile", "tile_rows").get<int64_t>(),
                                             launch_value(model, "dense_tile", "tile_cols").get<int64_t>());
-  const auto variants = sddmm_candidates(features, problem, options, model);
+  const auto variants = sddmm_candidates(features, problem, options, model, device.sm);
   const auto forced = forced_choice(Op::SDDMM, options);
   choose(d, variants, model,
          [&](const std::string& name, const json& params) { return sddmm_terms(features, problem, name, params); }, forced,
@@ -464,7 +522,7 @@ std::vector<TimedChoice> sddmm_neighbors(const std::string& variant, const nlohm
                {{"nnz_per_group", get("nnz_per_group") * 2}},
                {{"group_size", get("group_size") / 2}, {"nnz_per_group", std::min(get("nnz_per_group"), get("group_size") / 2)}},
                {{"group_size", get("group_size") * 2}}};
-  } else if (variant == "dense_tile") {
+  } else if (variant == "dense_tile" || variant == "dense_mma") {
     // Fewer stages or a shorter slice stage less shared memory (more tiles per SM); more or
     // longer ones keep more of K in flight and sync less.
     const int64_t stages = sddmm_dense_tile_stages(params);
@@ -532,6 +590,16 @@ std::vector<std::pair<std::string, nlohmann::json>> sddmm_search_space(const Fea
           keep("dense_tile", {{"vector_width", width}, {"tile_rows", ti}, {"tile_cols", tj}, {"micro_rows", mi},
                               {"micro_cols", mj}, {"slice", s}, {"stages", stages}});
       }
+  }
+  // dense_mma likewise; one slice of 32 (or all of a shorter K), two or four in flight.
+  if (sddmm_tile_fill(features, problem, 64, 64) >= kDenseTileSearchFill && dense_mma_rejection(problem, device.sm).empty()) {
+    const int64_t slice = round_up(std::min<int64_t>(32, problem.k), kMmaStep);
+    const int64_t count = (problem.k + slice - 1) / slice;
+    for (const auto& [ti, tj, wr, wc] : std::vector<std::array<int64_t, 4>>{
+             {64, 64, 32, 32}, {128, 64, 64, 32}, {64, 128, 32, 64}, {128, 128, 64, 64}, {32, 64, 32, 32}})
+      for (int64_t stages : std::set<int64_t>{std::min<int64_t>(count, 2), std::min<int64_t>(count, 4)})
+        keep("dense_mma", {{"vector_width", width}, {"tile_rows", ti}, {"tile_cols", tj}, {"warp_rows", wr},
+                           {"warp_cols", wc}, {"slice", slice}, {"stages", stages}});
   }
   for (const std::string variant : {"tiled_shared", "reindexed_tiled"}) {
     for (int64_t tile_cols : {32, 64, 128}) {

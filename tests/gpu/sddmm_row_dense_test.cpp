@@ -1,5 +1,5 @@
-// row_gather and dense_tile forced with several parameter sets, f32 and f64, K = 1, 3, 32, 33,
-// 100, 128, 512, on generated patterns at 50%, 10%, 1% and 0.01% density, power-law rows much
+// row_gather and dense_tile forced with several parameter sets, f32 and f64 (dense_mma, f32
+// only, likewise), K = 1, 3, 32, 33, 100, 128, 512, on generated patterns at 50%, 10%, 1% and 0.01% density, power-law rows much
 // longer than a chunk, empty rows, rectangular and tile-unaligned shapes, and A / B with padded
 // leading dimensions; fresh random values, P poisoned with NaN (and the bytes past nnz checked
 // untouched) before every run, compared with reference::sddmm. The second call of each run
@@ -73,6 +73,17 @@ std::vector<json> dense_tile_sets(int32_t k) {
   return sets;
 }
 
+// dense_mma: the defaults, taller and wider warp parts, one warp per block, scalar copies, one
+// to four slices in flight and slices of one to eight mma steps.
+std::vector<json> dense_mma_sets() {
+  return {json::object(),
+          {{"tile_rows", 128}, {"tile_cols", 64}, {"warp_rows", 64}, {"warp_cols", 32}, {"slice", 16}, {"stages", 2}},
+          {{"vector_width", 1}, {"tile_rows", 32}, {"tile_cols", 64}, {"warp_rows", 16}, {"warp_cols", 32}, {"slice", 8},
+           {"stages", 3}},
+          {{"tile_rows", 64}, {"tile_cols", 128}, {"warp_rows", 32}, {"warp_cols", 64}, {"slice", 64}, {"stages", 3}},
+          {{"tile_rows", 16}, {"tile_cols", 8}, {"warp_rows", 16}, {"warp_cols", 8}, {"slice", 24}, {"stages", 1}}};
+}
+
 template <class T>
 void check(Runtime& rt, const Pattern& pattern, int32_t k, int64_t pad, const std::string& variant, const json& params,
            uint64_t seed) {
@@ -116,17 +127,20 @@ void check_all(Runtime& rt, uint64_t& seed) {
     for (int32_t k : {1, 3, 32, 33, 100, 128, 512}) {
       for (const auto& params : row_gather_sets(k)) check<T>(rt, pattern, k, 0, "row_gather", params, seed++);
       for (const auto& params : dense_tile_sets<T>(k)) check<T>(rt, pattern, k, 0, "dense_tile", params, seed++);
+      if (std::is_same_v<T, float>)
+        for (const auto& params : dense_mma_sets()) check<T>(rt, pattern, k, 0, "dense_mma", params, seed++);
     }
     // Padded leading dimensions: a multiple of the vector width keeps vector loads, an odd one
     // forces scalar loads.
     for (int64_t pad : {4, 3}) {
       check<T>(rt, pattern, 32, pad, "row_gather", json::object(), seed++);
       check<T>(rt, pattern, 32, pad, "dense_tile", json::object(), seed++);
+      if (std::is_same_v<T, float>) check<T>(rt, pattern, 32, pad, "dense_mma", json::object(), seed++);
     }
   }
 }
 
-TEST_F(SddmmRowDenseGpu, RowGatherAndDenseTileF32) {
+TEST_F(SddmmRowDenseGpu, RowGatherDenseTileAndDenseMmaF32) {
   uint64_t seed = next_seed();
   check_all<float>(rt(), seed);
 }
@@ -147,6 +161,19 @@ TEST_F(SddmmRowDenseGpu, DenseTileEveryStageCountOnASmallShape) {
       const json params = {{"tile_rows", 64}, {"tile_cols", 32}, {"slice", 16}, {"stages", stages}};
       check<float>(rt(), pattern, k, k % 4 == 0 ? 4 : 0, "dense_tile", params, seed++);
       check<double>(rt(), pattern, k, 0, "dense_tile", params, seed++);
+    }
+}
+
+// The sanitizer subset for dense_mma: one, two and four slices in flight on the small unaligned
+// pattern, K over one, two and four slices (and a last partial one), a padded leading dimension.
+TEST_F(SddmmRowDenseGpu, DenseMmaEveryStageCountOnASmallShape) {
+  uint64_t seed = next_seed();
+  const Pattern pattern{"unaligned 131x77 40%", generate::uniform(131, 77, 31, 8)};
+  for (int stages : {1, 2, 4})
+    for (int32_t k : {16, 33, 64}) {
+      const json params = {{"tile_rows", 64}, {"tile_cols", 32}, {"warp_rows", 32}, {"warp_cols", 16}, {"slice", 16},
+                           {"stages", stages}};
+      check<float>(rt(), pattern, k, k % 4 == 0 ? 4 : 0, "dense_mma", params, seed++);
     }
 }
 

@@ -4,8 +4,8 @@
 // empty rows, rectangular; fresh random values, P poisoned with NaN (and the bytes past nnz
 // checked untouched) before every run, compared with reference::sddmm. Then the reuse path:
 // Reuse::Many admits reindexed_tiled, the second call reuses the plan and the reindexing, and
-// a handle that served one SDDMM call is treated as reused by the next plan. row_gather and
-// dense_tile have their own suite (sddmm_row_dense_test.cpp).
+// a handle that served one SDDMM call is treated as reused by the next plan. row_gather,
+// dense_tile and dense_mma have their own suite (sddmm_row_dense_test.cpp).
 #include <gtest/gtest.h>
 
 #include <cmath>
