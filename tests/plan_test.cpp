@@ -457,6 +457,14 @@ TEST(Planner, DenseMmaTakesWholeMmaStepsAndOnlyF32OnTensorCores) {
   refused(k128, {}, {{"tile_rows", 256}, {"tile_cols", 256}, {"warp_rows", 16}, {"warp_cols", 16}}, "past 1024");
   refused(k128, {}, {{"tile_rows", 256}, {"tile_cols", 256}, {"warp_rows", 64}, {"warp_cols", 64}, {"slice", 64}, {"stages", 4}},
           "bytes of shared memory");
+  // Measured selection also tries half the tile with half the warp rows (the same 4 warps).
+  Options mma_defaults;
+  mma_defaults.variant = "dense_mma";
+  const nlohmann::json centre = plan::plan_sddmm(f, k128, {}, mma_defaults).params;
+  bool halved = false;
+  for (const auto& n : plan::sddmm_neighbors("dense_mma", centre, k128, {}))
+    halved = halved || (n.params["tile_rows"] == 32 && n.params["warp_rows"] == 16 && plan::sddmm_dense_mma_threads(n.params) == 128);
+  EXPECT_TRUE(halved);
   // Unforced, the variant is a candidate for f32 only, with the reason shown otherwise.
   const Decision f64 = plan::plan_sddmm(f, {128, DType::F64, 128, 128}, {}, {});
   for (const auto& c : f64.candidates) {

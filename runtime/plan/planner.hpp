@@ -82,7 +82,7 @@ int64_t sddmm_dense_tile_threads(const nlohmann::json& params);
 
 // Threads of one dense_mma block: a warp per warp part, 32 * (tile_rows / warp_rows) *
 // (tile_cols / warp_cols); and the blocks per SM its launch bounds promise (registers for the
-// part's accumulators and split fragments, about 104 at 32 x 32).
+// part's accumulators and split fragments, about 80 at 32 x 32).
 int64_t sddmm_dense_mma_threads(const nlohmann::json& params);
 int64_t sddmm_dense_mma_min_blocks(const nlohmann::json& params);
 
@@ -132,7 +132,8 @@ std::vector<TimedChoice> spmm_neighbors(const std::string& variant, const nlohma
 // The same for SDDMM: row_gather half and twice the group and a quarter and four times the
 // nonzeros per chunk; coo_flat half and twice the nonzeros per group and the group; dense_tile
 // and dense_mma half and twice each tile edge, half the slice (twice while shorter than K) and
-// a stage less or more; the tiled variants the other combine and a quarter and four times the
+// a stage less or more, dense_mma also half and twice the tile rows with the warp rows (as
+// many warps); the tiled variants the other combine and a quarter and four times the
 // tile rows. cusparse has none.
 std::vector<TimedChoice> sddmm_neighbors(const std::string& variant, const nlohmann::json& params, const SddmmProblem& problem,
                                         const DeviceTarget& device);

@@ -449,8 +449,9 @@ int64_t sddmm_dense_mma_threads(const nlohmann::json& params) {
 
 int64_t sddmm_dense_mma_min_blocks(const nlohmann::json& params) {
   const int64_t steps_down = params.at("warp_rows").get<int64_t>() / 16, steps_across = params.at("warp_cols").get<int64_t>() / 8;
-  // Accumulators, both halves of the A and B fragments, addresses: 104 at 32 x 32.
-  const int64_t registers = 4 * steps_down * steps_across + 8 * steps_down + 4 * steps_across + 40;
+  // Accumulators, both halves of the A and B fragments, addresses: 80 at 32 x 32 (ptxas fits
+  // that part in 80 without spilling; left to itself it takes 128 and 4 blocks per SM).
+  const int64_t registers = 4 * steps_down * steps_across + 8 * steps_down + 4 * steps_across + 16;
   return std::max<int64_t>(1, 65536 / (sddmm_dense_mma_threads(params) * round_up(registers, 8)));
 }
 
@@ -532,6 +533,10 @@ std::vector<TimedChoice> sddmm_neighbors(const std::string& variant, const nlohm
     if (get("slice") < problem.k) changes.push_back({{"slice", get("slice") * 2}});
     if (stages > 1) changes.push_back({{"stages", stages - 1}});
     if (stages * get("slice") < problem.k) changes.push_back({{"stages", stages + 1}});
+    if (variant == "dense_mma") {  // half or twice the tile with as many warps (on a few tiles, more blocks fill the SMs)
+      changes.push_back({{"tile_rows", get("tile_rows") / 2}, {"warp_rows", get("warp_rows") / 2}});
+      changes.push_back({{"tile_rows", get("tile_rows") * 2}, {"warp_rows", get("warp_rows") * 2}});
+    }
   } else if (variant == "tiled_shared" || variant == "reindexed_tiled") {
     const int64_t batch = params.value("batch", 1);
     changes = {{{"combine", params.at("combine") == "atomic" ? "reduce" : "atomic"}},
@@ -596,7 +601,7 @@ std::vector<std::pair<std::string, nlohmann::json>> sddmm_search_space(const Fea
     const int64_t slice = round_up(std::min<int64_t>(32, problem.k), kMmaStep);
     const int64_t count = (problem.k + slice - 1) / slice;
     for (const auto& [ti, tj, wr, wc] : std::vector<std::array<int64_t, 4>>{
-             {64, 64, 32, 32}, {128, 64, 64, 32}, {64, 128, 32, 64}, {128, 128, 64, 64}, {32, 64, 32, 32}})
+             {64, 64, 32, 32}, {128, 64, 64, 32}, {64, 128, 32, 64}, {128, 128, 64, 64}, {32, 64, 32, 32}, {32, 64, 16, 32}})
       for (int64_t stages : std::set<int64_t>{std::min<int64_t>(count, 2), std::min<int64_t>(count, 4)})
         keep("dense_mma", {{"vector_width", width}, {"tile_rows", ti}, {"tile_cols", tj}, {"warp_rows", wr},
                            {"warp_cols", wc}, {"slice", slice}, {"stages", stages}});
