@@ -354,7 +354,7 @@ void launch_row_gather(const PreparedSddmm<T>& prepared, const DeviceCsr<T>& s, 
 
 template <class T>
 void launch_dense(const PreparedSddmm<T>& prepared, const DeviceCsr<T>& s, const DeviceDense<T>& a,
-                       const DeviceDense<T>& b, DeviceBuffer& p, CUstream stream, bool early) {
+                  const DeviceDense<T>& b, DeviceBuffer& p, CUstream stream, bool early) {
   int m = s.rows(), n = s.cols(), k = a.cols();
   const DeviceDenseTiles& t = *prepared.dense;
   CUdeviceptr tile_i = t.tile_i.ptr(), tile_j = t.tile_j.ptr(), bitmap = t.bitmap.ptr(), first = t.first.ptr();

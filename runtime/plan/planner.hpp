@@ -86,9 +86,10 @@ int64_t sddmm_dense_tile_threads(const nlohmann::json& params);
 int64_t sddmm_dense_mma_threads(const nlohmann::json& params);
 int64_t sddmm_dense_mma_min_blocks(const nlohmann::json& params);
 
-// dense_tile's (and dense_mma's: the same ring, f32) K slices in flight ("stages"; tuning records older than the parameter lack it:
-// 1, load then multiply) and the dynamic shared memory of one block: stages buffers of
-// tile_rows + tile_cols staged rows of slice elements plus a 16-byte run of padding.
+// dense_tile's (and dense_mma's: the same ring, f32) K slices in flight ("stages"; tuning
+// records older than the parameter lack it: 1, load then multiply) and the dynamic shared
+// memory of one block: stages buffers of tile_rows + tile_cols staged rows of slice elements
+// plus a 16-byte run of padding.
 int64_t sddmm_dense_tile_stages(const nlohmann::json& params);
 int64_t sddmm_dense_tile_shared_bytes(const nlohmann::json& params, DType dtype);
 

@@ -204,20 +204,22 @@ std::vector<VariantSpec> sddmm_candidates(const Features& f, const SddmmProblem&
   if (row.rejected_because.empty() && row_lane_vectors(p.k, vector_width(p), 32) > kMaxLaneVectors)
     row.rejected_because = "k = " + std::to_string(p.k) + " needs more than " + std::to_string(kMaxLaneVectors) +
                            " A vectors of width " + std::to_string(vector_width(p)) + " per lane of 32";
-  const double ti = launch_value(model, "dense_tile", "tile_rows").get<double>();
-  const double tj = launch_value(model, "dense_tile", "tile_cols").get<double>();
-  const double tiles = dense_tiles_estimate(f, p, ti, tj);  // counting them reads every nonzero: once
-  const double bytes = dense_tile_format_bytes(tiles, ti, tj);
-  const std::string format_reason = bytes > kMaxDenseTileFormatBytes
-                                        ? "its tile format would take about " + std::to_string(int64_t(bytes / (1 << 20))) +
-                                              " MiB (sparse tiles): not worth building"
-                                        : "";
+  // The dense-tile format of the variant's own default tile (counting the tiles reads every
+  // nonzero: only for a variant the type already admits).
+  const auto format_reason = [&](const std::string& variant) -> std::string {
+    const double ti = launch_value(model, variant, "tile_rows").get<double>();
+    const double tj = launch_value(model, variant, "tile_cols").get<double>();
+    const double bytes = dense_tile_format_bytes(dense_tiles_estimate(f, p, ti, tj), ti, tj);
+    if (bytes <= kMaxDenseTileFormatBytes) return "";
+    return "its tile format would take about " + std::to_string(int64_t(bytes / (1 << 20))) +
+           " MiB (sparse tiles): not worth building";
+  };
   VariantSpec dense{"dense_tile",
                     dense_defaults(p, model, "dense_tile", dense_slice_unit(width, p.dtype), {"micro_rows", "micro_cols"}),
-                    type_reason.empty() ? format_reason : type_reason};
+                    type_reason.empty() ? format_reason("dense_tile") : type_reason};
   const std::string mma_reason = dense_mma_rejection(p, sm);
   VariantSpec mma{"dense_mma", dense_defaults(p, model, "dense_mma", kMmaStep, {"warp_rows", "warp_cols"}),
-                  mma_reason.empty() ? format_reason : mma_reason};
+                  mma_reason.empty() ? format_reason("dense_mma") : mma_reason};
   VariantSpec vendor{"cusparse", json::object(), type_reason};
   return {flat, row, dense, mma, shared, reindexed, vendor};
 }
