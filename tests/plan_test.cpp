@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdlib>
+#include <map>
 #include <set>
 
 #include "formats/sddmm_dense_tiles.hpp"
@@ -766,6 +767,19 @@ TEST(SddmmPlan, SparsePatternsTakeCooAndShowTheTreePath) {
     }
   }
   EXPECT_NE(describe(d).find("tile_fill"), std::string::npos) << describe(d);
+}
+
+// The dense-tile formats are refused past 1 GiB, each for its own default tile: 1.5 M non-empty
+// tiles take about 560 MiB at dense_tile's 32 x 64 and 1.1 GiB at dense_mma's 64 x 64.
+TEST(SddmmPlan, DenseFormatsPastAGibibyteAreRefusedPerTileShape) {
+  plan::SddmmProblem problem{128, DType::F32, 128, 128};
+  problem.dense_tile_count = [](int32_t, int32_t) { return int64_t(1500000); };
+  const Decision d = plan::plan_sddmm(with_density(1e-4), problem, {}, {});
+  std::map<std::string, std::string> reasons;
+  for (const auto& c : d.candidates) reasons[c.variant] = c.rejected_because;
+  EXPECT_EQ(reasons.at("dense_tile"), "");
+  EXPECT_NE(reasons.at("dense_mma").find("its tile format would take about 1110 MiB"), std::string::npos)
+      << reasons.at("dense_mma");
 }
 
 TEST(SddmmPlan, ReindexedOnlyForReusedPatterns) {
