@@ -234,9 +234,11 @@ TEST(SddmmTemplates, DenseMmaVariantsCompileForSm80AndSm90) {
                                   mma_params(width, ti, tj, wr, wc, slice, stages), {}}});
       }
   for (const auto& v : out) expect_compiles(v);
-  // The TF32 tensor-core instruction and the ring's stage count are in the rendered source.
+  // The TF32 tensor-core instruction, its ldmatrix fragment reads and the ring's stage count
+  // are in the rendered source.
   const std::string source = render({"sddmm_dense_mma.cu", "k", mma_params(4, 64, 64, 32, 32, 32, 3), {}});
   EXPECT_NE(source.find("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"), std::string::npos);
+  EXPECT_NE(source.find("ldmatrix.sync.aligned.m8n8.x4.shared.b16"), std::string::npos);
   EXPECT_NE(source.find("constexpr int kStages = 3;"), std::string::npos);
 }
 
