@@ -581,8 +581,14 @@ std::vector<std::pair<std::string, nlohmann::json>> sddmm_search_space(const Fea
                             {"threads_per_block", 256}});
     }
   }
-  // dense_tile builds a bitmap per tile: measured only where tiles are reasonably full.
-  if (sddmm_tile_fill(features, problem, 64, 64) >= kDenseTileSearchFill) {
+  // dense_tile and dense_mma build a bitmap per tile: measured only where tiles are reasonably
+  // full; each slice with two and four of them in flight (at most all of K).
+  const bool dense_search = sddmm_tile_fill(features, problem, 64, 64) >= kDenseTileSearchFill;
+  const auto stage_counts = [&](int64_t slice) {
+    const int64_t count = (problem.k + slice - 1) / slice;
+    return std::set<int64_t>{std::min<int64_t>(count, 2), std::min<int64_t>(count, 4)};
+  };
+  if (dense_search) {
     const int64_t unit = dense_slice_unit(width, problem.dtype);
     const int64_t long_slice = round_up(std::min<int64_t>(32, problem.k), unit);
     const int64_t short_slice = round_up(std::min<int64_t>(16, problem.k), unit);
@@ -590,21 +596,17 @@ std::vector<std::pair<std::string, nlohmann::json>> sddmm_search_space(const Fea
     if (short_slice != long_slice) slices.push_back(short_slice);
     for (const auto& [ti, tj, mi, mj] : std::vector<std::array<int64_t, 4>>{
              {64, 64, 4, 4}, {128, 64, 8, 4}, {64, 128, 4, 8}, {128, 128, 8, 8}, {32, 64, 4, 4}, {32, 32, 4, 4}})
-      for (int64_t s : slices) {
-        const int64_t count = (problem.k + s - 1) / s;
-        std::set<int64_t> stage_counts = {std::min<int64_t>(count, 2), std::min<int64_t>(count, 4)};
-        for (int64_t stages : stage_counts)
+      for (int64_t s : slices)
+        for (int64_t stages : stage_counts(s))
           keep("dense_tile", {{"vector_width", width}, {"tile_rows", ti}, {"tile_cols", tj}, {"micro_rows", mi},
                               {"micro_cols", mj}, {"slice", s}, {"stages", stages}});
-      }
   }
-  // dense_mma likewise; one slice of 32 (or all of a shorter K), two or four in flight.
-  if (sddmm_tile_fill(features, problem, 64, 64) >= kDenseTileSearchFill && dense_mma_rejection(problem, device.sm).empty()) {
+  // dense_mma likewise, with one slice of 32 (or all of a shorter K).
+  if (dense_search && dense_mma_rejection(problem, device.sm).empty()) {
     const int64_t slice = round_up(std::min<int64_t>(32, problem.k), kMmaStep);
-    const int64_t count = (problem.k + slice - 1) / slice;
     for (const auto& [ti, tj, wr, wc] : std::vector<std::array<int64_t, 4>>{
              {64, 64, 32, 32}, {128, 64, 64, 32}, {64, 128, 32, 64}, {128, 128, 64, 64}, {32, 64, 32, 32}, {32, 64, 16, 32}})
-      for (int64_t stages : std::set<int64_t>{std::min<int64_t>(count, 2), std::min<int64_t>(count, 4)})
+      for (int64_t stages : stage_counts(slice))
         keep("dense_mma", {{"vector_width", width}, {"tile_rows", ti}, {"tile_cols", tj}, {"warp_rows", wr},
                            {"warp_cols", wc}, {"slice", slice}, {"stages", stages}});
   }
