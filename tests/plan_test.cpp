@@ -335,7 +335,7 @@ TEST(MeasuredSelection, NeighboursAreValidWhenForcedAndDifferFromTheirCentre) {
 }
 
 TEST(MeasuredSelection, SddmmNeighboursAreValidWhenForcedAndDifferFromTheirCentre) {
-  const Csr<double> s = generate::from_spec("uniform:2048:200", 5);
+  const Csr<double> s = generate::from_spec("uniform:4096:410", 5);  // 512 tiles for panel_gather at K = 128
   const Features f = inspect(s.pattern());
   std::set<std::string> with_neighbours;
   for (int32_t k : {1, 32, 64, 128}) {
@@ -351,7 +351,8 @@ TEST(MeasuredSelection, SddmmNeighboursAreValidWhenForcedAndDifferFromTheirCentr
     }
   }
   EXPECT_EQ(with_neighbours,
-            (std::set<std::string>{"coo_flat", "row_gather", "dense_tile", "dense_mma", "tiled_shared", "reindexed_tiled"}));
+            (std::set<std::string>{"coo_flat", "row_gather", "panel_gather", "dense_tile", "dense_mma", "tiled_shared",
+                                   "reindexed_tiled"}));
   EXPECT_TRUE(plan::sddmm_neighbors("cusparse", nlohmann::json::object(), {64, DType::F32, 64, 64}, {}).empty());
 }
 
@@ -760,7 +761,7 @@ TEST(SddmmPlan, SparsePatternsTakeCooAndShowTheTreePath) {
   for (const auto& step : d.path) EXPECT_DOUBLE_EQ(step.value, d.features[step.feature].get<double>()) << step.feature;
   EXPECT_EQ(models::evaluate_tree(tree, d.features).leaf, d.variant);
   EXPECT_EQ(d.features["pattern_reused"], 0);
-  ASSERT_EQ(d.candidates.size(), 7u);
+  ASSERT_EQ(d.candidates.size(), 8u);
   for (const auto& c : d.candidates) {
     if (c.rejected_because.empty()) {
       EXPECT_GT(c.predicted_ms, 0.0) << c.variant;
@@ -903,7 +904,9 @@ TEST(SddmmPlan, SearchSpaceEntriesAreValidAndCoverTheKnobs) {
       const Decision d = plan::plan_sddmm(with_density(0.01), p, {}, o);
       EXPECT_EQ(d.params, variant == "cusparse" ? nlohmann::json::object() : params) << variant << " " << params.dump();
     }
-    EXPECT_EQ(variants.size(), 5u) << p.k;  // dense_tile only where tiles are fuller (below)
+    // dense_tile only where tiles are fuller (below), panel_gather only on many long chunks
+    // (SddmmNeighboursAreValidWhenForcedAndDifferFromTheirCentre).
+    EXPECT_EQ(variants.size(), 5u) << p.k;
     for (const char* v : {"coo_flat", "row_gather", "tiled_shared", "reindexed_tiled", "cusparse"}) EXPECT_TRUE(variants.count(v)) << v;
     EXPECT_EQ(combines.size(), 2u);
     EXPECT_GE(groups.size(), 2u);
@@ -991,6 +994,52 @@ TEST(SddmmPlan, RowGatherDefaultsCoverKWithBoundedRegisters) {
   // K past 16 vectors per lane of 32 lanes: declined with the reason, not planned.
   const Decision big = plan::plan_sddmm(small_features(), {1000, DType::F32, 1001, 1001}, {}, {});
   EXPECT_NE(candidate(big, "row_gather").rejected_because.find("k = 1000"), std::string::npos);
+}
+
+// panel_gather: a panel's B rows fill about 256 KB of L1 (wider panels at smaller K), the lane
+// group holds A's row in at most 16 vectors, and the cost prices L2 per tile and L1 per
+// product: on a 10% 4096 x 4096 pattern at K = 128 (the panel's rows reused by ~6 rows of a
+// band) below row_gather's. It is proposed only with two tiles per SM and 8 nonzeros per row
+// in a panel: not for the 512-row layers, nor at 1%, nor at K = 64 (4 panels of 1024); forced
+// it runs there all the same.
+TEST(SddmmPlan, PanelGatherPanelsFitL1AndIsProposedOnlyForManyLongChunks) {
+  Options o;
+  o.variant = "panel_gather";
+  const Features dense10 = features_of(generate::uniform(4096, 4096, 410, 1));
+  const Decision k128 = plan::plan_sddmm(dense10, {128, DType::F32, 128, 128}, {}, o);
+  EXPECT_EQ(k128.params["panel_cols"], 512);  // 512 rows of 512 bytes
+  EXPECT_EQ(k128.params["band_rows"], 64);
+  EXPECT_EQ(k128.params["group_size"], 8);
+  EXPECT_EQ(plan::sddmm_row_lane_vectors(k128.params, 128), 4);
+  EXPECT_EQ(k128.params["unroll"], 8);  // 32 B vectors in flight
+  EXPECT_EQ(plan::plan_sddmm(dense10, {32, DType::F32, 32, 32}, {}, o).params["panel_cols"], 2048);
+  const auto f64 = plan::plan_sddmm(dense10, {512, DType::F64, 512, 512}, {}, o).params;
+  EXPECT_EQ(f64["panel_cols"], 64);
+  EXPECT_EQ(f64["group_size"], 16);  // 8 lanes would need 32 double2 each
+  const Decision proposed = plan::plan_sddmm(dense10, {128, DType::F32, 128, 128}, {}, {});
+  EXPECT_TRUE(candidate(proposed, "panel_gather").rejected_because.empty());
+  EXPECT_LT(candidate(proposed, "panel_gather").predicted_ms, candidate(proposed, "row_gather").predicted_ms);
+  const auto declined = [&](const Features& f, int32_t k) {
+    const std::string why = candidate(plan::plan_sddmm(f, {k, DType::F32, k, k}, {}, {}), "panel_gather").rejected_because;
+    EXPECT_NO_THROW(plan::plan_sddmm(f, {k, DType::F32, k, k}, {}, o));  // forced: runs
+    return why;
+  };
+  EXPECT_NE(declined(dense10, 64).find("256 tiles of 64 x 1024, too few for 132 SMs"), std::string::npos);
+  const Features layer = features_of(generate::uniform(512, 4608, 461, 2));
+  EXPECT_NE(declined(layer, 128).find("72 tiles"), std::string::npos);
+  const Features one_percent = features_of(generate::uniform(4096, 4096, 41, 3));
+  EXPECT_NE(declined(one_percent, 128).find("about 5.1 nonzeros per row in a panel of 512 columns"), std::string::npos);
+  o.params = {{"panel_cols", 0}};
+  EXPECT_THROW(plan::plan_sddmm(dense10, {128, DType::F32, 128, 128}, {}, o), InvalidInputError);
+  o.params = {{"band_rows", -2}};
+  try {
+    plan::plan_sddmm(dense10, {128, DType::F32, 128, 128}, {}, o);
+    ADD_FAILURE() << "band_rows = -2 was accepted";
+  } catch (const InvalidInputError& e) {
+    EXPECT_NE(std::string(e.what()).find("band_rows = -2"), std::string::npos) << e.what();
+  }
+  o.params = {{"group_size", 4}};  // K = 512 f32 in 4 lanes: 32 float4 each
+  EXPECT_THROW(plan::plan_sddmm(dense10, {512, DType::F32, 512, 512}, {}, o), InvalidInputError);
 }
 
 TEST(SddmmPlan, RowGatherAndDenseTileForcedParamsAreChecked) {

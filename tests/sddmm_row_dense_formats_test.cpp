@@ -1,13 +1,18 @@
-// The row_gather and dense_tile formats (formats/sddmm_row_chunks.hpp, sddmm_dense_tiles.hpp):
-// the documented examples by hand, and on generated patterns CPU walks of the formats the way
-// sddmm_row.cu and sddmm_dense_tile.cu walk them must cover every nonzero exactly once and
-// find each one's index in S's order.
+// The row_gather, panel_gather and dense_tile formats (formats/sddmm_row_chunks.hpp,
+// sddmm_panel_chunks.hpp, sddmm_dense_tiles.hpp): the documented examples by hand, and on
+// generated patterns CPU walks of the formats the way sddmm_row.cu, sddmm_row_panels.cu and
+// sddmm_dense_tile.cu walk them must cover every nonzero exactly once and find each one's
+// index in S's order.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
 #include <bitset>
+#include <set>
 #include <vector>
 
 #include "formats/sddmm_dense_tiles.hpp"
+#include "formats/sddmm_panel_chunks.hpp"
 #include "formats/sddmm_row_chunks.hpp"
 #include "sparsejit/error.hpp"
 #include "sparsejit/generate.hpp"
@@ -49,6 +54,68 @@ TEST(SddmmRowChunks, ChunksTileEveryRowInOrder) {
         EXPECT_LE(c.ptr[std::size_t(i) + 1] - c.ptr[std::size_t(i)], max_nnz);
         EXPECT_GE(c.ptr[std::size_t(i)], s.row_ptr[std::size_t(r)]);  // inside its row
         EXPECT_LE(c.ptr[std::size_t(i) + 1], s.row_ptr[std::size_t(r) + 1]);
+      }
+    }
+  }
+}
+
+TEST(SddmmPanelChunks, DocumentedExampleWithAnUnsortedRow) {
+  const Csr<double> s = from_rows(2, 8, {{0, 1, 5, 6}, {7, 2}});
+  const auto c = formats::build_panel_chunks(s.pattern(), 2, 4, 2);
+  EXPECT_EQ(c.tile_ptr, (std::vector<int32_t>{0, 2, 4}));
+  EXPECT_EQ(c.row, (std::vector<int32_t>{0, 1, 0, 1}));
+  EXPECT_EQ(c.begin, (std::vector<int32_t>{0, 5, 2, 4}));
+  EXPECT_EQ(c.end, (std::vector<int32_t>{2, 6, 4, 5}));
+  for (const auto& [band, panel, max_nnz] : std::vector<std::array<int32_t, 3>>{{0, 4, 2}, {2, -1, 2}, {2, 4, 0}}) {
+    try {
+      formats::build_panel_chunks(s.pattern(), band, panel, max_nnz);
+      ADD_FAILURE() << band << " " << panel << " " << max_nnz << " accepted";
+    } catch (const InvalidInputError& e) {
+      const std::string named = band < 1 ? "band_rows = 0" : panel < 1 ? "panel_cols = -1" : "max_nnz = 0";
+      EXPECT_NE(std::string(e.what()).find(named), std::string::npos) << e.what();
+    }
+  }
+}
+
+// Walked as sddmm_row_panels.cu walks them: every nonzero once, each chunk one row's run of at
+// most max_nnz entries inside its tile's band and panel, and a tile per (band, panel) at most,
+// bands in order. Rows reversed (unsorted) too.
+TEST(SddmmPanelChunks, ChunksCoverEveryNonzeroOnceInsideTheirTile) {
+  for (const char* spec : {"rmat:2048:30000", "uniform:500:7", "uniform:300:120"}) {
+    Csr<double> s = generate::from_spec(spec, 3);
+    for (bool reversed : {false, true}) {
+      if (reversed)
+        for (int32_t r = 0; r < s.rows; ++r) std::reverse(s.col_idx.begin() + s.row_ptr[r], s.col_idx.begin() + s.row_ptr[r + 1]);
+      for (const auto& [band, panel, max_nnz] :
+           std::vector<std::array<int32_t, 3>>{{1, 1, 1}, {7, 33, 3}, {64, 512, 256}, {1 << 20, 1 << 20, 1 << 30}}) {
+        SCOPED_TRACE(std::string(spec) + " " + std::to_string(band) + "x" + std::to_string(panel) + " max " +
+                     std::to_string(max_nnz) + (reversed ? " reversed" : ""));
+        const auto c = formats::build_panel_chunks(s.pattern(), band, panel, max_nnz);
+        ASSERT_EQ(c.tile_ptr.back(), c.chunks());
+        std::vector<int> seen(s.col_idx.size(), 0);
+        std::set<std::pair<int32_t, int32_t>> tiles;
+        int32_t last_band = 0;
+        for (int64_t t = 0; t < c.tiles(); ++t) {
+          ASSERT_LT(c.tile_ptr[std::size_t(t)], c.tile_ptr[std::size_t(t) + 1]);  // no empty tile
+          const std::size_t first = std::size_t(c.tile_ptr[std::size_t(t)]);
+          const int32_t tile_band = c.row[first] / band, tile_panel = s.col_idx[std::size_t(c.begin[first])] / panel;
+          EXPECT_GE(tile_band, last_band);
+          last_band = tile_band;
+          EXPECT_TRUE(tiles.insert({tile_band, tile_panel}).second);
+          for (std::size_t i = first; i < std::size_t(c.tile_ptr[std::size_t(t) + 1]); ++i) {
+            const int32_t r = c.row[i];
+            EXPECT_EQ(r / band, tile_band);
+            ASSERT_GT(c.end[i], c.begin[i]);
+            EXPECT_LE(c.end[i] - c.begin[i], max_nnz);
+            ASSERT_GE(c.begin[i], s.row_ptr[std::size_t(r)]);
+            ASSERT_LE(c.end[i], s.row_ptr[std::size_t(r) + 1]);
+            for (int32_t e = c.begin[i]; e < c.end[i]; ++e) {
+              EXPECT_EQ(s.col_idx[std::size_t(e)] / panel, tile_panel);
+              ++seen[std::size_t(e)];
+            }
+          }
+        }
+        EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), int64_t(seen.size()));
       }
     }
   }

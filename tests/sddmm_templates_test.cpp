@@ -139,6 +139,8 @@ TEST(SddmmTemplates, ExplainCompilesThePlannedKernelOfEachVariant) {
   dense_tile.variant = "dense_tile";
   Options dense_mma;
   dense_mma.variant = "dense_mma";
+  Options panel;
+  panel.variant = "panel_gather";
   // variant nullptr: the shipped tree's leaf for the decision's features.
   struct Case { const Csr<double>* m; int32_t k; DType t; Options o; const char* variant; };
   for (const Case& c : {Case{&dense, 32, DType::F32, {}, nullptr}, Case{&dense, 33, DType::F64, {}, nullptr},
@@ -147,6 +149,7 @@ TEST(SddmmTemplates, ExplainCompilesThePlannedKernelOfEachVariant) {
                         Case{&sparse, 3, DType::F32, {}, nullptr}, Case{&sparse, 100, DType::F64, many, nullptr},
                         Case{&dense, 64, DType::F32, dense_tile, "dense_tile"},
                         Case{&dense, 33, DType::F32, dense_mma, "dense_mma"},
+                        Case{&medium, 128, DType::F32, panel, "panel_gather"}, Case{&dense, 3, DType::F64, panel, "panel_gather"},
                         Case{&dense, 128, DType::F32, tiled, "tiled_shared"}, Case{&medium, 33, DType::F64, reindexed, "reindexed_tiled"}}) {
     const Decision d = explain_sddmm(c.m->pattern(), c.k, c.t, c.o);
     const std::string expected =
@@ -160,7 +163,8 @@ TEST(SddmmTemplates, ExplainCompilesThePlannedKernelOfEachVariant) {
 }
 
 // ---------------------------------------------------------------------------------------
-// row_gather (sddmm_row.cu) and dense_tile (sddmm_dense_tile.cu).
+// row_gather (sddmm_row.cu), panel_gather (sddmm_row_panels.cu) and dense_tile
+// (sddmm_dense_tile.cu).
 
 json row_params(const std::string& value_t, int width, int group, int lane_vectors, int unroll) {
   const bool f64 = value_t == "double";
@@ -182,17 +186,18 @@ json mma_params(int width, int ti, int tj, int wr, int wc, int slice, int stages
           {"min_blocks", 2}, {"fp16", false}, {"bf16", false}};
 }
 
-TEST(SddmmTemplates, RowGatherVariantsCompileForSm80AndSm90) {
+TEST(SddmmTemplates, RowAndPanelGatherVariantsCompileForSm80AndSm90) {
   std::vector<Variant> out;
   for (const std::string value_t : {"float", "double"}) {
     const int widest = value_t == "float" ? 4 : 2;
     for (int width : {1, widest}) {
       for (const auto& [group, lane_vectors, unroll] :
            std::vector<std::array<int, 3>>{{4, 1, 1}, {4, 1, 4}, {8, 1, 8}, {8, 3, 4}, {16, 2, 2}, {32, 16, 1}, {32, 4, 8}}) {
-        out.push_back({value_t + " width=" + std::to_string(width) + " group=" + std::to_string(group) + " vectors=" +
-                           std::to_string(lane_vectors) + " unroll=" + std::to_string(unroll),
-                       KernelSpec{"sddmm_row.cu", "sddmm_row_" + std::to_string(out.size()),
-                                  row_params(value_t, width, group, lane_vectors, unroll), {}}});
+        for (const std::string file : {"sddmm_row.cu", "sddmm_row_panels.cu"})
+          out.push_back({file + " " + value_t + " width=" + std::to_string(width) + " group=" + std::to_string(group) +
+                             " vectors=" + std::to_string(lane_vectors) + " unroll=" + std::to_string(unroll),
+                         KernelSpec{file, "sddmm_row_" + std::to_string(out.size()),
+                                    row_params(value_t, width, group, lane_vectors, unroll), {}}});
       }
     }
   }

@@ -11,6 +11,7 @@
 #include "cuda/driver_api.hpp"
 #include "formats/coo_rows.hpp"
 #include "formats/sddmm_dense_tiles.hpp"
+#include "formats/sddmm_panel_chunks.hpp"
 #include "formats/sddmm_row_chunks.hpp"
 #include "formats/sddmm_tiles.hpp"
 #include "ops/call_common.hpp"
@@ -57,6 +58,12 @@ struct DeviceRowChunks {
   int64_t chunks = 0;
 };
 
+// formats/sddmm_panel_chunks.hpp in device memory, cached on the handle per tile shape and max_nnz.
+struct DevicePanelChunks {
+  DeviceBuffer tile_ptr, row, begin, end;
+  int64_t tiles = 0;
+};
+
 // formats/sddmm_dense_tiles.hpp in device memory, cached on the handle per tile shape.
 struct DeviceDenseTiles {
   DeviceBuffer tile_i, tile_j, bitmap, first;
@@ -73,6 +80,7 @@ struct PreparedSddmm {
   std::shared_ptr<const DeviceBuffer> coo_rows;   // coo_flat only
   std::shared_ptr<const DeviceTiles> tiles;       // tiled_shared and reindexed_tiled only
   std::shared_ptr<const DeviceRowChunks> chunks;  // row_gather only
+  std::shared_ptr<const DevicePanelChunks> panels;  // panel_gather only
   std::shared_ptr<const DeviceDenseTiles> dense;  // dense_tile and dense_mma only
   // Measured selection has run for this plan's pattern and problem, or will not.
   std::atomic<bool> settled{false};
@@ -126,9 +134,11 @@ std::string vec_type(DType dtype, int width) {
   return width == 1 ? cuda_type_name(dtype) : (dtype == DType::F64 ? "double2" : "float4");
 }
 
+// row_gather (sddmm_row.cu) or panel_gather (sddmm_row_panels.cu): the same parameters.
 jit::KernelSpec row_gather_spec(const Decision& d, DType dtype, int32_t k) {
   const int width = d.params.at("vector_width").get<int>();
-  return {"sddmm_row.cu", "sj_sddmm_row",
+  const bool panels = d.variant == "panel_gather";
+  return {panels ? "sddmm_row_panels.cu" : "sddmm_row.cu", panels ? "sj_sddmm_row_panels" : "sj_sddmm_row",
           {{"value_t", cuda_type_name(dtype)}, {"acc_t", dtype == DType::F64 ? "double" : "float"},
            {"vec_t", vec_type(dtype, width)}, {"vec_width", width}, {"group_size", d.params.at("group_size")},
            {"lane_vectors", plan::sddmm_row_lane_vectors(d.params, k)}, {"unroll", d.params.at("unroll")},
@@ -182,6 +192,15 @@ void check_sddmm_shapes(const DeviceCsr<T>& s, const DeviceDense<T>& a, const De
     throw InvalidInputError("sddmm: P has " + std::to_string(p.bytes()) + " bytes, nnz(S) values need " + std::to_string(need));
 }
 
+// Loads (compiling or from the cache) the kernel of `spec` into the plan and records its origin
+// in the decision.
+template <class T>
+void load_kernel(detail::RuntimeState& rt, Decision& d, const jit::KernelSpec& spec, PreparedSddmm<T>& prepared) {
+  const ops::LoadedKernel loaded = rt.loader.load(spec);
+  ops::record_kernel(d, loaded);
+  prepared.kernel = loaded.kernel;
+}
+
 // The prepared kernel's dynamic shared memory per block; past the default 48 KB the kernel
 // must opt in (the planner has checked the device's limit).
 template <class T>
@@ -193,9 +212,7 @@ void use_dynamic_shared(PreparedSddmm<T>& prepared, int64_t bytes) {
 template <class T>
 void prepare_tiled(detail::RuntimeState& rt, const DeviceCsr<T>& s, Decision& d, const plan::SddmmProblem& problem,
                    PreparedSddmm<T>& prepared) {
-  const ops::LoadedKernel loaded = rt.loader.load(tiled_spec(d, problem.dtype, problem.k));
-  ops::record_kernel(d, loaded);
-  prepared.kernel = loaded.kernel;
+  load_kernel(rt, d, tiled_spec(d, problem.dtype, problem.k), prepared);
   const int32_t tile_rows = d.params.at("tile_rows").get<int32_t>(), tile_cols = d.params.at("tile_cols").get<int32_t>();
   const bool reindexed = d.variant == "reindexed_tiled";
   const std::string key = std::string("sddmm_tiles:") + (reindexed ? "reindexed:" : "plain:") + std::to_string(tile_rows) +
@@ -216,9 +233,7 @@ void prepare_tiled(detail::RuntimeState& rt, const DeviceCsr<T>& s, Decision& d,
 template <class T>
 void prepare_row_gather(detail::RuntimeState& rt, const DeviceCsr<T>& s, Decision& d, const plan::SddmmProblem& problem,
                         PreparedSddmm<T>& prepared) {
-  const ops::LoadedKernel loaded = rt.loader.load(row_gather_spec(d, problem.dtype, problem.k));
-  ops::record_kernel(d, loaded);
-  prepared.kernel = loaded.kernel;
+  load_kernel(rt, d, row_gather_spec(d, problem.dtype, problem.k), prepared);
   const int32_t max_nnz = d.params.at("max_nnz").get<int32_t>();
   prepared.chunks = s.template get_or_create<DeviceRowChunks>("sddmm_row_chunks:" + std::to_string(max_nnz), [&] {
     const formats::RowChunks host = formats::build_row_chunks(s.host_pattern(), max_nnz);
@@ -233,14 +248,34 @@ void prepare_row_gather(detail::RuntimeState& rt, const DeviceCsr<T>& s, Decisio
   prepared.grid = {ops::blocks_for(prepared.chunks->chunks * d.params.at("group_size").get<int64_t>(), threads), 1, 1};
 }
 
+template <class T>
+void prepare_panel_gather(detail::RuntimeState& rt, const DeviceCsr<T>& s, Decision& d, const plan::SddmmProblem& problem,
+                          PreparedSddmm<T>& prepared) {
+  load_kernel(rt, d, row_gather_spec(d, problem.dtype, problem.k), prepared);
+  const int32_t band_rows = d.params.at("band_rows").get<int32_t>(), panel_cols = d.params.at("panel_cols").get<int32_t>();
+  const int32_t max_nnz = d.params.at("max_nnz").get<int32_t>();
+  const std::string key = "sddmm_panel_chunks:" + std::to_string(band_rows) + "x" + std::to_string(panel_cols) + ":" +
+                          std::to_string(max_nnz);
+  prepared.panels = s.template get_or_create<DevicePanelChunks>(key, [&] {
+    const formats::PanelChunks host = formats::build_panel_chunks(s.host_pattern(), band_rows, panel_cols, max_nnz);
+    auto out = std::make_shared<DevicePanelChunks>();
+    out->tile_ptr = DeviceBuffer::from_host(rt.context, host.tile_ptr);
+    out->row = DeviceBuffer::from_host(rt.context, host.row);
+    out->begin = DeviceBuffer::from_host(rt.context, host.begin);
+    out->end = DeviceBuffer::from_host(rt.context, host.end);
+    out->tiles = host.tiles();
+    return out;
+  });
+  prepared.block = {d.params.at("threads_per_block").get<unsigned>(), 1, 1};
+  prepared.grid = {ops::blocks_for(prepared.panels->tiles, 1), 1, 1};
+}
+
 // dense_tile or dense_mma: one block per non-empty tile of the (shared) dense-tile format.
 template <class T>
 void prepare_dense(detail::RuntimeState& rt, const DeviceCsr<T>& s, Decision& d, const plan::SddmmProblem& problem,
                    PreparedSddmm<T>& prepared) {
   const bool mma = d.variant == "dense_mma";
-  const ops::LoadedKernel loaded = rt.loader.load(mma ? dense_mma_spec(d) : dense_tile_spec(d, problem.dtype));
-  ops::record_kernel(d, loaded);
-  prepared.kernel = loaded.kernel;
+  load_kernel(rt, d, mma ? dense_mma_spec(d) : dense_tile_spec(d, problem.dtype), prepared);
   const int32_t tile_rows = d.params.at("tile_rows").get<int32_t>(), tile_cols = d.params.at("tile_cols").get<int32_t>();
   const std::string key = "sddmm_dense_tiles:" + std::to_string(tile_rows) + "x" + std::to_string(tile_cols);
   prepared.dense = s.template get_or_create<DeviceDenseTiles>(key, [&] {
@@ -271,9 +306,7 @@ std::shared_ptr<PreparedSddmm<T>> prepare_sddmm(detail::RuntimeState& rt, const 
   prepared->block = {unsigned(kScaleBlock), 1, 1};
   prepared->grid = {ops::blocks_for(s.nnz(), kScaleBlock), 1, 1};
   if (d.variant == "coo_flat") {
-    const ops::LoadedKernel loaded = rt.loader.load(coo_flat_spec(d, problem.dtype));
-    ops::record_kernel(d, loaded);
-    prepared->kernel = loaded.kernel;
+    load_kernel(rt, d, coo_flat_spec(d, problem.dtype), *prepared);
     const int threads = d.params.at("threads_per_block").get<int>();
     const int64_t per_group = d.params.at("nnz_per_group").get<int64_t>();
     const int64_t groups = (s.nnz() + per_group - 1) / per_group;
@@ -284,14 +317,14 @@ std::shared_ptr<PreparedSddmm<T>> prepare_sddmm(detail::RuntimeState& rt, const 
     });
   } else if (d.variant == "row_gather") {
     prepare_row_gather(rt, s, d, problem, *prepared);
+  } else if (d.variant == "panel_gather") {
+    prepare_panel_gather(rt, s, d, problem, *prepared);
   } else if (is_dense(d)) {
     prepare_dense(rt, s, d, problem, *prepared);
   } else if (is_tiled(d)) {
     prepare_tiled(rt, s, d, problem, *prepared);
   } else {
-    const ops::LoadedKernel loaded = rt.loader.load(scale_spec(problem.dtype));
-    ops::record_kernel(d, loaded);
-    prepared->kernel = loaded.kernel;
+    load_kernel(rt, d, scale_spec(problem.dtype), *prepared);
   }
   prepared->decision = std::make_shared<const Decision>(std::move(d));
   return prepared;
@@ -353,6 +386,18 @@ void launch_row_gather(const PreparedSddmm<T>& prepared, const DeviceCsr<T>& s, 
 }
 
 template <class T>
+void launch_panel_gather(const PreparedSddmm<T>& prepared, const DeviceCsr<T>& s, const DeviceDense<T>& a,
+                         const DeviceDense<T>& b, DeviceBuffer& p, CUstream stream, bool early) {
+  const DevicePanelChunks& t = *prepared.panels;
+  int k = a.cols();
+  CUdeviceptr tile_ptr = t.tile_ptr.ptr(), row = t.row.ptr(), begin = t.begin.ptr(), end = t.end.ptr();
+  CUdeviceptr cols = s.col_idx().ptr(), sv = s.values().ptr(), ap = a.buffer().ptr(), bp = b.buffer().ptr(), pp = p.ptr();
+  long long lda = a.ld(), ldb = b.ld();
+  void* args[] = {&k, &tile_ptr, &row, &begin, &end, &cols, &sv, &ap, &lda, &bp, &ldb, &pp};
+  prepared.kernel->launch(prepared.grid, prepared.block, 0, stream, args, early);
+}
+
+template <class T>
 void launch_dense(const PreparedSddmm<T>& prepared, const DeviceCsr<T>& s, const DeviceDense<T>& a,
                   const DeviceDense<T>& b, DeviceBuffer& p, CUstream stream, bool early) {
   int m = s.rows(), n = s.cols(), k = a.cols();
@@ -370,6 +415,8 @@ void run_prepared(detail::RuntimeState& rt, PreparedSddmm<T>& prepared, const De
                   const DeviceDense<T>& b, DeviceBuffer& p, CUstream stream, bool early) {
   if (prepared.chunks) {
     launch_row_gather(prepared, s, a, b, p, stream, early);
+  } else if (prepared.panels) {
+    launch_panel_gather(prepared, s, a, b, p, stream, early);
   } else if (prepared.dense) {
     launch_dense(prepared, s, a, b, p, stream, early);
   } else if (prepared.tiles) {
@@ -434,7 +481,7 @@ Decision explain_sddmm(PatternView s, int32_t k, DType dtype, const Options& opt
   problem.dense_tile_count = [s](int32_t tile_rows, int32_t tile_cols) { return formats::count_dense_tiles(s, tile_rows, tile_cols); };
   Decision d = plan::plan_sddmm(inspect(s), problem, target, options);
   const jit::KernelSpec spec = d.variant == "coo_flat"     ? coo_flat_spec(d, dtype)
-                               : d.variant == "row_gather" ? row_gather_spec(d, dtype, k)
+                               : d.variant == "row_gather" || d.variant == "panel_gather" ? row_gather_spec(d, dtype, k)
                                : d.variant == "dense_tile" ? dense_tile_spec(d, dtype)
                                : d.variant == "dense_mma"  ? dense_mma_spec(d)
                                : is_tiled(d)               ? tiled_spec(d, dtype, k)

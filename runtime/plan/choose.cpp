@@ -41,7 +41,9 @@ void choose(Decision& decision, const std::vector<VariantSpec>& variants, const 
   double best = std::numeric_limits<double>::infinity();
   const VariantSpec* chosen = nullptr;
   for (const auto& v : variants) {
-    Candidate c{v.name, v.default_params, 0.0, v.rejected_because};
+    Candidate c{v.name, v.default_params, 0.0,
+                v.rejected_because.empty() && !v.declined_because.empty() ? "runs only when forced: " + v.declined_because
+                                                                           : v.rejected_because};
     if (c.rejected_because.empty()) {
       price(c, costs, cost_terms);
       if (c.predicted_ms < best) { best = c.predicted_ms; chosen = &v; }
@@ -65,6 +67,7 @@ void choose(Decision& decision, const std::vector<VariantSpec>& variants, const 
     for (auto& c : decision.candidates) {
       if (c.variant != decision.variant) continue;
       c.params = decision.params;
+      c.rejected_because.clear();  // declined, maybe, but forced
       price(c, costs, cost_terms);
     }
     return;

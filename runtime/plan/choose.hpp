@@ -17,6 +17,10 @@ struct VariantSpec {
   std::string name;
   nlohmann::json default_params;           // every parameter the variant takes, with its default
   std::string rejected_because;            // non-empty: not eligible for this problem
+  // Non-empty: runs this problem when forced, but is not proposed for it (the model's choice,
+  // the tree's leaf, measured selection's shortlist): a planner's judgement that it is slow
+  // here. The candidate's rejected_because shows it, unless the variant is forced.
+  std::string declined_because;
 };
 
 // Merges `forced` over `defaults`; a key the variant does not take is an InvalidInputError

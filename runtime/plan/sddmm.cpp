@@ -2,6 +2,9 @@
 //   coo_flat         GPU-Convert: one pass over the nonzeros, rows of A and B gathered per nonzero
 //   row_gather       a lane group per row chunk: A's row loaded once, the chunk's B rows gathered
 //                    (formats/sddmm_row_chunks.hpp)
+//   panel_gather     row_gather's chunks cut by row band x column panel, one block per tile, so
+//                    a panel's B rows are gathered from L1 by the whole band
+//                    (formats/sddmm_panel_chunks.hpp)
 //   dense_tile       dense-ish S: each non-empty Ti x Tj tile computed like a GEMM in registers,
 //                    only S's entries written (formats/sddmm_dense_tiles.hpp)
 //   dense_mma        dense_tile's tiles on tensor cores: f32 by the 3xTF32 split (mma.sync, sm_80+)
@@ -16,6 +19,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdio>
 #include <numeric>
 #include <set>
 
@@ -77,6 +81,14 @@ int64_t row_lane_vectors(int64_t k, int64_t width, int64_t group) { return (k + 
 constexpr int64_t kMaxLaneVectors = 16;
 // B vectors a lane keeps in flight (unroll * lane_vectors) in the default unroll.
 constexpr int64_t kRowLoadsInFlight = 16;
+// panel_gather: B vectors a lane keeps in flight at most (its gathers mostly hit L1).
+constexpr int64_t kPanelLoadsInFlight = 32;
+// panel_gather is proposed only where its tiles give every SM this many blocks and a row has
+// this many nonzeros in a panel on average: its blocks walk their chunks one group per chunk,
+// so a few tiles or short chunks leave it latency-bound (measured 2-6x slower than row_gather
+// on 512-row layers and on 1% rows, H200), while with both it beats row_gather's L2 gathers.
+constexpr double kPanelBlocksPerSm = 2.0;
+constexpr double kMinPanelRun = 8.0;
 // The tuner measures dense_tile only above this tile fill (64 x 64 tiles).
 constexpr double kDenseTileSearchFill = 0.01;
 // dense_tile's format grows with the tiles, not the nonzeros: past this estimate it declines.
@@ -136,6 +148,60 @@ json row_gather_defaults(const SddmmProblem& p, const json& model) {
 // Expected count of occupied cells when `items` land uniformly in `cells` cells.
 double occupied(double items, double cells) { return cells <= 0 ? 0 : cells * (1.0 - std::exp(-items / cells)); }
 
+// panel_gather's column panel: the widest power of two whose B rows take at most the model's
+// panel_bytes (what a block's L1 share holds), 64 to 4096 columns, never wider than S.
+int64_t panel_cols_for(const Features& f, const SddmmProblem& p, const json& model) {
+  const double row_bytes = double(p.k) * double(size_of(p.dtype));
+  const double wanted = launch_value(model, "panel_gather", "panel_bytes").get<double>() / row_bytes;
+  const int64_t cols = std::clamp<int64_t>(pow2_at_most(std::max<int64_t>(1, int64_t(wanted))), 64, 4096);
+  return std::min(cols, pow2_at_least(std::max<int64_t>(f.basic.cols, 1)));
+}
+
+// Expected non-empty band_rows x panel_cols tiles (nonzeros spread uniformly).
+double panel_tiles_estimate(const Features& f, double band_rows, double panel_cols) {
+  const double bands = std::ceil(double(f.basic.rows) / band_rows), panels = std::ceil(double(f.basic.cols) / panel_cols);
+  return occupied(double(f.basic.nnz), bands * panels);
+}
+
+std::string one_decimal(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f", value);
+  return text;
+}
+
+// Why panel_gather with these parameters is not proposed for S (see kMinPanelRun), or "".
+std::string panel_decline(const Features& f, const json& params, int multiprocessors) {
+  const double band = params.at("band_rows").get<double>(), panel = params.at("panel_cols").get<double>();
+  const double tiles = panel_tiles_estimate(f, band, panel);
+  if (tiles < kPanelBlocksPerSm * multiprocessors)
+    return "about " + std::to_string(int64_t(tiles)) + " tiles of " + params.at("band_rows").dump() + " x " +
+           params.at("panel_cols").dump() + ", too few for " + std::to_string(multiprocessors) + " SMs";
+  const double run = double(f.basic.nnz) / std::max(1.0, double(f.basic.rows)) * std::min(1.0, panel / std::max(1.0, double(f.basic.cols)));
+  if (run < kMinPanelRun)
+    return "about " + one_decimal(run) + " nonzeros per row in a panel of " + params.at("panel_cols").dump() +
+           " columns, fewer than " + std::to_string(int64_t(kMinPanelRun));
+  return "";
+}
+
+// row_gather's lane group (from the model's panel_gather group size, widened until A's row fits
+// kMaxLaneVectors vectors per lane), unroll up to kPanelLoadsInFlight B vectors per lane, the
+// panel for L1 and the model's band.
+json panel_gather_defaults(const Features& f, const SddmmProblem& p, const json& model) {
+  const int64_t width = vector_width(p);
+  const int64_t units = (p.k + width - 1) / width;
+  int64_t group = std::clamp<int64_t>(launch_value(model, "panel_gather", "group_size").get<int64_t>(), 4,
+                                      std::clamp<int64_t>(pow2_at_least(units), 4, 32));
+  while (group < 32 && row_lane_vectors(p.k, width, group) > kMaxLaneVectors) group *= 2;
+  const int64_t lane_vectors = row_lane_vectors(p.k, width, group);
+  const int64_t unroll = std::min({group, launch_value(model, "panel_gather", "unroll").get<int64_t>(),
+                                   pow2_at_most(std::max<int64_t>(1, kPanelLoadsInFlight / lane_vectors))});
+  const int64_t panel_cols = panel_cols_for(f, p, model);
+  return {{"vector_width", width}, {"group_size", group}, {"unroll", unroll},
+          {"max_nnz", launch_value(model, "panel_gather", "max_nnz")},
+          {"threads_per_block", launch_value(model, "panel_gather", "threads_per_block")},
+          {"band_rows", launch_value(model, "panel_gather", "band_rows")}, {"panel_cols", panel_cols}};
+}
+
 // Non-empty ti x tj tiles: the problem's exact count when it has one, else estimated from the
 // inspected bitmap tiles (features.tiles) spread uniformly over the ti x tj grid.
 double dense_tiles_estimate(const Features& f, const SddmmProblem& p, double ti, double tj) {
@@ -184,7 +250,8 @@ double dense_tile_format_bytes(double tiles, double ti, double tj) {
 }
 
 std::vector<VariantSpec> sddmm_candidates(const Features& f, const SddmmProblem& p, const Options& options,
-                                          const json& model, int sm) {
+                                          const json& model, const DeviceTarget& device) {
+  const int sm = device.sm;
   const bool supported_type = p.dtype == DType::F32 || p.dtype == DType::F64;
   const std::string type_reason = supported_type ? "" : std::string("value type ") + to_string(p.dtype) + " not supported";
   const int width = vector_width(p);
@@ -204,6 +271,8 @@ std::vector<VariantSpec> sddmm_candidates(const Features& f, const SddmmProblem&
   if (row.rejected_because.empty() && row_lane_vectors(p.k, vector_width(p), 32) > kMaxLaneVectors)
     row.rejected_because = "k = " + std::to_string(p.k) + " needs more than " + std::to_string(kMaxLaneVectors) +
                            " A vectors of width " + std::to_string(vector_width(p)) + " per lane of 32";
+  VariantSpec panel{"panel_gather", panel_gather_defaults(f, p, model), row.rejected_because};
+  panel.declined_because = panel_decline(f, panel.default_params, device.multiprocessors);
   // The dense-tile format of the variant's own default tile (counting the tiles reads every
   // nonzero: only for a variant the type already admits).
   const auto format_reason = [&](const std::string& variant) -> std::string {
@@ -221,7 +290,7 @@ std::vector<VariantSpec> sddmm_candidates(const Features& f, const SddmmProblem&
   VariantSpec mma{"dense_mma", dense_defaults(p, model, "dense_mma", kMmaStep, {"warp_rows", "warp_cols"}),
                   mma_reason.empty() ? format_reason("dense_mma") : mma_reason};
   VariantSpec vendor{"cusparse", json::object(), type_reason};
-  return {flat, row, dense, mma, shared, reindexed, vendor};
+  return {flat, row, panel, dense, mma, shared, reindexed, vendor};
 }
 
 // Cost terms of a variant with its parameters. The tiled terms assume uniformly scattered
@@ -235,6 +304,21 @@ json sddmm_terms(const Features& f, const SddmmProblem& p, const std::string& va
     return {{"launch", 1.0},
             {"sparse_bytes", nnz * (4.0 + 2.0 * vb) + chunks * 8.0},
             {"gather_bytes", (nnz + chunks) * k * vb}};
+  }
+  if (variant == "panel_gather") {
+    // One chunk per occupied (row, panel), plus the cuts of long runs; per tile the panel's B
+    // rows come from L2 once (at most one per nonzero), every product's B row from L1; and a
+    // block per tile (on sparse rows many blocks with few products each).
+    const double band = params.at("band_rows").get<double>(), panel = params.at("panel_cols").get<double>();
+    const double panels = std::ceil(cols / panel);
+    const double chunks = std::min(nnz, occupied(nnz, rows * panels) + nnz / params.at("max_nnz").get<double>());
+    const double tiles = panel_tiles_estimate(f, band, panel);
+    const double l2_rows = tiles * std::min(panel, nnz / std::max(tiles, 1.0)) + chunks;
+    return {{"launch", 1.0},
+            {"sparse_bytes", nnz * (4.0 + 2.0 * vb) + chunks * 12.0 + tiles * 4.0},
+            {"gather_bytes", l2_rows * k * vb},
+            {"l1_bytes", nnz * k * vb},
+            {"tiles", tiles}};
   }
   if (variant == "dense_tile" || variant == "dense_mma") {
     const double ti = params.at("tile_rows").get<double>(), tj = params.at("tile_cols").get<double>();
@@ -296,8 +380,8 @@ void check_threads(const json& params, const std::string& variant, int64_t group
           "threads_per_block = " + std::to_string(threads) + " must be a multiple of 32 in [32, 1024]");
 }
 
-void check_row_gather(const json& params, const SddmmProblem& p) {
-  const std::string variant = "row_gather";
+// row_gather's parameters, which panel_gather shares.
+void check_row_gather(const json& params, const SddmmProblem& p, const std::string& variant) {
   const int64_t group = int_param(params, variant, "group_size");
   require(is_pow2(group) && group <= 32, variant, "group_size = " + std::to_string(group) + " is not a power of two in [1, 32]");
   check_threads(params, variant, group);
@@ -374,7 +458,15 @@ void check_dense_mma(const json& params, const SddmmProblem& p, const DeviceTarg
 void check_params(const std::string& variant, const json& params, const SddmmProblem& p, const DeviceTarget& device) {
   if (variant == "cusparse") return;
   check_vector_width(params, p, variant);
-  if (variant == "row_gather") return check_row_gather(params, p);
+  if (variant == "row_gather") return check_row_gather(params, p, variant);
+  if (variant == "panel_gather") {
+    check_row_gather(params, p, variant);
+    for (const char* edge : {"band_rows", "panel_cols"}) {
+      const int64_t v = int_param(params, variant, edge);
+      require(v >= 1, variant, std::string(edge) + " = " + std::to_string(v) + " must be >= 1");
+    }
+    return;
+  }
   if (variant == "dense_tile") return check_dense_tile(params, p, device);
   if (variant == "dense_mma") return check_dense_mma(params, p, device);
   const int64_t group = int_param(params, variant, "group_size");
@@ -416,7 +508,7 @@ void apply_tree(Decision& d, const json& model, const std::vector<VariantSpec>& 
     throw InvalidInputError("sddmm model " + model.value("id", std::string("?")) + ": tree leaf " + result.leaf.dump() +
                             " is not a variant name");
   for (const auto& v : variants) {
-    if (v.name == result.leaf.get<std::string>() && v.rejected_because.empty()) {
+    if (v.name == result.leaf.get<std::string>() && v.rejected_because.empty() && v.declined_because.empty()) {
       d.variant = v.name;
       d.params = v.default_params;
       return;
@@ -477,7 +569,7 @@ double sddmm_tile_fill(const Features& features, const SddmmProblem& problem, in
 std::vector<std::string> sddmm_variants() {
   std::vector<std::string> names;
   const auto candidates =
-      sddmm_candidates(Features{}, {1, DType::F32, 1, 1}, Options{}, models::shipped_model("sddmm"), 90);
+      sddmm_candidates(Features{}, {1, DType::F32, 1, 1}, Options{}, models::shipped_model("sddmm"), DeviceTarget{});
   for (const auto& v : candidates) names.push_back(v.name);
   return names;
 }
@@ -494,7 +586,7 @@ Decision plan_sddmm(const Features& features, const SddmmProblem& problem, const
   d.features["pattern_reused"] = (options.reuse == Reuse::Many || problem.pattern_seen) ? 1 : 0;
   d.features["tile_fill"] = sddmm_tile_fill(features, problem, launch_value(model, "dense_tile", "tile_rows").get<int64_t>(),
                                             launch_value(model, "dense_tile", "tile_cols").get<int64_t>());
-  const auto variants = sddmm_candidates(features, problem, options, model, device.sm);
+  const auto variants = sddmm_candidates(features, problem, options, model, device);
   const auto forced = forced_choice(Op::SDDMM, options);
   choose(d, variants, model,
          [&](const std::string& name, const json& params) { return sddmm_terms(features, problem, name, params); }, forced,
@@ -520,6 +612,11 @@ std::vector<TimedChoice> sddmm_neighbors(const std::string& variant, const nlohm
                {{"group_size", get("group_size") * 2}},
                {{"max_nnz", get("max_nnz") / 4}},
                {{"max_nnz", get("max_nnz") * 4}}};
+  } else if (variant == "panel_gather") {
+    changes = {{{"band_rows", get("band_rows") / 2}}, {{"band_rows", get("band_rows") * 2}},
+               {{"panel_cols", get("panel_cols") / 2}}, {{"panel_cols", get("panel_cols") * 2}},
+               {{"group_size", get("group_size") / 2}, {"unroll", std::min(get("unroll"), get("group_size") / 2)}},
+               {{"group_size", get("group_size") * 2}}};
   } else if (variant == "coo_flat") {
     changes = {{{"nnz_per_group", get("nnz_per_group") / 2}},
                {{"nnz_per_group", get("nnz_per_group") * 2}},
@@ -557,6 +654,7 @@ std::vector<std::pair<std::string, nlohmann::json>> sddmm_search_space(const Fea
   const json& model = models::shipped_model("sddmm");
   const int width = vector_width(problem);
   const int64_t units = (problem.k + width - 1) / width;
+  const std::vector<VariantSpec> candidates = sddmm_candidates(features, problem, Options{}, model, device);
   auto keep = [&](const std::string& variant, const json& params) {
     try {
       check_params(variant, params, problem, device);
@@ -580,6 +678,22 @@ std::vector<std::pair<std::string, nlohmann::json>> sddmm_search_space(const Fea
         keep("row_gather", {{"vector_width", width}, {"group_size", group}, {"unroll", unroll}, {"max_nnz", max_nnz},
                             {"threads_per_block", 256}});
     }
+  }
+  // panel_gather at its panel for L1 and half of it, in bands of 32 and 64 rows, where the
+  // planner admits it.
+  const auto panel = std::find_if(candidates.begin(), candidates.end(), [](const VariantSpec& v) { return v.name == "panel_gather"; });
+  if (panel != candidates.end() && panel->rejected_because.empty() && panel->declined_because.empty()) {
+    const int64_t panel_cols = panel->default_params.at("panel_cols").get<int64_t>();
+    for (int64_t group : {8, 16})
+      for (int64_t band_rows : {32, 64})
+        for (int64_t cols : {panel_cols, panel_cols / 2}) {
+          json params = panel->default_params;
+          params["group_size"] = group;
+          params["unroll"] = std::min(params.at("unroll").get<int64_t>(), group);
+          params["band_rows"] = band_rows;
+          params["panel_cols"] = cols;
+          keep("panel_gather", params);
+        }
   }
   // dense_tile and dense_mma build a bitmap per tile: measured only where tiles are reasonably
   // full; each slice with two and four of them in flight (at most all of K).

@@ -1,5 +1,5 @@
-// row_gather and dense_tile forced with several parameter sets, f32 and f64 (dense_mma, f32
-// only, likewise), K = 1, 3, 32, 33, 100, 128, 512, on generated patterns at 50%, 10%, 1% and 0.01% density, power-law rows much
+// row_gather, panel_gather and dense_tile forced with several parameter sets, f32 and f64
+// (dense_mma, f32 only, likewise), K = 1, 3, 32, 33, 100, 128, 512, on generated patterns at 50%, 10%, 1% and 0.01% density, power-law rows much
 // longer than a chunk, empty rows, rectangular and tile-unaligned shapes, and A / B with padded
 // leading dimensions; fresh random values, P poisoned with NaN (and the bytes past nnz checked
 // untouched) before every run, compared with reference::sddmm. The second call of each run
@@ -50,6 +50,18 @@ std::vector<json> row_gather_sets(int32_t k) {
                             {{"vector_width", 1}, {"group_size", 32}, {"unroll", 1}, {"max_nnz", 1}},
                             {{"group_size", 16}, {"unroll", 16}, {"max_nnz", 7}, {"threads_per_block", 64}}};
   if (k <= 128) sets.push_back({{"group_size", 4}, {"unroll", 2}, {"max_nnz", 1000000}});  // every row in one chunk
+  return sets;
+}
+
+// panel_gather: the defaults, tiny odd tiles cut into one- and two-nonzero chunks, one band of
+// the whole matrix in one panel (a block walks every chunk), and 16-lane groups on square tiles.
+std::vector<json> panel_gather_sets(int32_t k) {
+  std::vector<json> sets = {json::object(),
+                            {{"vector_width", 1}, {"group_size", 32}, {"unroll", 1}, {"band_rows", 1 << 20},
+                             {"panel_cols", 1 << 20}, {"max_nnz", 1000000}},
+                            {{"group_size", 16}, {"unroll", 16}, {"band_rows", 64}, {"panel_cols", 64}, {"threads_per_block", 128}}};
+  if (k <= 128)
+    sets.push_back({{"group_size", 4}, {"unroll", 2}, {"band_rows", 3}, {"panel_cols", 7}, {"max_nnz", 2}, {"threads_per_block", 64}});
   return sets;
 }
 
@@ -126,6 +138,7 @@ void check_all(Runtime& rt, uint64_t& seed) {
   for (const auto& pattern : patterns()) {
     for (int32_t k : {1, 3, 32, 33, 100, 128, 512}) {
       for (const auto& params : row_gather_sets(k)) check<T>(rt, pattern, k, 0, "row_gather", params, seed++);
+      for (const auto& params : panel_gather_sets(k)) check<T>(rt, pattern, k, 0, "panel_gather", params, seed++);
       for (const auto& params : dense_tile_sets<T>(k)) check<T>(rt, pattern, k, 0, "dense_tile", params, seed++);
       if (std::is_same_v<T, float>)
         for (const auto& params : dense_mma_sets()) check<T>(rt, pattern, k, 0, "dense_mma", params, seed++);
@@ -134,18 +147,19 @@ void check_all(Runtime& rt, uint64_t& seed) {
     // forces scalar loads.
     for (int64_t pad : {4, 3}) {
       check<T>(rt, pattern, 32, pad, "row_gather", json::object(), seed++);
+      check<T>(rt, pattern, 32, pad, "panel_gather", json::object(), seed++);
       check<T>(rt, pattern, 32, pad, "dense_tile", json::object(), seed++);
       if (std::is_same_v<T, float>) check<T>(rt, pattern, 32, pad, "dense_mma", json::object(), seed++);
     }
   }
 }
 
-TEST_F(SddmmRowDenseGpu, RowGatherDenseTileAndDenseMmaF32) {
+TEST_F(SddmmRowDenseGpu, RowAndPanelGatherDenseTileAndDenseMmaF32) {
   uint64_t seed = next_seed();
   check_all<float>(rt(), seed);
 }
 
-TEST_F(SddmmRowDenseGpu, RowGatherAndDenseTileF64) {
+TEST_F(SddmmRowDenseGpu, RowAndPanelGatherAndDenseTileF64) {
   uint64_t seed = next_seed();
   check_all<double>(rt(), seed);
 }
@@ -174,6 +188,18 @@ TEST_F(SddmmRowDenseGpu, DenseMmaEveryStageCountOnASmallShape) {
       const json params = {{"tile_rows", 64}, {"tile_cols", 32}, {"warp_rows", 32}, {"warp_cols", 16}, {"slice", 16},
                            {"stages", stages}};
       check<float>(rt(), pattern, k, k % 4 == 0 ? 4 : 0, "dense_mma", params, seed++);
+    }
+}
+
+// The sanitizer subset for panel_gather: tiles of a few rows and columns (many tiles, chunks cut
+// at two nonzeros) and the defaults on the small unaligned pattern, both types, K = 3 and 33.
+TEST_F(SddmmRowDenseGpu, PanelGatherOnASmallShape) {
+  uint64_t seed = next_seed();
+  const Pattern pattern{"unaligned 131x77 40%", generate::uniform(131, 77, 31, 8)};
+  for (const json& params : {json::object(), json{{"band_rows", 5}, {"panel_cols", 9}, {"max_nnz", 2}}})
+    for (int32_t k : {3, 33}) {
+      check<float>(rt(), pattern, k, 0, "panel_gather", params, seed++);
+      check<double>(rt(), pattern, k, 0, "panel_gather", params, seed++);
     }
 }
 
