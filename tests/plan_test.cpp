@@ -999,9 +999,9 @@ TEST(SddmmPlan, RowGatherDefaultsCoverKWithBoundedRegisters) {
 // panel_gather: a panel's B rows fill about 256 KB of L1 (wider panels at smaller K), the lane
 // group holds A's row in at most 16 vectors, and the cost prices L2 per tile and L1 per
 // product: on a 10% 4096 x 4096 pattern at K = 128 (the panel's rows reused by ~6 rows of a
-// band) below row_gather's. It is proposed only with two tiles per SM and 8 nonzeros per row
-// in a panel: not for the 512-row layers, nor at 1%, nor at K = 64 (4 panels of 1024); forced
-// it runs there all the same.
+// band) below row_gather's. It is proposed only with 1.5 tiles per SM and 8 nonzeros per row
+// in a panel: at K = 64 (4 panels of 1024: 256 tiles), not at K = 32 (2 panels of 2048), nor
+// for the 512-row layers, nor at 1%; forced it runs there all the same.
 TEST(SddmmPlan, PanelGatherPanelsFitL1AndIsProposedOnlyForManyLongChunks) {
   Options o;
   o.variant = "panel_gather";
@@ -1024,7 +1024,8 @@ TEST(SddmmPlan, PanelGatherPanelsFitL1AndIsProposedOnlyForManyLongChunks) {
     EXPECT_NO_THROW(plan::plan_sddmm(f, {k, DType::F32, k, k}, {}, o));  // forced: runs
     return why;
   };
-  EXPECT_NE(declined(dense10, 64).find("256 tiles of 64 x 1024, too few for 132 SMs"), std::string::npos);
+  EXPECT_NE(declined(dense10, 32).find("128 tiles of 64 x 2048, too few for 132 SMs"), std::string::npos);
+  EXPECT_TRUE(candidate(plan::plan_sddmm(dense10, {64, DType::F32, 64, 64}, {}, {}), "panel_gather").rejected_because.empty());
   const Features layer = features_of(generate::uniform(512, 4608, 461, 2));
   EXPECT_NE(declined(layer, 128).find("72 tiles"), std::string::npos);
   const Features one_percent = features_of(generate::uniform(4096, 4096, 41, 3));

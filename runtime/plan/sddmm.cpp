@@ -86,8 +86,9 @@ constexpr int64_t kPanelLoadsInFlight = 32;
 // panel_gather is proposed only where its tiles give every SM this many blocks and a row has
 // this many nonzeros in a panel on average: its blocks walk their chunks one group per chunk,
 // so a few tiles or short chunks leave it latency-bound (measured 2-6x slower than row_gather
-// on 512-row layers and on 1% rows, H200), while with both it beats row_gather's L2 gathers.
-constexpr double kPanelBlocksPerSm = 2.0;
+// on 512-row layers, 72 tiles, and on 1% rows, H200), while with both it beats row_gather's L2
+// gathers (4096² at 10%: 1.10x at K = 64 with 256 tiles, 1.4x at K = 128 with 512).
+constexpr double kPanelBlocksPerSm = 1.5;
 constexpr double kMinPanelRun = 8.0;
 // The tuner measures dense_tile only above this tile fill (64 x 64 tiles).
 constexpr double kDenseTileSearchFill = 0.01;
