@@ -37,7 +37,7 @@ TEST_F(SearchSpaceGpu, EverySddmmCandidateMatchesTheReference) {
   const uint64_t seed = next_seed();
   for (const auto& [spec, k] : std::vector<std::pair<std::string, int32_t>>{
            {"band:100000:16:64", 128}, {"uniform:3000:9", 33}, {"rmat:4096:40000", 128}, {"blockdiag:1500:30:2", 32},
-           {"uniform:512:200", 64}}) {
+           {"uniform:512:200", 64}, {"uniform:4096:64", 128}}) {  // the last: panel_gather proposed (512 tiles)
     Csr<float> s = cast<float>(generate::from_spec(spec, 5));
     generate::fill_random(s.values, seed);
     Dense<float> a(s.rows, k), b(s.cols, k);
