@@ -87,7 +87,7 @@ constexpr int64_t kPanelLoadsInFlight = 32;
 // this many nonzeros in a panel on average: its blocks walk their chunks one group per chunk,
 // so a few tiles or short chunks leave it latency-bound (measured 2-6x slower than row_gather
 // on 512-row layers, 72 tiles, and on 1% rows, H200), while with both it beats row_gather's L2
-// gathers (4096² at 10%: 1.10x at K = 64 with 256 tiles, 1.4x at K = 128 with 512).
+// gathers (4096² at 10%: 1.09x at K = 64 with 256 tiles, 1.45x at K = 128 with 512).
 constexpr double kPanelBlocksPerSm = 1.5;
 constexpr double kMinPanelRun = 8.0;
 // The tuner measures dense_tile only above this tile fill (64 x 64 tiles).
@@ -150,7 +150,8 @@ json row_gather_defaults(const SddmmProblem& p, const json& model) {
 double occupied(double items, double cells) { return cells <= 0 ? 0 : cells * (1.0 - std::exp(-items / cells)); }
 
 // panel_gather's column panel: the widest power of two whose B rows take at most the model's
-// panel_bytes (what a block's L1 share holds), 64 to 4096 columns, never wider than S.
+// panel_bytes (256 KB: about the L1 of the SM that its one 512-thread block holds), 64 to 4096
+// columns, never wider than S.
 int64_t panel_cols_for(const Features& f, const SddmmProblem& p, const json& model) {
   const double row_bytes = double(p.k) * double(size_of(p.dtype));
   const double wanted = launch_value(model, "panel_gather", "panel_bytes").get<double>() / row_bytes;
@@ -680,13 +681,13 @@ std::vector<std::pair<std::string, nlohmann::json>> sddmm_search_space(const Fea
                             {"threads_per_block", 256}});
     }
   }
-  // panel_gather at its panel for L1 and half of it, in bands of 32 and 64 rows, where the
-  // planner admits it.
+  // panel_gather at its panel for L1 and half of it, in bands of 64 and 128 rows (32 measured
+  // 1.2-1.5x slower on 4096² at 10%), where the planner proposes it.
   const auto panel = std::find_if(candidates.begin(), candidates.end(), [](const VariantSpec& v) { return v.name == "panel_gather"; });
   if (panel != candidates.end() && panel->rejected_because.empty() && panel->declined_because.empty()) {
     const int64_t panel_cols = panel->default_params.at("panel_cols").get<int64_t>();
     for (int64_t group : {8, 16})
-      for (int64_t band_rows : {32, 64})
+      for (int64_t band_rows : {64, 128})
         for (int64_t cols : {panel_cols, panel_cols / 2}) {
           json params = panel->default_params;
           params["group_size"] = group;
