@@ -1019,9 +1019,14 @@ TEST(SddmmPlan, PanelGatherPanelsFitL1AndIsProposedOnlyForManyLongChunks) {
   const Decision proposed = plan::plan_sddmm(dense10, {128, DType::F32, 128, 128}, {}, {});
   EXPECT_TRUE(candidate(proposed, "panel_gather").rejected_because.empty());
   EXPECT_LT(candidate(proposed, "panel_gather").predicted_ms, candidate(proposed, "row_gather").predicted_ms);
+  // Declined: shown as such, never the choice nor timed by measured selection; forced, it runs.
   const auto declined = [&](const Features& f, int32_t k) {
-    const std::string why = candidate(plan::plan_sddmm(f, {k, DType::F32, k, k}, {}, {}), "panel_gather").rejected_because;
-    EXPECT_NO_THROW(plan::plan_sddmm(f, {k, DType::F32, k, k}, {}, o));  // forced: runs
+    const Decision d = plan::plan_sddmm(f, {k, DType::F32, k, k}, {}, {});
+    const std::string why = candidate(d, "panel_gather").rejected_because;
+    EXPECT_EQ(why.rfind("runs only when forced: ", 0), 0u) << why;
+    EXPECT_NE(d.variant, "panel_gather");
+    for (const auto& t : plan::measured_shortlist(d, "cusparse")) EXPECT_NE(t.variant, "panel_gather");
+    EXPECT_NO_THROW(plan::plan_sddmm(f, {k, DType::F32, k, k}, {}, o));
     return why;
   };
   EXPECT_NE(declined(dense10, 32).find("128 tiles of 64 x 2048, too few for 132 SMs"), std::string::npos);
