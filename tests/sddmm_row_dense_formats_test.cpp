@@ -77,6 +77,25 @@ TEST(SddmmPanelChunks, DocumentedExampleWithAnUnsortedRow) {
   }
 }
 
+// A malformed pattern is refused with the offending entry named, before anything is built: a
+// column past S's width (it would index a panel past the last) and offsets that go backwards.
+TEST(SddmmPanelChunks, MalformedPatternsAreRefused) {
+  Csr<double> wide = from_rows(2, 8, {{0, 1}, {3}});
+  wide.col_idx[2] = 8;
+  Csr<double> backwards = from_rows(2, 8, {{0, 1}, {3}});
+  backwards.row_ptr[1] = 3;
+  backwards.row_ptr[2] = 2;
+  for (const auto& [bad, named] : std::vector<std::pair<const Csr<double>*, std::string>>{
+           {&wide, "column index 8 out of range [0, 8)"}, {&backwards, "offsets not monotone (3 then 2)"}}) {
+    try {
+      formats::build_panel_chunks(bad->pattern(), 2, 4, 16);
+      ADD_FAILURE() << "a malformed pattern was accepted";
+    } catch (const InvalidInputError& e) {
+      EXPECT_NE(std::string(e.what()).find(named), std::string::npos) << e.what();
+    }
+  }
+}
+
 // Walked as sddmm_row_panels.cu walks them: every nonzero once, each chunk one row's run of at
 // most max_nnz entries inside its tile's band and panel, and a tile per (band, panel) at most,
 // bands in order. Rows reversed (unsorted) too.
