@@ -132,18 +132,25 @@ json tiled_defaults(const Features& f, const SddmmProblem& p, const json& model,
           {"vector_width", width}};
 }
 
-// row_gather: the fewest lanes (4 to 32) whose vectors cover K in one pass, and as many nonzeros
-// in flight as keeps unroll * lane_vectors B vectors per lane at about kRowLoadsInFlight.
-json row_gather_defaults(const SddmmProblem& p, const json& model) {
+// What row_gather and panel_gather share for a lane group of `group`: as many nonzeros in flight
+// as keeps unroll * lane_vectors B vectors per lane at about `loads_in_flight` (at most the
+// model's unroll), and the model's max_nnz and block size for `variant`.
+json gather_defaults(const SddmmProblem& p, const json& model, const std::string& variant, int64_t group,
+                     int64_t loads_in_flight) {
   const int64_t width = vector_width(p);
-  const int64_t units = (p.k + width - 1) / width;
-  const int64_t group = std::clamp<int64_t>(pow2_at_least(units), 4, 32);
   const int64_t lane_vectors = row_lane_vectors(p.k, width, group);
-  const int64_t unroll_cap = launch_value(model, "row_gather", "unroll").get<int64_t>();
-  const int64_t unroll = std::min({group, unroll_cap, pow2_at_most(std::max<int64_t>(1, kRowLoadsInFlight / lane_vectors))});
+  const int64_t unroll = std::min({group, launch_value(model, variant, "unroll").get<int64_t>(),
+                                   pow2_at_most(std::max<int64_t>(1, loads_in_flight / lane_vectors))});
   return {{"vector_width", width}, {"group_size", group}, {"unroll", unroll},
-          {"max_nnz", launch_value(model, "row_gather", "max_nnz")},
-          {"threads_per_block", launch_value(model, "row_gather", "threads_per_block")}};
+          {"max_nnz", launch_value(model, variant, "max_nnz")},
+          {"threads_per_block", launch_value(model, variant, "threads_per_block")}};
+}
+
+// row_gather: the fewest lanes (4 to 32) whose vectors cover K in one pass, about
+// kRowLoadsInFlight B vectors in flight per lane.
+json row_gather_defaults(const SddmmProblem& p, const json& model) {
+  const int64_t units = (p.k + vector_width(p) - 1) / vector_width(p);
+  return gather_defaults(p, model, "row_gather", std::clamp<int64_t>(pow2_at_least(units), 4, 32), kRowLoadsInFlight);
 }
 
 // Expected count of occupied cells when `items` land uniformly in `cells` cells.
@@ -194,14 +201,10 @@ json panel_gather_defaults(const Features& f, const SddmmProblem& p, const json&
   int64_t group = std::clamp<int64_t>(launch_value(model, "panel_gather", "group_size").get<int64_t>(), 4,
                                       std::clamp<int64_t>(pow2_at_least(units), 4, 32));
   while (group < 32 && row_lane_vectors(p.k, width, group) > kMaxLaneVectors) group *= 2;
-  const int64_t lane_vectors = row_lane_vectors(p.k, width, group);
-  const int64_t unroll = std::min({group, launch_value(model, "panel_gather", "unroll").get<int64_t>(),
-                                   pow2_at_most(std::max<int64_t>(1, kPanelLoadsInFlight / lane_vectors))});
-  const int64_t panel_cols = panel_cols_for(f, p, model);
-  return {{"vector_width", width}, {"group_size", group}, {"unroll", unroll},
-          {"max_nnz", launch_value(model, "panel_gather", "max_nnz")},
-          {"threads_per_block", launch_value(model, "panel_gather", "threads_per_block")},
-          {"band_rows", launch_value(model, "panel_gather", "band_rows")}, {"panel_cols", panel_cols}};
+  json params = gather_defaults(p, model, "panel_gather", group, kPanelLoadsInFlight);
+  params["band_rows"] = launch_value(model, "panel_gather", "band_rows");
+  params["panel_cols"] = panel_cols_for(f, p, model);
+  return params;
 }
 
 // Non-empty ti x tj tiles: the problem's exact count when it has one, else estimated from the
