@@ -351,8 +351,8 @@ TEST(MeasuredSelection, SddmmNeighboursAreValidWhenForcedAndDifferFromTheirCentr
     }
   }
   EXPECT_EQ(with_neighbours,
-            (std::set<std::string>{"coo_flat", "row_gather", "panel_gather", "dense_tile", "dense_mma", "tiled_shared",
-                                   "reindexed_tiled"}));
+            (std::set<std::string>{"coo_flat", "row_gather", "panel_gather", "dense_tile", "dense_mma", "dense_wgmma",
+                                   "tiled_shared", "reindexed_tiled"}));
   EXPECT_TRUE(plan::sddmm_neighbors("cusparse", nlohmann::json::object(), {64, DType::F32, 64, 64}, {}).empty());
 }
 
@@ -761,7 +761,7 @@ TEST(SddmmPlan, SparsePatternsTakeCooAndShowTheTreePath) {
   for (const auto& step : d.path) EXPECT_DOUBLE_EQ(step.value, d.features[step.feature].get<double>()) << step.feature;
   EXPECT_EQ(models::evaluate_tree(tree, d.features).leaf, d.variant);
   EXPECT_EQ(d.features["pattern_reused"], 0);
-  ASSERT_EQ(d.candidates.size(), 8u);
+  ASSERT_EQ(d.candidates.size(), 9u);
   for (const auto& c : d.candidates) {
     if (c.rejected_because.empty()) {
       EXPECT_GT(c.predicted_ms, 0.0) << c.variant;

@@ -32,8 +32,8 @@ done
 #   rs_spmm_test           rs and csr_vector forced, A·B and Aᵀ·B, padded rows, a split rebuilt
 #                          for new values (the GPU split builder), an empty matrix
 #   sddmm_variants_test    every variant and parameter set on two small shapes, and the reuse path
-#   sddmm_row_dense_test   dense_tile and dense_mma with 1, 2 and 4 K slices in flight, one shape;
-#                          panel_gather on small and default tiles
+#   sddmm_row_dense_test   dense_tile and dense_mma with 1, 2 and 4 K slices in flight, dense_wgmma
+#                          with 2 to 4, one shape; panel_gather on small and default tiles
 #   row_segments_gpu_test  the GPU split builder (CUB scans and sort, our fill kernels)
 #   split_rows_spmm_test   csr_merge and csr_rowsplit on one huge row among short ones, padded rows
 #   dense_spmm_test        the dense copy (memset + scatter kernel) and cuBLAS on padded rows,
@@ -42,7 +42,7 @@ sanitizer_passes=(
   "runtime_test:${SANITIZER_FILTER:-RuntimeGpu.SddmmShared*:RuntimeGpu.Empty*}"
   "rs_spmm_test:RsSpmmGpu.PaddedLeadingDimensions:RsSpmmGpu.NewValuesRebuildTheSplit:RsSpmmGpu.EmptyMatrix*"
   "sddmm_variants_test:SddmmVariantsGpu.EveryVariantOnSmallShapes:SddmmVariantsGpu.Reused*"
-  "sddmm_row_dense_test:SddmmRowDenseGpu.DenseTileEveryStageCountOnASmallShape:SddmmRowDenseGpu.DenseMmaEveryStageCountOnASmallShape:SddmmRowDenseGpu.PanelGatherOnASmallShape"
+  "sddmm_row_dense_test:SddmmRowDenseGpu.DenseTileEveryStageCountOnASmallShape:SddmmRowDenseGpu.DenseMmaEveryStageCountOnASmallShape:SddmmRowDenseGpu.DenseWgmmaEveryStageCountOnASmallShape:SddmmRowDenseGpu.PanelGatherOnASmallShape"
   "row_segments_gpu_test:RowSegmentsGpu.DocumentedExample*:RowSegmentsGpu.EqualsTheHostBuilderForEveryValueType"
   "split_rows_spmm_test:SplitRowsGpu.PaddedLeadingDimensions:SplitRowsGpu.MergeEmptyMatrixGivesZeros"
   "dense_spmm_test:DenseSpmmGpu.PaddedLeadingDimensions:DenseSpmmGpu.NewValuesRebuildTheCopy"

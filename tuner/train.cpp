@@ -24,8 +24,8 @@ const std::vector<std::string> kThresholdTreeFeatures = {
 // density, size) and the problem (K, value size). reindexed_tiled is no leaf: it is admitted
 // only for a reused pattern, and the tree decides for a first call too.
 const std::vector<std::string> kSddmmTreeFeatures = {"tile_fill", "row_mean", "row_cv", "density", "nnz", "k", "value_bytes"};
-const std::vector<std::string> kSddmmTreeVariants = {"coo_flat",  "row_gather",   "panel_gather", "dense_tile",
-                                                     "dense_mma", "tiled_shared", "cusparse"};
+const std::vector<std::string> kSddmmTreeVariants = {"coo_flat",  "row_gather",  "panel_gather", "dense_tile",
+                                                     "dense_mma", "dense_wgmma", "tiled_shared", "cusparse"};
 
 namespace {
 

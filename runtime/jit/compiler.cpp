@@ -16,7 +16,8 @@ double ms_since(std::chrono::steady_clock::time_point start) {
 
 // Everything that determines the rendered source and the options, as one string.
 std::string spec_identity(const KernelSpec& spec, int sm) {
-  std::string id = spec.template_name + '\n' + spec.kernel_name + '\n' + spec.params.dump() + '\n' + std::to_string(sm);
+  std::string id = spec.template_name + '\n' + spec.kernel_name + '\n' + spec.params.dump() + '\n' + std::to_string(sm) +
+                   (spec.arch_specific ? "a" : "");
   for (const auto& option : spec.extra_options) id += '\n' + option;
   return id;
 }
@@ -30,6 +31,7 @@ Compiler::Rendered Compiler::render_and_key(const KernelSpec& spec, int sm) {
   r.source = render(spec);
   dump_source_if_requested(spec.template_name, r.source);
   r.key = cache::current_key_context(sm);
+  if (spec.arch_specific) r.key.arch = arch_name(sm, true);
   r.key.template_name = spec.template_name;
   r.key.source_sha256 = cache::sha256_hex(r.source);
   r.key.options = options_string(normalize_options(spec.extra_options));
@@ -57,7 +59,7 @@ CompiledKernel Compiler::get_kernel(const KernelSpec& spec, int sm) {
   const std::vector<std::string> options = normalize_options(spec.extra_options);
   const auto compile = [&]() {
     if (!rendered) rendered = render_and_key(spec, sm);
-    CompileResult result = compile_to_cubin(rendered->source, spec.template_name, sm, options);
+    CompileResult result = compile_to_cubin(rendered->source, spec.template_name, sm, options, spec.arch_specific);
     return cache::CompiledBinary{std::move(result.cubin), result.compile_ms};
   };
   cache::CacheResult result = cache_.get_or_compile(*known, compile);

@@ -17,6 +17,9 @@ struct KernelSpec {
   nlohmann::json params = nlohmann::json::object();
   // Extra NVRTC options (e.g. "--use_fast_math"); normalized and part of the cache key.
   std::vector<std::string> extra_options;
+  // Compile for the architecture-specific target sm_XYa (features of exactly that
+  // architecture, e.g. sm_90a's wgmma): such a binary runs only on sm_XY itself.
+  bool arch_specific = false;
 };
 
 }  // namespace sparsejit::jit

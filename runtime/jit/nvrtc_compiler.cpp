@@ -92,11 +92,11 @@ std::vector<std::string> normalize_options(const std::vector<std::string>& extra
 
 std::string options_string(const std::vector<std::string>& normalized) { return join_options(normalized); }
 
-std::string arch_name(int sm) {
+std::string arch_name(int sm, bool arch_specific) {
   if (sm < 50 || sm >= 1000) {
     throw InvalidInputError("compute capability " + std::to_string(sm) + " is not a valid sm (expected e.g. 80, 90)");
   }
-  return "sm_" + std::to_string(sm);
+  return "sm_" + std::to_string(sm) + (arch_specific ? "a" : "");
 }
 
 std::string nvrtc_version() {
@@ -123,10 +123,11 @@ std::string cuda_include_dir() {
 }
 
 CompileResult compile_to_cubin(const std::string& source, const std::string& program_name, int sm,
-                               const std::vector<std::string>& normalized_options) {
+                               const std::vector<std::string>& normalized_options, bool arch_specific) {
   CompileResult result;
   result.options = normalized_options;
-  result.options.push_back("--gpu-architecture=" + arch_name(sm));
+  const std::string arch = arch_name(sm, arch_specific);
+  result.options.push_back("--gpu-architecture=" + arch);
   const std::string include_dir = cuda_include_dir();
   if (!include_dir.empty()) result.options.push_back("-I" + include_dir);
 
@@ -141,7 +142,7 @@ CompileResult compile_to_cubin(const std::string& source, const std::string& pro
 
   if (compiled != NVRTC_SUCCESS) {
     const std::string path = dump_failed_source(program_name, source);
-    std::string message = "NVRTC could not compile '" + program_name + "' for " + arch_name(sm) + " (" +
+    std::string message = "NVRTC could not compile '" + program_name + "' for " + arch + " (" +
                           nvrtcGetErrorString(compiled) + ")\noptions: " + join_options(result.options) +
                           "\nlog:\n" + result.log;
     const std::string lines = referenced_lines(result.log, source);

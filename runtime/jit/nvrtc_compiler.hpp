@@ -6,7 +6,7 @@
 //   --use_fast_math   off unless the caller passes it
 //   extra options     sorted and deduplicated with the above
 // Added at compile time and not part of the normalized form (they have their own key
-// columns or do not change the binary): --gpu-architecture=sm_XY and -I<CUDA include dir>.
+// columns or do not change the binary): --gpu-architecture=sm_XY (or sm_XYa) and -I<CUDA include dir>.
 #pragma once
 #include <string>
 #include <vector>
@@ -26,8 +26,8 @@ std::vector<std::string> normalize_options(const std::vector<std::string>& extra
 // Normalized options as one string (space separated), as stored in the cache key.
 std::string options_string(const std::vector<std::string>& normalized);
 
-// "sm_90" for 90; InvalidInputError outside [50, 1000).
-std::string arch_name(int sm);
+// "sm_90" for 90, "sm_90a" with arch_specific; InvalidInputError outside [50, 1000).
+std::string arch_name(int sm, bool arch_specific = false);
 // The NVRTC this process uses, "major.minor".
 std::string nvrtc_version();
 // Where cuda_fp16.h lives: $CUDA_HOME/include, $CUDA_PATH/include, /usr/local/cuda/include,
@@ -35,10 +35,11 @@ std::string nvrtc_version();
 // headers may still suffice).
 std::string cuda_include_dir();
 
-// Compiles source (named program_name in NVRTC's messages) for sm. On failure throws
+// Compiles source (named program_name in NVRTC's messages) for sm (sm_XYa when
+// arch_specific). On failure throws
 // CompileError whose message holds the log, each referenced source line as
 // "line N: <text>", the options, and the path the source was written to.
 CompileResult compile_to_cubin(const std::string& source, const std::string& program_name, int sm,
-                               const std::vector<std::string>& normalized_options);
+                               const std::vector<std::string>& normalized_options, bool arch_specific = false);
 
 }  // namespace sparsejit::jit

@@ -81,7 +81,7 @@ struct PreparedSddmm {
   std::shared_ptr<const DeviceTiles> tiles;       // tiled_shared and reindexed_tiled only
   std::shared_ptr<const DeviceRowChunks> chunks;  // row_gather only
   std::shared_ptr<const DevicePanelChunks> panels;  // panel_gather only
-  std::shared_ptr<const DeviceDenseTiles> dense;  // dense_tile and dense_mma only
+  std::shared_ptr<const DeviceDenseTiles> dense;  // dense_tile, dense_mma and dense_wgmma only
   // Measured selection has run for this plan's pattern and problem, or will not.
   std::atomic<bool> settled{false};
 
@@ -171,7 +171,19 @@ jit::KernelSpec dense_mma_spec(const Decision& d) {
           {}};
 }
 
-bool is_dense(const Decision& d) { return d.variant == "dense_tile" || d.variant == "dense_mma"; }
+jit::KernelSpec dense_wgmma_spec(const Decision& d, const plan::DeviceTarget& target) {
+  const int tile_cols = d.params.at("tile_cols").get<int>();
+  jit::KernelSpec spec{"sddmm_dense_wgmma.cu", "sj_sddmm_dense_wgmma",
+                       {{"vec_width", d.params.at("vector_width")}, {"tile_rows", d.params.at("tile_rows")},
+                        {"tile_cols", tile_cols}, {"words", (tile_cols + 63) / 64}, {"stages", d.params.at("stages")},
+                        {"block_size", plan::sddmm_dense_wgmma_threads(d.params)},
+                        {"min_blocks", plan::sddmm_dense_wgmma_min_blocks(d.params, target)}, {"fp16", false}, {"bf16", false}},
+                       {}};
+  spec.arch_specific = true;  // wgmma: sm_90a
+  return spec;
+}
+
+bool is_dense(const Decision& d) { return d.variant == "dense_tile" || d.variant == "dense_mma" || d.variant == "dense_wgmma"; }
 
 jit::KernelSpec scale_spec(DType dtype) {
   return {"sddmm_scale.cu", "sj_sddmm_scale", {{"value_t", cuda_type_name(dtype)}, {"block_size", kScaleBlock}}, {}};
@@ -270,12 +282,13 @@ void prepare_panel_gather(detail::RuntimeState& rt, const DeviceCsr<T>& s, Decis
   prepared.grid = {ops::blocks_for(prepared.panels->tiles, 1), 1, 1};
 }
 
-// dense_tile or dense_mma: one block per non-empty tile of the (shared) dense-tile format.
+// dense_tile, dense_mma or dense_wgmma: one block per non-empty tile of the (shared) dense-tile format.
 template <class T>
 void prepare_dense(detail::RuntimeState& rt, const DeviceCsr<T>& s, Decision& d, const plan::SddmmProblem& problem,
                    PreparedSddmm<T>& prepared) {
-  const bool mma = d.variant == "dense_mma";
-  load_kernel(rt, d, mma ? dense_mma_spec(d) : dense_tile_spec(d, problem.dtype), prepared);
+  const bool mma = d.variant == "dense_mma", wgmma = d.variant == "dense_wgmma";
+  load_kernel(rt, d, wgmma ? dense_wgmma_spec(d, rt.target) : mma ? dense_mma_spec(d) : dense_tile_spec(d, problem.dtype),
+              prepared);
   const int32_t tile_rows = d.params.at("tile_rows").get<int32_t>(), tile_cols = d.params.at("tile_cols").get<int32_t>();
   const std::string key = "sddmm_dense_tiles:" + std::to_string(tile_rows) + "x" + std::to_string(tile_cols);
   prepared.dense = s.template get_or_create<DeviceDenseTiles>(key, [&] {
@@ -288,9 +301,13 @@ void prepare_dense(detail::RuntimeState& rt, const DeviceCsr<T>& s, Decision& d,
     out->tiles = host.tiles();
     return out;
   });
-  prepared.block = {unsigned(mma ? plan::sddmm_dense_mma_threads(d.params) : plan::sddmm_dense_tile_threads(d.params)), 1, 1};
+  const int64_t threads = wgmma ? plan::sddmm_dense_wgmma_threads(d.params)
+                          : mma ? plan::sddmm_dense_mma_threads(d.params)
+                                : plan::sddmm_dense_tile_threads(d.params);
+  prepared.block = {unsigned(threads), 1, 1};
   prepared.grid = {ops::blocks_for(prepared.dense->tiles, 1), 1, 1};
-  use_dynamic_shared(prepared, plan::sddmm_dense_tile_shared_bytes(d.params, problem.dtype));
+  use_dynamic_shared(prepared, wgmma ? plan::sddmm_dense_wgmma_shared_bytes(d.params)
+                                     : plan::sddmm_dense_tile_shared_bytes(d.params, problem.dtype));
 }
 
 // The plan for `options`; with `measured` (times of this pattern's shortlist) the fastest of
@@ -484,6 +501,7 @@ Decision explain_sddmm(PatternView s, int32_t k, DType dtype, const Options& opt
                                : d.variant == "row_gather" || d.variant == "panel_gather" ? row_gather_spec(d, dtype, k)
                                : d.variant == "dense_tile" ? dense_tile_spec(d, dtype)
                                : d.variant == "dense_mma"  ? dense_mma_spec(d)
+                               : d.variant == "dense_wgmma" ? dense_wgmma_spec(d, target)
                                : is_tiled(d)               ? tiled_spec(d, dtype, k)
                                                            : scale_spec(dtype);
   const jit::CompiledKernel compiled = ops::compile_only(spec, target.sm);

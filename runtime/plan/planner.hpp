@@ -99,6 +99,15 @@ int64_t sddmm_dense_tile_shared_bytes(const nlohmann::json& params, DType dtype)
 // of the whole slice, and halves the blocks per SM).
 int64_t sddmm_dense_tile_min_blocks(const nlohmann::json& params);
 
+// dense_wgmma (sm_90a warpgroup tiles): threads of a block (a warpgroup of 128 per 64 tile
+// rows), its dynamic shared memory (stages slices of 32 for tile_rows + tile_cols rows, two
+// of small_b for tile_cols rows, and 1 KB of alignment; at least the tile's staged results),
+// and the blocks per SM its launch bounds promise (registers for the tile_cols / 2
+// accumulators and the split A fragments; shared memory permitting).
+int64_t sddmm_dense_wgmma_threads(const nlohmann::json& params);
+int64_t sddmm_dense_wgmma_shared_bytes(const nlohmann::json& params);
+int64_t sddmm_dense_wgmma_min_blocks(const nlohmann::json& params, const DeviceTarget& device);
+
 // A vectors per lane of a row_gather kernel for K: ceil(k / (vector_width * group_size)).
 int64_t sddmm_row_lane_vectors(const nlohmann::json& params, int32_t k);
 
@@ -134,8 +143,9 @@ std::vector<TimedChoice> spmm_neighbors(const std::string& variant, const nlohma
 // nonzeros per chunk; coo_flat half and twice the nonzeros per group and the group; dense_tile
 // and dense_mma half and twice each tile edge, half the slice (twice while shorter than K) and
 // a stage less or more, dense_mma also half and twice the tile rows with the warp rows (as
-// many warps); the tiled variants the other combine and a quarter and four times the
-// tile rows. cusparse has none.
+// many warps); dense_wgmma the next tile_cols of its set either way, the other tile_rows
+// and a stage less or more; the tiled variants the other combine and a quarter and four
+// times the tile rows. cusparse has none.
 std::vector<TimedChoice> sddmm_neighbors(const std::string& variant, const nlohmann::json& params, const SddmmProblem& problem,
                                         const DeviceTarget& device);
 

@@ -8,6 +8,7 @@
 //   dense_tile       dense-ish S: each non-empty Ti x Tj tile computed like a GEMM in registers,
 //                    only S's entries written (formats/sddmm_dense_tiles.hpp)
 //   dense_mma        dense_tile's tiles on tensor cores: f32 by the 3xTF32 split (mma.sync, sm_80+)
+//   dense_wgmma      the same on sm_90's warpgroup instructions (wgmma, sm_90a only)
 //   tiled_shared     GPU-Shared: S cut in Ti x Tj tiles, each tile's B rows staged in shared memory
 //   reindexed_tiled  GPU-Preprocessing: like tiled_shared, tiles over each panel's used columns
 //                    only; admitted only for reused patterns (Options::reuse, pattern_seen)
@@ -250,6 +251,49 @@ std::string dense_mma_rejection(const SddmmProblem& p, int sm) {
   return "";
 }
 
+// dense_wgmma's tile widths: the wgmma N of templates/wgmma_tf32.cuh.
+constexpr std::array<int64_t, 6> kWgmmaTileCols = {64, 96, 128, 144, 192, 256};
+// Its K slice: one 128-byte swizzled row of f32.
+constexpr int64_t kWgmmaSlice = 32;
+// Per-tile work that does not grow with tile_cols (loading A, the epilogue), in columns.
+constexpr double kWgmmaTileOverheadCols = 48;
+
+// Why dense_wgmma cannot run a problem of this type on sm, or "".
+std::string dense_wgmma_rejection(const SddmmProblem& p, int sm) {
+  if (p.dtype != DType::F32)
+    return std::string("value type ") + to_string(p.dtype) + ": the 3xTF32 split serves f32 only";
+  if (sm != 90) return "needs wgmma (sm_90a binaries run on sm_90 only); the device is sm_" + std::to_string(sm);
+  return "";
+}
+
+// dense_wgmma's tile width: the one whose busiest SM has the least work, ceil(tiles / SMs)
+// tiles of (tile_cols + overhead) columns each (blocks on one SM share its tensor cores, so
+// wave quantization is what decides: on 512 x 4608, 144 gives 256 tiles, one per SM-slot,
+// and measured 1.3-1.4x faster than 96 or 128).
+int64_t wgmma_tile_cols(const Features& f, const SddmmProblem& p, int64_t tile_rows, const DeviceTarget& device) {
+  int64_t best = kWgmmaTileCols[2];
+  double best_work = INFINITY;
+  for (int64_t cols : kWgmmaTileCols) {
+    const double tiles = dense_tiles_estimate(f, p, double(tile_rows), double(cols));
+    const double work = std::ceil(tiles / std::max(device.multiprocessors, 1)) * (double(cols) + kWgmmaTileOverheadCols);
+    if (work < best_work) {
+      best_work = work;
+      best = cols;
+    }
+  }
+  return best;
+}
+
+json dense_wgmma_defaults(const Features& f, const SddmmProblem& p, const json& model, const DeviceTarget& device,
+                          bool choose_width) {
+  const int64_t tile_rows = launch_value(model, "dense_wgmma", "tile_rows").get<int64_t>();
+  const int64_t slices = (p.k + kWgmmaSlice - 1) / kWgmmaSlice;
+  return {{"vector_width", vector_width(p) == 4 ? 4 : 1},
+          {"tile_rows", tile_rows},
+          {"tile_cols", choose_width ? wgmma_tile_cols(f, p, tile_rows, device) : kWgmmaTileCols[2]},
+          {"stages", std::clamp<int64_t>(slices, 2, launch_value(model, "dense_wgmma", "stages").get<int64_t>())}};
+}
+
 double dense_tile_format_bytes(double tiles, double ti, double tj) {
   return tiles * (ti * std::ceil(tj / 64) * 8 + ti * 4 + 8);
 }
@@ -294,8 +338,13 @@ std::vector<VariantSpec> sddmm_candidates(const Features& f, const SddmmProblem&
   const std::string mma_reason = dense_mma_rejection(p, sm);
   VariantSpec mma{"dense_mma", dense_defaults(p, model, "dense_mma", kMmaStep, {"warp_rows", "warp_cols"}),
                   mma_reason.empty() ? format_reason("dense_mma") : mma_reason};
+  // dense_wgmma prices each of its tile widths only where dense tiles are worth counting.
+  std::string wgmma_reason = dense_wgmma_rejection(p, sm);
+  if (wgmma_reason.empty()) wgmma_reason = format_reason("dense_wgmma");
+  const bool wgmma_width = wgmma_reason.empty() && sddmm_tile_fill(f, p, 64, 64) >= kDenseTileSearchFill;
+  VariantSpec wgmma{"dense_wgmma", dense_wgmma_defaults(f, p, model, device, wgmma_width), wgmma_reason};
   VariantSpec vendor{"cusparse", json::object(), type_reason};
-  return {flat, row, panel, dense, mma, shared, reindexed, vendor};
+  return {flat, row, panel, dense, mma, wgmma, shared, reindexed, vendor};
 }
 
 // Cost terms of a variant with its parameters. The tiled terms assume uniformly scattered
@@ -325,11 +374,11 @@ json sddmm_terms(const Features& f, const SddmmProblem& p, const std::string& va
             {"l1_bytes", nnz * k * vb},
             {"tiles", tiles}};
   }
-  if (variant == "dense_tile" || variant == "dense_mma") {
+  if (variant == "dense_tile" || variant == "dense_mma" || variant == "dense_wgmma") {
     const double ti = params.at("tile_rows").get<double>(), tj = params.at("tile_cols").get<double>();
     const double tiles = dense_tiles_estimate(f, p, ti, tj);
-    // dense_tile: FP32-equivalent (FP64 runs at half rate); dense_mma: f32 only, its tensor-core
-    // rate (three TF32 products per product) is its own coefficient.
+    // dense_tile: FP32-equivalent (FP64 runs at half rate); dense_mma and dense_wgmma: f32
+    // only, their tensor-core rate (three TF32 products per product) is their own coefficient.
     return {{"launch", 1.0},
             {"sparse_bytes", nnz * 2.0 * vb + dense_tile_format_bytes(tiles, ti, tj)},
             {"tile_bytes", tiles * (ti + tj) * k * vb},
@@ -458,6 +507,25 @@ void check_dense_mma(const json& params, const SddmmProblem& p, const DeviceTarg
   check_dense_staging(params, device, variant, kMmaStep, "one mma step", sddmm_dense_tile_shared_bytes(params, p.dtype));
 }
 
+void check_dense_wgmma(const json& params, const SddmmProblem& p, const DeviceTarget& device) {
+  const std::string variant = "dense_wgmma";
+  const std::string rejection = dense_wgmma_rejection(p, device.sm);
+  if (!rejection.empty()) throw UnsupportedError("sddmm dense_wgmma: " + rejection);
+  const int64_t width = int_param(params, variant, "vector_width");
+  require(width == 1 || width == 4, variant, "vector_width = " + std::to_string(width) + " is neither 1 nor 4");
+  const int64_t rows = int_param(params, variant, "tile_rows"), cols = int_param(params, variant, "tile_cols");
+  require(rows == 64 || rows == 128, variant, "tile_rows = " + std::to_string(rows) + " is neither 64 nor 128 (a warpgroup per 64)");
+  require(std::find(kWgmmaTileCols.begin(), kWgmmaTileCols.end(), cols) != kWgmmaTileCols.end(), variant,
+          "tile_cols = " + std::to_string(cols) + " is not one of 64, 96, 128, 144, 192, 256");
+  const int64_t stages = int_param(params, variant, "stages");
+  require(stages >= 2 && stages <= 4, variant, "stages = " + std::to_string(stages) + " outside [2, 4]");
+  const int64_t bytes = sddmm_dense_wgmma_shared_bytes(params);
+  if (bytes > device.shared_per_block_optin)
+    throw UnsupportedError("sddmm dense_wgmma: stages x (tile_rows + tile_cols) x 128 bytes and the small ring need " +
+                           std::to_string(bytes) + " bytes of shared memory, the device allows " +
+                           std::to_string(device.shared_per_block_optin));
+}
+
 // Parameters after a forced merge can be anything: every combination a kernel cannot run is
 // refused here, naming the value, before anything is rendered.
 void check_params(const std::string& variant, const json& params, const SddmmProblem& p, const DeviceTarget& device) {
@@ -474,6 +542,7 @@ void check_params(const std::string& variant, const json& params, const SddmmPro
   }
   if (variant == "dense_tile") return check_dense_tile(params, p, device);
   if (variant == "dense_mma") return check_dense_mma(params, p, device);
+  if (variant == "dense_wgmma") return check_dense_wgmma(params, p, device);
   const int64_t group = int_param(params, variant, "group_size");
   require(is_pow2(group) && group <= 32, variant, "group_size = " + std::to_string(group) + " is not a power of two in [1, 32]");
   check_threads(params, variant, group);
@@ -552,6 +621,22 @@ int64_t sddmm_dense_mma_min_blocks(const nlohmann::json& params) {
   // that part in 80 without spilling; left to itself it takes 128 and 4 blocks per SM).
   const int64_t registers = 4 * steps_down * steps_across + 8 * steps_down + 4 * steps_across + 16;
   return std::max<int64_t>(1, 65536 / (sddmm_dense_mma_threads(params) * round_up(registers, 8)));
+}
+
+int64_t sddmm_dense_wgmma_threads(const nlohmann::json& params) { return 2 * params.at("tile_rows").get<int64_t>(); }
+
+int64_t sddmm_dense_wgmma_shared_bytes(const nlohmann::json& params) {
+  const int64_t rows = params.at("tile_rows").get<int64_t>(), cols = params.at("tile_cols").get<int64_t>();
+  const int64_t row_bytes = kWgmmaSlice * 4;
+  const int64_t rings = params.at("stages").get<int64_t>() * (rows + cols) * row_bytes + 2 * cols * row_bytes;
+  return std::max(rings, rows * (cols + 8) * 4) + 1024;
+}
+
+int64_t sddmm_dense_wgmma_min_blocks(const nlohmann::json& params, const DeviceTarget& device) {
+  const int64_t registers = round_up(params.at("tile_cols").get<int64_t>() / 2 + 72, 8);
+  const int64_t by_registers = 65536 / (sddmm_dense_wgmma_threads(params) * registers);
+  const int64_t by_shared = device.shared_per_sm / (sddmm_dense_wgmma_shared_bytes(params) + 1024);
+  return std::clamp<int64_t>(std::min(by_registers, by_shared), 1, 4);
 }
 
 int64_t sddmm_dense_tile_stages(const nlohmann::json& params) { return params.value("stages", int64_t(1)); }
@@ -641,6 +726,13 @@ std::vector<TimedChoice> sddmm_neighbors(const std::string& variant, const nlohm
       changes.push_back({{"tile_rows", get("tile_rows") / 2}, {"warp_rows", get("warp_rows") / 2}});
       changes.push_back({{"tile_rows", get("tile_rows") * 2}, {"warp_rows", get("warp_rows") * 2}});
     }
+  } else if (variant == "dense_wgmma") {
+    const auto at = std::find(kWgmmaTileCols.begin(), kWgmmaTileCols.end(), get("tile_cols"));
+    if (at != kWgmmaTileCols.begin() && at != kWgmmaTileCols.end()) changes.push_back({{"tile_cols", *(at - 1)}});
+    if (at != kWgmmaTileCols.end() && at + 1 != kWgmmaTileCols.end()) changes.push_back({{"tile_cols", *(at + 1)}});
+    changes.push_back({{"tile_rows", get("tile_rows") == 64 ? 128 : 64}});
+    changes.push_back({{"stages", get("stages") - 1}});
+    if (get("stages") * kWgmmaSlice < problem.k) changes.push_back({{"stages", get("stages") + 1}});
   } else if (variant == "tiled_shared" || variant == "reindexed_tiled") {
     const int64_t batch = params.value("batch", 1);
     changes = {{{"combine", params.at("combine") == "atomic" ? "reduce" : "atomic"}},
@@ -728,6 +820,14 @@ std::vector<std::pair<std::string, nlohmann::json>> sddmm_search_space(const Fea
       for (int64_t stages : stage_counts(slice))
         keep("dense_mma", {{"vector_width", width}, {"tile_rows", ti}, {"tile_cols", tj}, {"warp_rows", wr},
                            {"warp_cols", wc}, {"slice", slice}, {"stages", stages}});
+  }
+  // dense_wgmma over its tile widths, one or two warpgroups, two and three slices in flight.
+  if (dense_search && dense_wgmma_rejection(problem, device.sm).empty()) {
+    for (int64_t rows : {64, 128})
+      for (int64_t cols : kWgmmaTileCols)
+        for (int64_t stages : {2, 3})
+          keep("dense_wgmma", {{"vector_width", vector_width(problem) == 4 ? 4 : 1}, {"tile_rows", rows},
+                               {"tile_cols", cols}, {"stages", stages}});
   }
   for (const std::string variant : {"tiled_shared", "reindexed_tiled"}) {
     for (int64_t tile_cols : {32, 64, 128}) {

@@ -1,5 +1,5 @@
 // row_gather, panel_gather and dense_tile forced with several parameter sets, f32 and f64
-// (dense_mma, f32 only, likewise), K = 1, 3, 32, 33, 100, 128, 512, on generated patterns at 50%, 10%, 1% and 0.01% density, power-law rows much
+// (dense_mma and, on sm_90, dense_wgmma: f32 only, likewise), K = 1, 3, 32, 33, 100, 128, 512, on generated patterns at 50%, 10%, 1% and 0.01% density, power-law rows much
 // longer than a chunk, empty rows, rectangular and tile-unaligned shapes, and A / B with padded
 // leading dimensions; fresh random values, P poisoned with NaN (and the bytes past nnz checked
 // untouched) before every run, compared with reference::sddmm. The second call of each run
@@ -96,6 +96,20 @@ std::vector<json> dense_mma_sets() {
           {{"tile_rows", 16}, {"tile_cols", 8}, {"warp_rows", 16}, {"warp_cols", 8}, {"slice", 24}, {"stages", 1}}};
 }
 
+// dense_wgmma: the defaults, two warpgroups on the widest tile with three slices in flight,
+// scalar copies on a 96-wide tile with four, the narrowest tile, and 144 (three bitmap words,
+// the last partial) on two warpgroups.
+std::vector<json> dense_wgmma_sets() {
+  return {json::object(),
+          {{"tile_rows", 128}, {"tile_cols", 256}, {"stages", 3}},
+          {{"vector_width", 1}, {"tile_cols", 96}, {"stages", 4}},
+          {{"tile_cols", 64}, {"stages", 2}},
+          {{"tile_rows", 128}, {"tile_cols", 144}, {"stages", 2}}};
+}
+
+// dense_wgmma needs sm_90a's wgmma: the device must be sm_90.
+bool runs_wgmma(Runtime& rt) { return rt.context().info().sm == 90; }
+
 template <class T>
 void check(Runtime& rt, const Pattern& pattern, int32_t k, int64_t pad, const std::string& variant, const json& params,
            uint64_t seed) {
@@ -142,6 +156,8 @@ void check_all(Runtime& rt, uint64_t& seed) {
       for (const auto& params : dense_tile_sets<T>(k)) check<T>(rt, pattern, k, 0, "dense_tile", params, seed++);
       if (std::is_same_v<T, float>)
         for (const auto& params : dense_mma_sets()) check<T>(rt, pattern, k, 0, "dense_mma", params, seed++);
+      if (std::is_same_v<T, float> && runs_wgmma(rt))
+        for (const auto& params : dense_wgmma_sets()) check<T>(rt, pattern, k, 0, "dense_wgmma", params, seed++);
     }
     // Padded leading dimensions: a multiple of the vector width keeps vector loads, an odd one
     // forces scalar loads.
@@ -150,6 +166,7 @@ void check_all(Runtime& rt, uint64_t& seed) {
       check<T>(rt, pattern, 32, pad, "panel_gather", json::object(), seed++);
       check<T>(rt, pattern, 32, pad, "dense_tile", json::object(), seed++);
       if (std::is_same_v<T, float>) check<T>(rt, pattern, 32, pad, "dense_mma", json::object(), seed++);
+      if (std::is_same_v<T, float> && runs_wgmma(rt)) check<T>(rt, pattern, 32, pad, "dense_wgmma", json::object(), seed++);
     }
   }
 }
@@ -189,6 +206,21 @@ TEST_F(SddmmRowDenseGpu, DenseMmaEveryStageCountOnASmallShape) {
                            {"stages", stages}};
       check<float>(rt(), pattern, k, k % 4 == 0 ? 4 : 0, "dense_mma", params, seed++);
     }
+}
+
+// The sanitizer subset for dense_wgmma: two to four slices in flight, one and two warpgroups,
+// on the small unaligned pattern, K over one to four slices (and a last partial one), a padded
+// leading dimension where K allows 16-byte copies.
+TEST_F(SddmmRowDenseGpu, DenseWgmmaEveryStageCountOnASmallShape) {
+  if (!runs_wgmma(rt())) GTEST_SKIP() << "dense_wgmma needs an sm_90 device";
+  uint64_t seed = next_seed();
+  const Pattern pattern{"unaligned 131x77 40%", generate::uniform(131, 77, 31, 8)};
+  for (int stages : {2, 3, 4})
+    for (int tile_rows : {64, 128})
+      for (int32_t k : {16, 33, 64, 100}) {
+        const json params = {{"tile_rows", tile_rows}, {"tile_cols", 64}, {"stages", stages}};
+        check<float>(rt(), pattern, k, k % 4 == 0 ? 4 : 0, "dense_wgmma", params, seed++);
+      }
 }
 
 // The sanitizer subset for panel_gather: tiles of a few rows and columns (many tiles, chunks cut

@@ -5,7 +5,7 @@
 // checked untouched) before every run, compared with reference::sddmm. Then the reuse path:
 // Reuse::Many admits reindexed_tiled, the second call reuses the plan and the reindexing, and
 // a handle that served one SDDMM call is treated as reused by the next plan. row_gather,
-// dense_tile and dense_mma have their own suite (sddmm_row_dense_test.cpp).
+// dense_tile, dense_mma and dense_wgmma have their own suite (sddmm_row_dense_test.cpp).
 #include <gtest/gtest.h>
 
 #include <cmath>
