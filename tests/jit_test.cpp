@@ -367,6 +367,15 @@ TEST(CompilerFacade, CompiledThenMemoryThenDiskInANewCompiler) {
     const CompiledKernel fast_math = compiler.get_kernel(fast, 90);
     EXPECT_EQ(fast_math.source, cache::KernelSource::Compiled);
     EXPECT_EQ(fast_math.key.options, "--use_fast_math -default-device -std=c++17");
+
+    // The architecture-specific target is its own binary and key (sm_90a), same source.
+    KernelSpec specific = variant.spec;
+    specific.arch_specific = true;
+    const CompiledKernel arch_specific = compiler.get_kernel(specific, 90);
+    EXPECT_EQ(arch_specific.source, cache::KernelSource::Compiled);
+    EXPECT_EQ(arch_specific.key.arch, "sm_90a");
+    EXPECT_EQ(arch_specific.key.source_sha256, first.key.source_sha256);
+    EXPECT_EQ(compiler.key_for(specific, 90).arch, "sm_90a");
   }
   Compiler fresh(dir.string());
   const CompiledKernel from_disk = fresh.get_kernel(variant.spec, 90);

@@ -476,6 +476,51 @@ TEST(Planner, DenseMmaTakesWholeMmaStepsAndOnlyF32OnTensorCores) {
   }
 }
 
+// dense_wgmma: on sm_90 only (sm_90a binaries), f32 only; its tile width is the one whose
+// busiest SM has the least work (512 x 4608: 144 columns give 8 x 32 = 256 tiles, fewer than two
+// per SM, where 128 gives 288), and every bad value is refused naming it.
+TEST(Planner, DenseWgmmaRunsOnSm90OnlyAndPicksTheTileWidthByWaves) {
+  const Features f = inspect(generate::uniform(512, 4608, 461, 4).pattern());  // 10%
+  const plan::SddmmProblem k128{128, DType::F32, 128, 128};
+  Options o;
+  o.variant = "dense_wgmma";
+  const nlohmann::json params = plan::plan_sddmm(f, k128, {}, o).params;
+  EXPECT_EQ(params.at("tile_cols"), 144);
+  EXPECT_EQ(params.at("tile_rows"), 64);
+  EXPECT_EQ(params.at("vector_width"), 4);
+  EXPECT_EQ(plan::sddmm_dense_wgmma_threads(params), 128);
+  // Two stages of (64 + 144) rows of 128 bytes, two slices of small_b, 1 KB of alignment.
+  EXPECT_EQ(plan::sddmm_dense_wgmma_shared_bytes(params), 2 * 208 * 128 + 2 * 144 * 128 + 1024);
+  EXPECT_EQ(plan::plan_sddmm(f, {33, DType::F32, 33, 33}, {}, o).params.at("vector_width"), 1);
+  const auto refused = [&](const plan::SddmmProblem& problem, const plan::DeviceTarget& device, const nlohmann::json& forced,
+                           const std::string& message) {
+    o.params = forced;
+    try {
+      plan::plan_sddmm(f, problem, device, o);
+      ADD_FAILURE() << forced.dump() << " accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+    }
+  };
+  plan::DeviceTarget ampere;
+  ampere.sm = 80;
+  refused(k128, ampere, {}, "the device is sm_80");
+  refused({128, DType::F64, 128, 128}, {}, {}, "f64: the 3xTF32 split serves f32 only");
+  refused(k128, {}, {{"tile_cols", 100}}, "tile_cols = 100 is not one of 64, 96, 128, 144, 192, 256");
+  refused(k128, {}, {{"tile_rows", 96}}, "tile_rows = 96 is neither 64 nor 128");
+  refused(k128, {}, {{"stages", 1}}, "stages = 1 outside [2, 4]");
+  refused(k128, {}, {{"vector_width", 2}}, "vector_width = 2");
+  refused(k128, {}, {{"tile_rows", 128}, {"tile_cols", 256}, {"stages", 4}}, "bytes of shared memory");
+  // Unforced it is a candidate on sm_90 and not on sm_80, the reason shown.
+  const auto reason = [&](const plan::DeviceTarget& device) {
+    for (const auto& c : plan::plan_sddmm(f, k128, device, {}).candidates)
+      if (c.variant == "dense_wgmma") return c.rejected_because;
+    return std::string("absent");
+  };
+  EXPECT_EQ(reason({}), "");
+  EXPECT_NE(reason(ampere).find("needs wgmma"), std::string::npos) << reason(ampere);
+}
+
 TEST(Models, TreeEvaluationRecordsThePath) {
   const auto tree = nlohmann::json::parse(R"({"feature": "density", "threshold": 1e-4,
       "left": {"leaf": "coo"}, "right": {"feature": "k", "threshold": 64, "left": {"leaf": "small"}, "right": {"leaf": "big"}}})");

@@ -141,6 +141,8 @@ TEST(SddmmTemplates, ExplainCompilesThePlannedKernelOfEachVariant) {
   dense_mma.variant = "dense_mma";
   Options panel;
   panel.variant = "panel_gather";
+  Options dense_wgmma;
+  dense_wgmma.variant = "dense_wgmma";
   // variant nullptr: the shipped tree's leaf for the decision's features.
   struct Case { const Csr<double>* m; int32_t k; DType t; Options o; const char* variant; };
   for (const Case& c : {Case{&dense, 32, DType::F32, {}, nullptr}, Case{&dense, 33, DType::F64, {}, nullptr},
@@ -149,6 +151,8 @@ TEST(SddmmTemplates, ExplainCompilesThePlannedKernelOfEachVariant) {
                         Case{&sparse, 3, DType::F32, {}, nullptr}, Case{&sparse, 100, DType::F64, many, nullptr},
                         Case{&dense, 64, DType::F32, dense_tile, "dense_tile"},
                         Case{&dense, 33, DType::F32, dense_mma, "dense_mma"},
+                        Case{&dense, 100, DType::F32, dense_wgmma, "dense_wgmma"},
+                        Case{&dense, 33, DType::F32, dense_wgmma, "dense_wgmma"},
                         Case{&medium, 128, DType::F32, panel, "panel_gather"}, Case{&dense, 3, DType::F64, panel, "panel_gather"},
                         Case{&dense, 128, DType::F32, tiled, "tiled_shared"}, Case{&medium, 33, DType::F64, reindexed, "reindexed_tiled"}}) {
     const Decision d = explain_sddmm(c.m->pattern(), c.k, c.t, c.o);
