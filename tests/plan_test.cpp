@@ -421,6 +421,18 @@ TEST(Planner, DenseTileStagesDefaultToTheModelsCappedByTheSlicesOfK) {
           "bytes of shared memory");
 }
 
+// Planning `options.variant` forced with `forced` params throws, naming `message`.
+void expect_sddmm_refused(const Features& f, const plan::SddmmProblem& problem, const plan::DeviceTarget& device,
+                          Options options, const nlohmann::json& forced, const std::string& message) {
+  options.params = forced;
+  try {
+    plan::plan_sddmm(f, problem, device, options);
+    ADD_FAILURE() << forced.dump() << " accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+  }
+}
+
 // dense_mma: slices of whole mma steps (8, also for K = 3), the model's stages capped by K's
 // slices; f32 on sm_80+ only, and every bad value refused naming it.
 TEST(Planner, DenseMmaTakesWholeMmaStepsAndOnlyF32OnTensorCores) {
@@ -436,16 +448,8 @@ TEST(Planner, DenseMmaTakesWholeMmaStepsAndOnlyF32OnTensorCores) {
     // 128 staged rows per stage of slice + 4 floats.
     EXPECT_EQ(plan::sddmm_dense_tile_shared_bytes(params, DType::F32), stages * 128 * (slice + 4) * 4) << k;
   }
-  const auto refused = [&](const plan::SddmmProblem& problem, const plan::DeviceTarget& device, const nlohmann::json& params,
-                           const std::string& message) {
-    o.params = params;
-    try {
-      plan::plan_sddmm(f, problem, device, o);
-      ADD_FAILURE() << params.dump() << " accepted";
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
-    }
-  };
+  const auto refused = [&](const plan::SddmmProblem& problem, const plan::DeviceTarget& device, const nlohmann::json& forced,
+                           const std::string& message) { expect_sddmm_refused(f, problem, device, o, forced, message); };
   const plan::SddmmProblem k128{128, DType::F32, 128, 128};
   refused({128, DType::F64, 128, 128}, {}, {}, "f64: the 3xTF32 split serves f32 only");
   plan::DeviceTarget turing;
@@ -493,15 +497,7 @@ TEST(Planner, DenseWgmmaRunsOnSm90OnlyAndPicksTheTileWidthByWaves) {
   EXPECT_EQ(plan::sddmm_dense_wgmma_shared_bytes(params), 2 * 208 * 128 + 2 * 144 * 128 + 1024);
   EXPECT_EQ(plan::plan_sddmm(f, {33, DType::F32, 33, 33}, {}, o).params.at("vector_width"), 1);
   const auto refused = [&](const plan::SddmmProblem& problem, const plan::DeviceTarget& device, const nlohmann::json& forced,
-                           const std::string& message) {
-    o.params = forced;
-    try {
-      plan::plan_sddmm(f, problem, device, o);
-      ADD_FAILURE() << forced.dump() << " accepted";
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
-    }
-  };
+                           const std::string& message) { expect_sddmm_refused(f, problem, device, o, forced, message); };
   plan::DeviceTarget ampere;
   ampere.sm = 80;
   refused(k128, ampere, {}, "the device is sm_80");
