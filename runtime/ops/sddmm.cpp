@@ -185,6 +185,13 @@ jit::KernelSpec dense_wgmma_spec(const Decision& d, const plan::DeviceTarget& ta
 
 bool is_dense(const Decision& d) { return d.variant == "dense_tile" || d.variant == "dense_mma" || d.variant == "dense_wgmma"; }
 
+// The kernel of a dense-tile variant (the executor's and explain's).
+jit::KernelSpec dense_spec(const Decision& d, DType dtype, const plan::DeviceTarget& target) {
+  if (d.variant == "dense_wgmma") return dense_wgmma_spec(d, target);
+  if (d.variant == "dense_mma") return dense_mma_spec(d);
+  return dense_tile_spec(d, dtype);
+}
+
 jit::KernelSpec scale_spec(DType dtype) {
   return {"sddmm_scale.cu", "sj_sddmm_scale", {{"value_t", cuda_type_name(dtype)}, {"block_size", kScaleBlock}}, {}};
 }
@@ -287,8 +294,7 @@ template <class T>
 void prepare_dense(detail::RuntimeState& rt, const DeviceCsr<T>& s, Decision& d, const plan::SddmmProblem& problem,
                    PreparedSddmm<T>& prepared) {
   const bool mma = d.variant == "dense_mma", wgmma = d.variant == "dense_wgmma";
-  load_kernel(rt, d, wgmma ? dense_wgmma_spec(d, rt.target) : mma ? dense_mma_spec(d) : dense_tile_spec(d, problem.dtype),
-              prepared);
+  load_kernel(rt, d, dense_spec(d, problem.dtype, rt.target), prepared);
   const int32_t tile_rows = d.params.at("tile_rows").get<int32_t>(), tile_cols = d.params.at("tile_cols").get<int32_t>();
   const std::string key = "sddmm_dense_tiles:" + std::to_string(tile_rows) + "x" + std::to_string(tile_cols);
   prepared.dense = s.template get_or_create<DeviceDenseTiles>(key, [&] {
@@ -499,9 +505,7 @@ Decision explain_sddmm(PatternView s, int32_t k, DType dtype, const Options& opt
   Decision d = plan::plan_sddmm(inspect(s), problem, target, options);
   const jit::KernelSpec spec = d.variant == "coo_flat"     ? coo_flat_spec(d, dtype)
                                : d.variant == "row_gather" || d.variant == "panel_gather" ? row_gather_spec(d, dtype, k)
-                               : d.variant == "dense_tile" ? dense_tile_spec(d, dtype)
-                               : d.variant == "dense_mma"  ? dense_mma_spec(d)
-                               : d.variant == "dense_wgmma" ? dense_wgmma_spec(d, target)
+                               : is_dense(d)               ? dense_spec(d, dtype, target)
                                : is_tiled(d)               ? tiled_spec(d, dtype, k)
                                                            : scale_spec(dtype);
   const jit::CompiledKernel compiled = ops::compile_only(spec, target.sm);
