@@ -4,6 +4,8 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -59,9 +61,33 @@ struct SddmmProblem {
   std::function<int64_t(int32_t tile_rows, int32_t tile_cols)> dense_tile_count = nullptr;
 };
 
+// A choice the tuning records of this device make for a feature bucket (plan/tuned.hpp).
+struct TunedChoice {
+  std::string variant;
+  nlohmann::json params = nlohmann::json::object();
+  std::string bucket;
+  int cases = 0;
+};
+using TunedLookup = std::function<std::optional<TunedChoice>(const std::string& bucket)>;
+
+// What a planner decides from besides the features, the problem, the device and the call's
+// options (whose variant and params are the forced choice): the caller gathers these
+// (ops/plan_sources.hpp reads them from the cache database), so a planner reads no
+// environment, cache or singleton and a unit test builds every input by hand.
+struct PlanSources {
+  // The op's model: the tuned model of this device, else the shipped one. Null: the shipped
+  // models/<op>.json.
+  std::shared_ptr<const nlohmann::json> model;
+  // The tuning records' choice for a feature bucket; empty: no records.
+  TunedLookup tuned;
+};
+
+// The plan of one call (DESIGN.md's order: forced, tuned record, model, default). A forced
+// choice is options.variant / options.params (ops/ folds SPARSEJIT_FORCE into them).
 Decision plan_spmm(const Features& features, const SpmmProblem& problem, const DeviceTarget& device, const Options& options,
-                   const SplitStatsSource& split_stats = {});
-Decision plan_sddmm(const Features& features, const SddmmProblem& problem, const DeviceTarget& device, const Options& options);
+                   const SplitStatsSource& split_stats = {}, const PlanSources& sources = {});
+Decision plan_sddmm(const Features& features, const SddmmProblem& problem, const DeviceTarget& device, const Options& options,
+                    const PlanSources& sources = {});
 
 // SDDMM with an explicit model instead of the shipped models/sddmm.json: the tuner passes a
 // tuned model of the same form ({"id", "version", "tree", "launch", "cost"}; "launch" entries it
