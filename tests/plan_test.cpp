@@ -15,6 +15,7 @@
 #include "models/model_store.hpp"
 #include "plan/choose.hpp"
 #include "plan/planner.hpp"
+#include "ops/plan_sources.hpp"
 #include "plan/tuned.hpp"
 #include "sparsejit/error.hpp"
 #include "sparsejit/generate.hpp"
@@ -85,7 +86,7 @@ const Candidate& candidate(const Decision& d, const std::string& name) {
 // B and C in bytes; one 128x128 output tile, so the serial share is all the flops. Aᵀ·B
 // swaps B's and C's rows.
 TEST(Plan, DenseIsPricedByTheGemmItRuns) {
-  const auto model = plan::planner_model(Op::SpMM, {});
+  const auto model = ops::planner_model(Op::SpMM, {});
   for (bool transpose : {false, true}) {
     const Decision d = plan::plan_spmm(small_features(), {32, DType::F32, transpose}, {}, {});
     const Candidate& c = candidate(d, "dense");
@@ -140,11 +141,18 @@ TEST(Plan, OptionsForceVariantAndParams) {
   }
 }
 
+// SPARSEJIT_FORCE reaches a planner only through the options the executor gathers
+// (ops::with_environment_force); the planner itself reads no environment.
 TEST(Plan, EnvironmentForcesOnlyItsOp) {
-  ForceEnv env("sddmm:cusparse");
-  EXPECT_EQ(plan::plan_sddmm(small_features(), {64, DType::F32, 64, 64}, {}, {}).source, DecisionSource::Forced);
-  EXPECT_EQ(plan::plan_sddmm(small_features(), {64, DType::F32, 64, 64}, {}, {}).variant, "cusparse");
-  EXPECT_EQ(plan::plan_spmm(small_features(), {64, DType::F32, false}, {}, {}).source, DecisionSource::Model);
+  ForceEnv env("sddmm:cusparse:alg=2");
+  const Options sddmm = ops::with_environment_force(Op::SDDMM, {});
+  EXPECT_EQ(sddmm.variant, "cusparse");
+  EXPECT_EQ(sddmm.params, nlohmann::json({{"alg", 2}}));
+  EXPECT_TRUE(ops::with_environment_force(Op::SpMM, {}).variant.empty());
+  Options own;
+  own.variant = "coo_flat";
+  EXPECT_EQ(ops::with_environment_force(Op::SDDMM, own).variant, "coo_flat");  // the caller's own choice wins
+  EXPECT_EQ(plan::plan_sddmm(small_features(), {64, DType::F32, 64, 64}, {}, {}).source, DecisionSource::Model);
 }
 
 TEST(Plan, SddmmVectorWidthAndGroupFollowK) {

@@ -10,13 +10,18 @@
 
 #include "jit/nvrtc_compiler.hpp"
 #include "jit/render.hpp"
-#include "ops/spmm_kernels.hpp"
+#include "variants/spmm/spmm_variant.hpp"
 #include "plan/planner.hpp"
 #include "sparsejit/generate.hpp"
 #include "sparsejit/error.hpp"
 
 namespace sparsejit {
 namespace {
+
+// The kernels the executor loads for a decision: its variant's kernel specs.
+std::vector<jit::KernelSpec> kernel_specs(const Decision& d, DType dtype, bool transpose) {
+  return variants::SpmmRegistry::find(d.variant)->kernel_specs(d, {1, dtype, transpose});
+}
 
 bool is_elf(const std::vector<char>& bytes) {
   return bytes.size() > 4 && bytes[0] == 0x7f && bytes[1] == 'E' && bytes[2] == 'L' && bytes[3] == 'F';
@@ -58,7 +63,7 @@ void compile_all(DType dtype) {
     for (int vec_width : {vector, 1}) {
       for (const Shape& s : {Shape{8, 1, 1}, Shape{16, 2, 4}, Shape{32, 4, 8}}) {
         const Decision d = forced_rs(dtype, 128, transpose, vec_width, s);
-        const auto specs = ops::spmm_kernel_specs(d, dtype, transpose);
+        const auto specs = kernel_specs(d, dtype, transpose);
         ASSERT_EQ(specs.size(), 2u);
         const std::string label = std::string(to_string(dtype)) + (transpose ? " Aᵀ·B" : " A·B") + " vec=" +
                                   std::to_string(vec_width) + " lanes=" + std::to_string(s.lanes) + " cf=" +
@@ -85,7 +90,7 @@ TEST(RsTemplates, CsrVectorUsesTheLightKernelInBothDirections) {
   o.variant = "csr_vector";
   for (bool transpose : {false, true}) {
     const Decision d = plan::plan_spmm(inspect(a.pattern()), {33, DType::F32, transpose, 33, 33}, {}, o);
-    const auto specs = ops::spmm_kernel_specs(d, DType::F32, transpose);
+    const auto specs = kernel_specs(d, DType::F32, transpose);
     ASSERT_EQ(specs.size(), 1u);
     EXPECT_EQ(specs[0].template_name, transpose ? "spmm_rs_light_t.cu" : "spmm_rs_light.cu");
     EXPECT_EQ(specs[0].params.at("vec_width"), 1);  // 33 is odd: scalar loads
@@ -95,7 +100,7 @@ TEST(RsTemplates, CsrVectorUsesTheLightKernelInBothDirections) {
 
 TEST(RsTemplates, RenderedSourceCarriesThePlannedShape) {
   const Decision d = forced_rs(DType::F32, 128, false, 4, {16, 2, 4});
-  const auto specs = ops::spmm_kernel_specs(d, DType::F32, false);
+  const auto specs = kernel_specs(d, DType::F32, false);
   const std::string light = jit::render(specs[0]);
   EXPECT_NE(light.find("constexpr int kLanes = 16;"), std::string::npos);
   EXPECT_NE(light.find("constexpr int kCf = 2;"), std::string::npos);
@@ -104,8 +109,15 @@ TEST(RsTemplates, RenderedSourceCarriesThePlannedShape) {
   EXPECT_NE(heavy.find("__launch_bounds__(" + std::to_string(d.params.at("heavy_threads").get<int>()) + ", " +
                        std::to_string(d.params.at("blocks_per_sm").get<int>()) + ")"),
             std::string::npos);
-  EXPECT_EQ(ops::heavy_shared_bytes(d.params, DType::F32),
-            unsigned(d.params.at("panel_width").get<int>()) * 16u * 4u * 2u * 4u);
+  // The heavy kernel stages panel_width rows of a 16 x 4 x 2-float slice: the check admits the
+  // widest panel whose rows fit the device's shared memory per block, and no wider.
+  const variants::SpmmVariant& rs = *variants::SpmmRegistry::find("rs");
+  plan::DeviceTarget device;
+  nlohmann::json params = d.params;
+  params["panel_width"] = int(device.shared_per_block_optin / (16 * 4 * 2 * 4));
+  EXPECT_NO_THROW(rs.check({128, DType::F32, false}, device, params));
+  params["panel_width"] = params["panel_width"].get<int>() + 1;
+  EXPECT_THROW(rs.check({128, DType::F32, false}, device, params), InvalidInputError);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -129,7 +141,7 @@ void compile_merge(DType dtype) {
     for (int vec_width : {vector, 1}) {
       for (const MergeShape& s : {MergeShape{8, 1, 8, 32}, MergeShape{16, 2, 4, 64}, MergeShape{32, 4, 1, 256}, MergeShape{32, 1, 2, 5}}) {
         const Decision d = forced_merge(dtype, 128, transpose, vec_width, s);
-        const auto specs = ops::spmm_kernel_specs(d, dtype, transpose);
+        const auto specs = kernel_specs(d, dtype, transpose);
         ASSERT_EQ(specs.size(), 1u);
         EXPECT_EQ(specs[0].template_name, transpose ? "spmm_csr_merge_t.cu" : "spmm_csr_merge.cu");
         expect_compiles(specs[0], std::string(to_string(dtype)) + (transpose ? " Aᵀ·B" : " A·B") + " csr_merge vec=" +
@@ -152,12 +164,11 @@ TEST(MergeTemplates, F64VariantsCompileForSm80AndSm90) { compile_merge(DType::F6
 
 TEST(MergeTemplates, RenderedSourceCarriesThePlannedShapeAndSlice) {
   const Decision d = forced_merge(DType::F32, 512, false, 4, {16, 2, 4, 64});
-  const jit::KernelSpec spec = ops::merge_spec(d.params, DType::F32, false);
+  const jit::KernelSpec spec = kernel_specs(d, DType::F32, false).at(0);
   const std::string source = jit::render(spec);
   for (const char* line : {"constexpr int kLanes = 16;", "constexpr int kCf = 2;", "constexpr int kUnroll = 4;",
                            "constexpr int kNnzPerGroup = 64;", "sj_load_vec<float4>", "__launch_bounds__(128)"})
     EXPECT_NE(source.find(line), std::string::npos) << line;
-  EXPECT_EQ(ops::merge_slice(d.params), 16 * 4 * 2);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -180,7 +191,7 @@ void compile_rowsplit(DType dtype) {
   for (int vec_width : {vector, 1}) {
     for (const RowsplitShape& s : {RowsplitShape{8, 1, 4, 2}, RowsplitShape{16, 2, 8, 4}, RowsplitShape{32, 4, 1, 16}, RowsplitShape{32, 1, 2, 8}}) {
       const Decision d = forced_rowsplit(dtype, 128, vec_width, s);
-      const auto specs = ops::spmm_kernel_specs(d, dtype, false);
+      const auto specs = kernel_specs(d, dtype, false);
       ASSERT_EQ(specs.size(), 1u);
       EXPECT_EQ(specs[0].template_name, "spmm_csr_rowsplit.cu");
       expect_compiles(specs[0], std::string(to_string(dtype)) + " csr_rowsplit vec=" + std::to_string(vec_width) + " lanes=" +
@@ -196,11 +207,10 @@ TEST(RowsplitTemplates, F64VariantsCompileForSm80AndSm90) { compile_rowsplit(DTy
 
 TEST(RowsplitTemplates, RenderedSourceCarriesThePlannedShapeAndSlice) {
   const Decision d = forced_rowsplit(DType::F32, 512, 4, {16, 2, 4, 8});
-  const std::string source = jit::render(ops::rowsplit_spec(d.params, DType::F32));
+  const std::string source = jit::render(kernel_specs(d, DType::F32, false).at(0));
   for (const char* line : {"constexpr int kLanes = 16;", "constexpr int kCf = 2;", "constexpr int kUnroll = 4;",
                            "constexpr int kParts = 8;", "sj_walk_row<kLanes, kUnroll, kCf, float4>", "__launch_bounds__(16 * 8)"})
     EXPECT_NE(source.find(line), std::string::npos) << line;
-  EXPECT_EQ(ops::rowsplit_slice(d.params), 16 * 4 * 2);
 }
 
 TEST(RowsplitTemplates, FewerPartsThanVectorsPerLaneOrTransposeAreRejected) {

@@ -16,6 +16,7 @@
 #include "models/decision_tree.hpp"
 #include "models/model_store.hpp"
 #include "plan/spmm_params.hpp"
+#include "ops/plan_sources.hpp"
 #include "plan/tuned.hpp"
 #include "sparsejit/cache.hpp"
 #include "sparsejit/device.hpp"
@@ -271,13 +272,13 @@ class TunedLookup : public ::testing::Test {
 
 TEST_F(TunedLookup, RecordOfThisDeviceWinsOverTheModel) {
   const auto target = fake("Fake GPU record");
-  const Decision untuned = plan::plan_spmm(features, problem, target, {});
+  const Decision untuned = plan::plan_spmm(features, problem, target, {}, {}, ops::plan_sources(Op::SpMM, target));
   EXPECT_EQ(untuned.source, DecisionSource::Model);
-  plan::forget_tuned_lookups();
+  ops::forget_tuned_lookups();
   const std::string bucket = plan::spmm_bucket(features, problem);
-  insert(plan::device_key(target), Op::SpMM, bucket, "csr_rowwarp", {{"warps_per_block", 8}}, 0.5);
-  insert(plan::device_key(target), Op::SpMM, bucket, "cusparse", {{"alg", 2}}, 1.0);
-  const Decision d = plan::plan_spmm(features, problem, target, {});
+  insert(ops::device_key(target), Op::SpMM, bucket, "csr_rowwarp", {{"warps_per_block", 8}}, 0.5);
+  insert(ops::device_key(target), Op::SpMM, bucket, "cusparse", {{"alg", 2}}, 1.0);
+  const Decision d = plan::plan_spmm(features, problem, target, {}, {}, ops::plan_sources(Op::SpMM, target));
   EXPECT_EQ(d.source, DecisionSource::Tuned);
   EXPECT_EQ(d.variant, "csr_rowwarp");
   EXPECT_EQ(d.params["warps_per_block"], 8);
@@ -287,20 +288,20 @@ TEST_F(TunedLookup, RecordOfThisDeviceWinsOverTheModel) {
 
   Options forced;
   forced.variant = "cusparse";
-  EXPECT_EQ(plan::plan_spmm(features, problem, target, forced).source, DecisionSource::Forced);
+  EXPECT_EQ(plan::plan_spmm(features, problem, target, forced, {}, ops::plan_sources(Op::SpMM, target)).source, DecisionSource::Forced);
 }
 
 TEST_F(TunedLookup, RecordsOfAnotherDeviceDriverOrLibraryAreIgnored) {
   const auto target = fake("Fake GPU other keys");
   const std::string bucket = plan::spmm_bucket(features, problem);
-  cache::DeviceKey other_driver = plan::device_key(target);
+  cache::DeviceKey other_driver = ops::device_key(target);
   other_driver.driver_version += 10;
-  cache::DeviceKey other_library = plan::device_key(target);
+  cache::DeviceKey other_library = ops::device_key(target);
   other_library.library_version += "-old";
-  cache::DeviceKey other_device = plan::device_key(fake("Fake GPU elsewhere"));
+  cache::DeviceKey other_device = ops::device_key(fake("Fake GPU elsewhere"));
   for (const auto& key : {other_driver, other_library, other_device})
     insert(key, Op::SpMM, bucket, "cusparse", {{"alg", 1}}, 0.01);
-  const Decision d = plan::plan_spmm(features, problem, target, {});
+  const Decision d = plan::plan_spmm(features, problem, target, {}, {}, ops::plan_sources(Op::SpMM, target));
   EXPECT_EQ(d.source, DecisionSource::Model);
   EXPECT_EQ(d.model_id, "spmm-default");
   // Ignored, not deleted.
@@ -313,12 +314,12 @@ TEST_F(TunedLookup, RecordsOfAnotherDeviceDriverOrLibraryAreIgnored) {
 TEST_F(TunedLookup, LookupIsMemoizedUntilForgotten) {
   const auto target = fake("Fake GPU memo");
   const std::string bucket = plan::spmm_bucket(features, problem);
-  insert(plan::device_key(target), Op::SpMM, bucket, "csr_rowwarp", {{"warps_per_block", 2}}, 1.0);
-  EXPECT_EQ(plan::plan_spmm(features, problem, target, {}).variant, "csr_rowwarp");
-  insert(plan::device_key(target), Op::SpMM, bucket, "cusparse", {{"alg", 3}}, 0.2);
-  EXPECT_EQ(plan::plan_spmm(features, problem, target, {}).variant, "csr_rowwarp");  // the database is not read again
-  plan::forget_tuned_lookups();
-  const Decision d = plan::plan_spmm(features, problem, target, {});
+  insert(ops::device_key(target), Op::SpMM, bucket, "csr_rowwarp", {{"warps_per_block", 2}}, 1.0);
+  EXPECT_EQ(plan::plan_spmm(features, problem, target, {}, {}, ops::plan_sources(Op::SpMM, target)).variant, "csr_rowwarp");
+  insert(ops::device_key(target), Op::SpMM, bucket, "cusparse", {{"alg", 3}}, 0.2);
+  EXPECT_EQ(plan::plan_spmm(features, problem, target, {}, {}, ops::plan_sources(Op::SpMM, target)).variant, "csr_rowwarp");  // the database is not read again
+  ops::forget_tuned_lookups();
+  const Decision d = plan::plan_spmm(features, problem, target, {}, {}, ops::plan_sources(Op::SpMM, target));
   EXPECT_EQ(d.variant, "cusparse");
   EXPECT_EQ(d.params["alg"], 3);
 }
@@ -326,9 +327,9 @@ TEST_F(TunedLookup, LookupIsMemoizedUntilForgotten) {
 TEST_F(TunedLookup, FailedRecordIsNeverChosen) {
   const auto target = fake("Fake GPU failed");
   const std::string bucket = plan::spmm_bucket(features, problem);
-  insert(plan::device_key(target), Op::SpMM, bucket, "csr_rowwarp", {{"warps_per_block", 4}}, 0.0, false);
-  insert(plan::device_key(target), Op::SpMM, bucket, "cusparse", {{"alg", 1}}, 3.0);
-  const Decision d = plan::plan_spmm(features, problem, target, {});
+  insert(ops::device_key(target), Op::SpMM, bucket, "csr_rowwarp", {{"warps_per_block", 4}}, 0.0, false);
+  insert(ops::device_key(target), Op::SpMM, bucket, "cusparse", {{"alg", 1}}, 3.0);
+  const Decision d = plan::plan_spmm(features, problem, target, {}, {}, ops::plan_sources(Op::SpMM, target));
   EXPECT_EQ(d.source, DecisionSource::Tuned);
   EXPECT_EQ(d.variant, "cusparse");
 }
@@ -339,25 +340,25 @@ TEST_F(TunedLookup, TunedModelOfThisDeviceReplacesTheShippedOne) {
                           {"version", "1"},
                           {"cost", {{"coo_flat", {{"launch", 1.0}}}, {"cusparse", {{"launch", 0.001}}}}}};
   EXPECT_EQ(model["id"], "sddmm-tuned-Fake-GPU-3");
-  store().put_model({plan::tuned_model_name(Op::SDDMM), 1, plan::device_key(target), model, 0});
-  const Decision d = plan::plan_sddmm(features, {64, DType::F32, 64, 64}, target, {});
+  store().put_model({plan::tuned_model_name(Op::SDDMM), 1, ops::device_key(target), model, 0});
+  const Decision d = plan::plan_sddmm(features, {64, DType::F32, 64, 64}, target, {}, ops::plan_sources(Op::SDDMM, target));
   EXPECT_EQ(d.source, DecisionSource::Model);
   EXPECT_EQ(d.model_id, "sddmm-tuned-Fake-GPU-3");
   EXPECT_EQ(d.variant, "cusparse");
   // Another device still prices with the shipped model.
-  EXPECT_EQ(plan::plan_sddmm(features, {64, DType::F32, 64, 64}, fake("Fake GPU 4"), {}).model_id, "sddmm-default");
+  EXPECT_EQ(plan::plan_sddmm(features, {64, DType::F32, 64, 64}, fake("Fake GPU 4"), {}, ops::plan_sources(Op::SDDMM, fake("Fake GPU 4"))).model_id, "sddmm-default");
 }
 
 TEST_F(TunedLookup, NoCacheDirectoryMeansNothingTuned) {
   const auto target = fake("Fake GPU no cache");
   const std::string bucket = plan::spmm_bucket(features, problem);
-  insert(plan::device_key(target), Op::SpMM, bucket, "cusparse", {{"alg", 1}}, 0.1);
+  insert(ops::device_key(target), Op::SpMM, bucket, "cusparse", {{"alg", 1}}, 0.1);
   ::setenv("SPARSEJIT_CACHE_DIR", "", 1);
-  const Decision d = plan::plan_spmm(features, problem, target, {});
+  const Decision d = plan::plan_spmm(features, problem, target, {}, {}, ops::plan_sources(Op::SpMM, target));
   ::setenv("SPARSEJIT_CACHE_DIR", kCacheDir.c_str(), 1);
   EXPECT_EQ(d.source, DecisionSource::Model);
   EXPECT_EQ(d.model_id, "spmm-default");
-  EXPECT_EQ(plan::plan_spmm(features, problem, target, {}).source, DecisionSource::Tuned);
+  EXPECT_EQ(plan::plan_spmm(features, problem, target, {}, {}, ops::plan_sources(Op::SpMM, target)).source, DecisionSource::Tuned);
 }
 
 // Measurements shaped as `sparsejit tune` makes them (the planner's search space, params and
@@ -388,14 +389,15 @@ TEST_F(TunedLookup, TrainingOnThePlannersSearchSpaceGivesTheThresholdThePlannerU
   ASSERT_TRUE(trained.model.contains("threshold_tree")) << trained.model.dump();
   EXPECT_EQ(trained.model["threshold_tree"]["leaf"], 32);
   EXPECT_EQ(trained.model["rs"]["f32"]["cf_h"], 1);
-  store().put_model({plan::tuned_model_name(Op::SpMM), 1, plan::device_key(target), trained.model, 0});
-  plan::forget_tuned_lookups();
+  store().put_model({plan::tuned_model_name(Op::SpMM), 1, ops::device_key(target), trained.model, 0});
+  ops::forget_tuned_lookups();
 
   const Csr<double> other = generate::from_spec("clustered:2000:12:0.25:16", 4);
   Options rs;
   rs.variant = tuner::kRsVariant;
   const Decision d = plan::plan_spmm(inspect(other.pattern()), p, target, rs,
-                                     [&](int32_t w, int32_t t) { return row_segment_split(other.pattern(), w, t); });
+                                     [&](int32_t w, int32_t t) { return row_segment_split(other.pattern(), w, t); },
+                                     ops::plan_sources(Op::SpMM, target));
   EXPECT_EQ(d.model_id, plan::tuned_model_id(Op::SpMM, target.name));
   EXPECT_EQ(d.params.at(kThreshold), 32) << describe(d);
 }

@@ -1,6 +1,8 @@
 # Writes the variant index: a C++ file that declares and calls the registration function of
 # every SPARSEJIT_REGISTER_VARIANT(op, name, Type) found in the variant definition files.
-# Invoked by the build (CMakeLists.txt) with -DOUT=<file> -DSOURCES=<;-separated files>.
+# Invoked by the build (CMakeLists.txt) with -DOUT=<file> -DSOURCES=<|-separated files>.
+cmake_minimum_required(VERSION 3.24)
+string(REPLACE "|" ";" SOURCES "${SOURCES}")
 set(declarations "")
 set(calls "")
 set(seen "")

@@ -13,6 +13,7 @@
 #include "formats/sddmm_dense_tiles.hpp"
 #include "ops/runtime_state.hpp"
 #include "plan/spmm_params.hpp"
+#include "ops/plan_sources.hpp"
 #include "plan/tuned.hpp"
 #include "sparsejit/error.hpp"
 #include "sparsejit/features.hpp"
@@ -203,7 +204,7 @@ std::vector<Measurement> spmm_case(Runtime& rt, cache::CacheStore& store, const 
                                    Stream& stream, Counters& counters) {
   const plan::DeviceTarget target = detail::target_of(rt.device());
   const plan::SpmmProblem problem{c.k, c.dtype, false};
-  c.plan = plan::plan_spmm(features, problem, target, Options{});
+  c.plan = plan::plan_spmm(features, problem, target, Options{}, {}, ops::plan_sources(Op::SpMM, target));
   c.bucket = plan::spmm_bucket(features, problem);
   Csr<T> a = cast<T>(matrix);
   generate::fill_random(a.values, options.seed);
@@ -233,7 +234,8 @@ std::vector<Measurement> spmm_case(Runtime& rt, cache::CacheStore& store, const 
   runner.launch = [&](int set, CUstream, const Options& run) { rt.spmm(da, bs[set], cs[set], run); };
   runner.plan = [&](const Options& run) {
     return plan::plan_spmm(features, problem, target, run,
-                           [&](int32_t w, int32_t t) { return row_segment_split(c.pattern, w, t); });
+                           [&](int32_t w, int32_t t) { return row_segment_split(c.pattern, w, t); },
+                           ops::plan_sources(Op::SpMM, target));
   };
   return run_case(rt, store, key, c, spmm_candidates(features, problem, target), runner, options, stream, counters);
 }
@@ -246,7 +248,7 @@ std::vector<Measurement> sddmm_case(Runtime& rt, cache::CacheStore& store, const
   plan::SddmmProblem problem{c.k, c.dtype, c.k, c.k};
   // Exact dense-tile counts, as the executor gives the planner (so tile_fill is the runtime's).
   problem.dense_tile_count = [&](int32_t rows, int32_t cols) { return formats::count_dense_tiles(c.pattern, rows, cols); };
-  c.plan = plan::plan_sddmm(features, problem, target, Options{});
+  c.plan = plan::plan_sddmm(features, problem, target, Options{}, ops::plan_sources(Op::SDDMM, target));
   c.bucket = plan::sddmm_bucket(features, problem);
   Csr<T> s = cast<T>(matrix);
   generate::fill_random(s.values, options.seed);
@@ -277,7 +279,9 @@ std::vector<Measurement> sddmm_case(Runtime& rt, cache::CacheStore& store, const
     return checked;
   };
   runner.launch = [&](int set, CUstream, const Options& run) { rt.sddmm(ds, as[set], bs[set], ps[set], run); };
-  runner.plan = [&](const Options& run) { return plan::plan_sddmm(features, problem, target, run); };
+  runner.plan = [&](const Options& run) {
+    return plan::plan_sddmm(features, problem, target, run, ops::plan_sources(Op::SDDMM, target));
+  };
   return run_case(rt, store, key, c, sddmm_candidates(features, problem, target), runner, options, stream, counters);
 }
 
@@ -313,8 +317,8 @@ TuneSummary tune(Runtime& rt, cache::CacheStore& store, const TuneOptions& optio
   for (DType t : options.dtypes)
     if (t != DType::F32 && t != DType::F64) throw UnsupportedError(std::string("tune: value type ") + to_string(t) + " (f32 and f64 only)");
   const plan::DeviceTarget target = detail::target_of(rt.device());
-  const cache::DeviceKey key = plan::device_key(target);
-  const auto model_before = plan::planner_model(options.op, target);
+  const cache::DeviceKey key = ops::device_key(target);
+  const auto model_before = ops::planner_model(options.op, target);
   const std::vector<MatrixSource> sources = training_sources(options);
   const int total = int(sources.size() * options.ks.size() * options.dtypes.size());
   Stream stream(rt.context());
@@ -360,7 +364,7 @@ TuneSummary tune(Runtime& rt, cache::CacheStore& store, const TuneOptions& optio
                                            : train_sddmm_model(all, *model_before, key.device_name);
   store.put_model({plan::tuned_model_name(options.op), 1, key, summary.trained.model, 0});
   if (options.write_models_dir) write_model_file(*options.write_models_dir, options.op, summary.trained.model, summary.model_file);
-  plan::forget_tuned_lookups();
+  ops::forget_tuned_lookups();
   return summary;
 }
 

@@ -16,6 +16,7 @@
 #include "formats/sddmm_tiles.hpp"
 #include "ops/call_common.hpp"
 #include "ops/measured_selection.hpp"
+#include "ops/plan_sources.hpp"
 #include "ops/runtime_state.hpp"
 #include "sparsejit/error.hpp"
 #include "sparsejit/runtime.hpp"
@@ -323,7 +324,8 @@ std::shared_ptr<PreparedSddmm<T>> prepare_sddmm(detail::RuntimeState& rt, const 
                                                 const plan::SddmmProblem& problem, const Options& options,
                                                 const std::optional<std::vector<plan::TimedChoice>>& measured = std::nullopt) {
   auto prepared = std::make_shared<PreparedSddmm<T>>();
-  Decision d = plan::plan_sddmm(f, problem, rt.target, options);
+  Decision d = plan::plan_sddmm(f, problem, rt.target, ops::with_environment_force(Op::SDDMM, options),
+                                ops::plan_sources(Op::SDDMM, rt.target));
   const bool took_times = measured && plan::take_fastest(d, *measured, ops::kVendor, plan::kSddmmVendorMargin);
   if (d.source == DecisionSource::Forced || took_times) prepared->settled = true;
   prepared->block = {unsigned(kScaleBlock), 1, 1};
@@ -502,7 +504,8 @@ Decision explain_sddmm(PatternView s, int32_t k, DType dtype, const Options& opt
   const plan::DeviceTarget target = detail::explain_target(device);
   plan::SddmmProblem problem{k, dtype, k, k};
   problem.dense_tile_count = [s](int32_t tile_rows, int32_t tile_cols) { return formats::count_dense_tiles(s, tile_rows, tile_cols); };
-  Decision d = plan::plan_sddmm(inspect(s), problem, target, options);
+  Decision d = plan::plan_sddmm(inspect(s), problem, target, ops::with_environment_force(Op::SDDMM, options),
+                                ops::plan_sources(Op::SDDMM, target));
   const jit::KernelSpec spec = d.variant == "coo_flat"     ? coo_flat_spec(d, dtype)
                                : d.variant == "row_gather" || d.variant == "panel_gather" ? row_gather_spec(d, dtype, k)
                                : is_dense(d)               ? dense_spec(d, dtype, target)

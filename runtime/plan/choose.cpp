@@ -10,6 +10,11 @@
 
 namespace sparsejit::plan {
 
+std::optional<ForcedChoice> forced_from_options(Op op, const Options& options) {
+  if (options.variant.empty() || options.variant == "auto") return std::nullopt;
+  return ForcedChoice{op, options.variant, options.params};
+}
+
 nlohmann::json merge_params(const std::string& variant, const nlohmann::json& defaults, const nlohmann::json& forced) {
   nlohmann::json merged = defaults;
   for (const auto& [key, value] : forced.items()) {

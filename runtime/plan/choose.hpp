@@ -23,6 +23,11 @@ struct VariantSpec {
   std::string declined_because;
 };
 
+// The forced choice of a call: options.variant and options.params, unless the variant is
+// empty or "auto". (SPARSEJIT_FORCE is folded into the options before planning:
+// ops::with_environment_force.)
+std::optional<ForcedChoice> forced_from_options(Op op, const Options& options);
+
 // Merges `forced` over `defaults`; a key the variant does not take is an InvalidInputError
 // naming it and the variant.
 nlohmann::json merge_params(const std::string& variant, const nlohmann::json& defaults, const nlohmann::json& forced);

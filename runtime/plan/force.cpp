@@ -44,14 +44,5 @@ ForcedChoice parse_force(const std::string& spec) {
   return choice;
 }
 
-std::optional<ForcedChoice> forced_choice(Op op, const Options& options) {
-  if (!options.variant.empty() && options.variant != "auto")
-    return ForcedChoice{op, options.variant, options.params};
-  const char* env = std::getenv("SPARSEJIT_FORCE");
-  if (env == nullptr || *env == '\0') return std::nullopt;
-  ForcedChoice choice = parse_force(env);
-  if (choice.op != op) return std::nullopt;  // forces another op only
-  return choice;
-}
 
 }  // namespace sparsejit

@@ -96,7 +96,7 @@ Decision plan_sddmm(const Features& features, const SddmmProblem& problem, const
 // problem.pattern_seen, and tile_fill, see sddmm_tile_fill, with the model's dense_tile tile);
 // every candidate is still priced by "cost". A forced choice wins.
 Decision plan_sddmm(const Features& features, const SddmmProblem& problem, const DeviceTarget& device, const Options& options,
-                    const nlohmann::json& model);
+                    const nlohmann::json& model, const TunedLookup& tuned = {});
 
 // Dynamic shared memory of one tiled_shared / reindexed_tiled block with these parameters:
 // tile_cols staged B rows of slice elements plus one vector of padding each.
@@ -153,15 +153,13 @@ double sddmm_tile_fill(const Features& features, const SddmmProblem& problem, in
 std::vector<std::pair<std::string, nlohmann::json>> sddmm_search_space(const Features& features, const SddmmProblem& problem,
                                                                        const DeviceTarget& device);
 
-// Names of every variant an op knows, for `explain --list` and error messages.
+// Names of every registered variant of an op (runtime/variants/<op>/), in registry order.
 std::vector<std::string> spmm_variants();
 std::vector<std::string> sddmm_variants();
 
 // The second round of SpMM's measured selection (plan/choose.hpp): the parameter settings next
-// to the fastest of the shortlist, valid for the problem (csr_vector: half the lanes per row
-// with twice the vectors each, and the reverse; csr_rowsplit: half and twice the groups per
-// row, half the lanes, twice the unroll; csr_merge: half and twice the nonzeros per group;
-// cusparse: its other algorithms). Empty for variants without such neighbours.
+// to a timed one that its variant names (SpmmVariant::neighbour_changes) and its checks accept.
+// Empty for variants without neighbours.
 std::vector<TimedChoice> spmm_neighbors(const std::string& variant, const nlohmann::json& params, const SpmmProblem& problem,
                                        const DeviceTarget& device);
 
@@ -175,9 +173,10 @@ std::vector<TimedChoice> spmm_neighbors(const std::string& variant, const nlohma
 std::vector<TimedChoice> sddmm_neighbors(const std::string& variant, const nlohmann::json& params, const SddmmProblem& problem,
                                         const DeviceTarget& device);
 
-// Every (variant, params) combination of our SpMM kernels worth measuring for this problem on
-// this device (the tuner and the benchmark's oracle run each one forced), plus cusparse. Each
-// params object is complete (forcing it leaves no default in play) and valid for the problem.
+// Every (variant, params) combination of SpMM worth measuring for this problem on this device
+// (the tuner and the benchmark's oracle run each one forced): each registered variant's
+// search space, in registry order, less what its checks refuse. Each params object is
+// complete (forcing it leaves no default in play) and valid for the problem.
 std::vector<std::pair<std::string, nlohmann::json>> spmm_search_space(const Features& features, const SpmmProblem& problem,
                                                                       const DeviceTarget& device);
 

@@ -665,7 +665,7 @@ std::vector<std::string> sddmm_variants() {
 }
 
 Decision plan_sddmm(const Features& features, const SddmmProblem& problem, const DeviceTarget& device, const Options& options,
-                    const nlohmann::json& model) {
+                    const nlohmann::json& model, const TunedLookup& tuned) {
   Decision d;
   d.op = Op::SDDMM;
   d.device = device.name;
@@ -677,20 +677,22 @@ Decision plan_sddmm(const Features& features, const SddmmProblem& problem, const
   d.features["tile_fill"] = sddmm_tile_fill(features, problem, launch_value(model, "dense_tile", "tile_rows").get<int64_t>(),
                                             launch_value(model, "dense_tile", "tile_cols").get<int64_t>());
   const auto variants = sddmm_candidates(features, problem, options, model, device);
-  const auto forced = forced_choice(Op::SDDMM, options);
+  const auto forced = forced_from_options(Op::SDDMM, options);
   choose(d, variants, model,
          [&](const std::string& name, const json& params) { return sddmm_terms(features, problem, name, params); }, forced,
          [&](const std::string& name, const json& params) { check_params(name, params, problem, device); });
   if (d.source == DecisionSource::Model) apply_tree(d, model, variants);
   const std::string bucket = sddmm_bucket(features, problem);
   d.features["feature_bucket"] = bucket;
-  apply_tuned_choice(d, device, bucket);
+  if (tuned && d.source != DecisionSource::Forced) apply_tuned_choice(d, tuned(bucket));
   check_params(d.variant, d.params, problem, device);
   return d;
 }
 
-Decision plan_sddmm(const Features& features, const SddmmProblem& problem, const DeviceTarget& device, const Options& options) {
-  return plan_sddmm(features, problem, device, options, *planner_model(Op::SDDMM, device));
+Decision plan_sddmm(const Features& features, const SddmmProblem& problem, const DeviceTarget& device, const Options& options,
+                    const PlanSources& sources) {
+  const auto model = sources.model ? sources.model : std::make_shared<const json>(models::shipped_model("sddmm"));
+  return plan_sddmm(features, problem, device, options, *model, sources.tuned);
 }
 
 std::vector<TimedChoice> sddmm_neighbors(const std::string& variant, const nlohmann::json& params, const SddmmProblem& problem,

@@ -4,28 +4,19 @@
 #include <cmath>
 #include <cctype>
 #include <limits>
-#include <map>
-#include <mutex>
 #include <set>
 #include <tuple>
 
 #include "core/log.hpp"
-#include "jit/compiler.hpp"
 #include "models/model_store.hpp"
 #include "plan/choose.hpp"
 #include "plan/spmm_params.hpp"
-#include "sparsejit/cache.hpp"
-#include "sparsejit/device.hpp"
 #include "sparsejit/error.hpp"
 
 namespace sparsejit::plan {
 
 namespace {
 
-int process_driver_version() {
-  static const int version = driver_available() ? device_info(0).driver_version : 0;
-  return version;
-}
 
 // floor(log_base(x)), or -1 when x < 1.
 int log_bucket(double x, double base) {
@@ -55,36 +46,16 @@ std::string clustering_group(const ClusterBins& bins) {
   return std::to_string(best);
 }
 
-std::string key_text(const cache::DeviceKey& k) {
-  return k.device_name + "\n" + std::to_string(k.compute_capability) + "\n" + std::to_string(k.driver_version) + "\n" + k.library_version;
-}
 
-// The database tuning data is read from, or nullptr when the disk cache is disabled.
-cache::CacheStore* tuning_store() {
-  if (!cache::default_cache_dir()) return nullptr;
-  return &jit::default_compiler().cache().store();
-}
 
 double numeric_param(const nlohmann::json& params, const char* name) {
   if (params.is_object() && params.contains(name) && params[name].is_number()) return params[name].get<double>();
   return std::numeric_limits<double>::infinity();
 }
 
-struct Memo {
-  std::mutex mutex;
-  std::map<std::string, std::optional<TunedChoice>> choices;
-  std::map<std::string, std::shared_ptr<const nlohmann::json>> models;
-};
-Memo& memo() {
-  static Memo m;
-  return m;
-}
 
 }  // namespace
 
-cache::DeviceKey device_key(const DeviceTarget& device) {
-  return {device.name, device.sm, process_driver_version(), cache::current_key_context().library_version};
-}
 
 std::string spmm_bucket(const Features& f, const SpmmProblem& p) {
   return std::string("spmm ") + to_string(p.dtype) + " k" + std::to_string(k_bucket(p.k)) + (p.transpose_a ? " T" : "") +
@@ -162,21 +133,6 @@ std::vector<CaseTime> case_times(const std::vector<cache::TuningRecord>& records
   return out;
 }
 
-std::optional<TunedChoice> tuned_choice(Op op, const DeviceTarget& device, const std::string& bucket) {
-  cache::CacheStore* store = tuning_store();
-  if (!store) return std::nullopt;
-  const cache::DeviceKey key = device_key(device);
-  const std::string memo_key = key_text(key) + "\n" + to_string(op) + "\n" + bucket;
-  Memo& m = memo();
-  std::lock_guard<std::mutex> lock(m.mutex);
-  const auto it = m.choices.find(memo_key);
-  if (it != m.choices.end()) return it->second;
-  std::optional<TunedChoice> choice;
-  if (const auto best = best_over_cases(case_times(store->find_tuning_records(key, to_string(op), bucket))))
-    choice = TunedChoice{best->variant, best->params, bucket, best->cases};
-  m.choices[memo_key] = choice;
-  return choice;
-}
 
 std::string tuned_model_name(Op op) { return to_string(op); }
 
@@ -186,32 +142,9 @@ std::string tuned_model_id(Op op, const std::string& device_name) {
   return id;
 }
 
-std::shared_ptr<const nlohmann::json> planner_model(Op op, const DeviceTarget& device) {
-  const std::string name = tuned_model_name(op);
-  cache::CacheStore* store = tuning_store();
-  if (!store) return std::make_shared<const nlohmann::json>(models::shipped_model(name));
-  const cache::DeviceKey key = device_key(device);
-  const std::string memo_key = key_text(key) + "\n" + name;
-  Memo& m = memo();
-  std::lock_guard<std::mutex> lock(m.mutex);
-  const auto it = m.models.find(memo_key);
-  if (it != m.models.end()) return it->second;
-  std::shared_ptr<const nlohmann::json> model;
-  if (const auto tuned = store->find_model(name, key)) {
-    if (tuned->json.is_object() && tuned->json.contains("cost") && tuned->json["cost"].is_object())
-      model = std::make_shared<const nlohmann::json>(tuned->json);
-    else
-      log(LogLevel::Warn, "tuned model '" + name + "' of " + key.device_name + " has no \"cost\" section; using the shipped model");
-  }
-  if (!model) model = std::make_shared<const nlohmann::json>(models::shipped_model(name));
-  m.models[memo_key] = model;
-  return model;
-}
 
-bool apply_tuned_choice(Decision& decision, const DeviceTarget& device, const std::string& bucket) {
-  if (decision.source == DecisionSource::Forced) return false;
-  const auto choice = tuned_choice(decision.op, device, bucket);
-  if (!choice) return false;
+bool apply_tuned_choice(Decision& decision, const std::optional<TunedChoice>& choice) {
+  if (decision.source == DecisionSource::Forced || !choice) return false;
   const auto candidate = std::find_if(decision.candidates.begin(), decision.candidates.end(),
                                       [&](const Candidate& c) { return c.variant == choice->variant; });
   if (candidate == decision.candidates.end() || !candidate->rejected_because.empty()) return false;
@@ -219,23 +152,17 @@ bool apply_tuned_choice(Decision& decision, const DeviceTarget& device, const st
   try {
     params = merge_params(choice->variant, candidate->params, choice->params);
   } catch (const InvalidInputError& e) {  // recorded by an older version of the variant
-    log(LogLevel::Warn, "ignoring tuning records of bucket '" + bucket + "': " + e.what());
+    log(LogLevel::Warn, "ignoring tuning records of bucket '" + choice->bucket + "': " + e.what());
     return false;
   }
   decision.variant = choice->variant;
   decision.params = params;
   decision.source = DecisionSource::Tuned;
   decision.model_id = "tuning-records";
-  decision.model_version = bucket;
+  decision.model_version = choice->bucket;
   decision.features["tuned_cases"] = choice->cases;
   return true;
 }
 
-void forget_tuned_lookups() {
-  Memo& m = memo();
-  std::lock_guard<std::mutex> lock(m.mutex);
-  m.choices.clear();
-  m.models.clear();
-}
 
 }  // namespace sparsejit::plan

@@ -1,19 +1,6 @@
-// What `sparsejit tune` left for the planners: tuning records per feature bucket and tuned
-// models, both keyed by this device (cache/cache_store.hpp), and the rules both the planners
-// and the tuner use to rank measured candidates.
-//
-// Lookup order in a planner (DESIGN.md "The way one call flows"):
-//   1. forced choice                                   source = forced
-//   2. tuning records of this device for the bucket    source = tuned
-//   3. the op's model: the tuned model of this device
-//      from the cache database when there is one
-//      (model_id "<op>-tuned-<device>"), else the
-//      shipped models/<op>.json                        source = model
-//   4. the op's default                                source = default
-// Records and models of another device name, compute capability, driver or library version
-// are ignored (not deleted). With SPARSEJIT_CACHE_DIR="" there is no database: nothing is
-// tuned and the shipped models apply. Each lookup reads the database once per process and
-// (device, op, bucket) or (device, op); forget_tuned_lookups() drops what was remembered.
+// The pure side of tuning records: feature buckets, the ranking of measured candidates, and
+// applying a bucket's tuned choice to a decision. Reading records and tuned models from the
+// cache database is ops/plan_sources.hpp's job; the planners get the results as arguments.
 //
 // Tuning record layout: record.params holds the candidate's parameters as a forced choice
 // would give them (only those the search space varies), plus the reserved key
@@ -37,10 +24,6 @@ inline constexpr const char* kMeasuredOn = "measured_on";
 // Candidates whose mean slowdowns are within this fraction of the best are tied; the tie
 // goes to tie_break_before's order.
 inline constexpr double kTieTolerance = 0.02;
-
-// The key tuning records and models of `device` are stored under: its name and compute
-// capability, this process's driver version (0 without a driver) and the library version.
-cache::DeviceKey device_key(const DeviceTarget& device);
 
 // Feature buckets: coarse keys so that a record measured on one matrix applies to similar
 // ones. Fields, separated by spaces:
@@ -85,30 +68,15 @@ std::optional<RankedCandidate> best_over_cases(const std::vector<CaseTime>& time
 // candidate (the newest record wins). Records without a case are skipped.
 std::vector<CaseTime> case_times(const std::vector<cache::TuningRecord>& records);
 
-struct TunedChoice {
-  std::string variant;
-  nlohmann::json params = nlohmann::json::object();
-  std::string bucket;
-  int cases = 0;
-};
-
-// The tuned choice for a bucket on `device` (memoized), or nullopt.
-std::optional<TunedChoice> tuned_choice(Op op, const DeviceTarget& device, const std::string& bucket);
-
-// The model the planner prices candidates with: the tuned model of `device` when the cache
-// has one, else the shipped one (memoized).
-std::shared_ptr<const nlohmann::json> planner_model(Op op, const DeviceTarget& device);
 // The name a tuned model is stored under in the cache ("spmm", "sddmm": it overrides the
 // shipped model of that name) and its id ("spmm-tuned-NVIDIA-H200").
 std::string tuned_model_name(Op op);
 std::string tuned_model_id(Op op, const std::string& device_name);
 
-// Step 2 of the lookup order for a decision that `choose` filled: when the bucket has a
-// tuned choice whose variant is an eligible candidate and whose params the variant takes,
-// the decision takes it (source tuned, model_id "tuning-records", model_version the
-// bucket) and true is returned. Forced decisions are left alone.
-bool apply_tuned_choice(Decision& decision, const DeviceTarget& device, const std::string& bucket);
-
-void forget_tuned_lookups();
+// Step 2 of the lookup order for a decision that `choose` filled: when `choice` (the bucket's
+// tuned choice) names an eligible candidate and params the variant takes, the decision takes
+// it (source tuned, model_id "tuning-records", model_version the bucket) and true is
+// returned. Forced decisions are left alone.
+bool apply_tuned_choice(Decision& decision, const std::optional<TunedChoice>& choice);
 
 }  // namespace sparsejit::plan

@@ -28,6 +28,12 @@ struct Traits {
   bool arch_specific = false;
   // The op's decision tree may name it as a leaf (the tuner trains trees over these).
   bool tree_leaf = true;
+
+  // Builders for definitions: Traits{}.as_vendor(), Traits{}.reused_only().not_a_leaf().
+  Traits as_vendor() const { Traits t = *this; t.vendor = true; return t; }
+  Traits reused_only() const { Traits t = *this; t.needs_reuse = true; return t; }
+  Traits for_one_arch() const { Traits t = *this; t.arch_specific = true; return t; }
+  Traits not_a_leaf() const { Traits t = *this; t.tree_leaf = false; return t; }
 };
 
 // Fills every registry; defined in the generated index (build/generated/variant_index.cpp).

@@ -15,6 +15,7 @@
 #include "cache/cache_store.hpp"
 #include "formats/sddmm_dense_tiles.hpp"
 #include "ops/runtime_state.hpp"
+#include "ops/plan_sources.hpp"
 #include "plan/tuned.hpp"
 #include "sparsejit/device.hpp"
 #include "sparsejit/features.hpp"
@@ -118,7 +119,7 @@ TEST_F(TuneGpu, QuickSpmmTuneRecordsResumesAndIsUsedByThePlanner) {
   const std::size_t total = sum(sizes);
   const auto records = records_of("spmm");
   ASSERT_EQ(records.size(), total) << first.out;
-  const cache::DeviceKey key = plan::device_key(detail::explain_target(0));
+  const cache::DeviceKey key = ops::device_key(detail::explain_target(0));
   std::set<std::string> cases, passed_cases;
   for (const auto& r : records) {
     EXPECT_EQ(r.device.device_name, key.device_name);
@@ -199,7 +200,7 @@ TEST_F(TuneGpu, QuickSddmmTuneReportsTheDensityThreshold) {
   }
   EXPECT_GT(coo_flat, 0);
   cache::CacheStore store(kCacheDir);
-  const auto model = store.find_model("sddmm", plan::device_key(detail::explain_target(0)));
+  const auto model = store.find_model("sddmm", ops::device_key(detail::explain_target(0)));
   ASSERT_TRUE(model);
   EXPECT_TRUE(model->json["launch"].contains("coo_flat")) << model->json.dump();
 }

@@ -59,7 +59,5 @@ struct ForcedChoice {
 
 // Parses a SPARSEJIT_FORCE value; throws InvalidInputError naming the bad part.
 ForcedChoice parse_force(const std::string& spec);
-// The forced choice for `op` from Options (first) or SPARSEJIT_FORCE (second), if any.
-std::optional<ForcedChoice> forced_choice(Op op, const Options& options);
 
 }  // namespace sparsejit

@@ -33,6 +33,9 @@ struct SpmmPlanInputs {
   const plan::DeviceTarget& device;
   const nlohmann::json& model;
   const plan::SplitStatsSource& split_stats;
+  // The feature values the decision records (to_json(features) plus the problem's k,
+  // value_bytes, transpose_a and accumulations_per_nnz): what the model's trees read.
+  const nlohmann::json& feature_values;
 };
 
 // One call's operands as the execution sees them.
@@ -86,9 +89,9 @@ class SpmmVariant {
   // Its parameters for this problem: every parameter it takes, with the planner's value.
   // May record the decision-tree steps it took in `path`.
   virtual nlohmann::json defaults(const SpmmPlanInputs& in, std::vector<DecisionStep>& path) const = 0;
-  // Fills parameters a forced choice left out whose value depends on the forced ones (rs: the
-  // panel width for the forced slice); `merged` is the forced params over the defaults.
-  virtual nlohmann::json complete_forced(const SpmmPlanInputs& in, const nlohmann::json& merged) const;
+  // The forced parameters with those it left out whose value depends on the forced ones
+  // added (rs: the panel width for the forced slice); `merged` is `forced` over the defaults.
+  virtual nlohmann::json complete_forced(const SpmmPlanInputs& in, const nlohmann::json& forced, const nlohmann::json& merged) const;
   // Throws an Error naming the value when these parameters cannot run the problem here.
   virtual void check(const plan::SpmmProblem& problem, const plan::DeviceTarget& device, const nlohmann::json& params) const;
   // The cost terms of a run with these parameters (models/spmm.json prices them).

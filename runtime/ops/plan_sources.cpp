@@ -1,0 +1,110 @@
+#include "ops/plan_sources.hpp"
+
+#include <cstdlib>
+#include <map>
+#include <mutex>
+
+#include "core/log.hpp"
+#include "jit/compiler.hpp"
+#include "models/model_store.hpp"
+#include "plan/tuned.hpp"
+#include "sparsejit/cache.hpp"
+#include "sparsejit/device.hpp"
+
+namespace sparsejit::ops {
+
+namespace {
+
+int process_driver_version() {
+  static const int version = driver_available() ? device_info(0).driver_version : 0;
+  return version;
+}
+
+std::string key_text(const cache::DeviceKey& k) {
+  return k.device_name + "\n" + std::to_string(k.compute_capability) + "\n" + std::to_string(k.driver_version) + "\n" + k.library_version;
+}
+
+// The database tuning data is read from, or nullptr when the disk cache is disabled.
+cache::CacheStore* tuning_store() {
+  if (!cache::default_cache_dir()) return nullptr;
+  return &jit::default_compiler().cache().store();
+}
+
+struct Memo {
+  std::mutex mutex;
+  std::map<std::string, std::optional<plan::TunedChoice>> choices;
+  std::map<std::string, std::shared_ptr<const nlohmann::json>> models;
+};
+Memo& memo() {
+  static Memo m;
+  return m;
+}
+
+}  // namespace
+
+cache::DeviceKey device_key(const plan::DeviceTarget& device) {
+  return {device.name, device.sm, process_driver_version(), cache::current_key_context().library_version};
+}
+
+std::optional<plan::TunedChoice> tuned_choice(Op op, const plan::DeviceTarget& device, const std::string& bucket) {
+  cache::CacheStore* store = tuning_store();
+  if (!store) return std::nullopt;
+  const cache::DeviceKey key = device_key(device);
+  const std::string memo_key = key_text(key) + "\n" + to_string(op) + "\n" + bucket;
+  Memo& m = memo();
+  std::lock_guard<std::mutex> lock(m.mutex);
+  const auto it = m.choices.find(memo_key);
+  if (it != m.choices.end()) return it->second;
+  std::optional<plan::TunedChoice> choice;
+  if (const auto best = plan::best_over_cases(plan::case_times(store->find_tuning_records(key, to_string(op), bucket))))
+    choice = plan::TunedChoice{best->variant, best->params, bucket, best->cases};
+  m.choices[memo_key] = choice;
+  return choice;
+}
+
+std::shared_ptr<const nlohmann::json> planner_model(Op op, const plan::DeviceTarget& device) {
+  const std::string name = plan::tuned_model_name(op);
+  cache::CacheStore* store = tuning_store();
+  if (!store) return std::make_shared<const nlohmann::json>(models::shipped_model(name));
+  const cache::DeviceKey key = device_key(device);
+  const std::string memo_key = key_text(key) + "\n" + name;
+  Memo& m = memo();
+  std::lock_guard<std::mutex> lock(m.mutex);
+  const auto it = m.models.find(memo_key);
+  if (it != m.models.end()) return it->second;
+  std::shared_ptr<const nlohmann::json> model;
+  if (const auto tuned = store->find_model(name, key)) {
+    if (tuned->json.is_object() && tuned->json.contains("cost") && tuned->json["cost"].is_object())
+      model = std::make_shared<const nlohmann::json>(tuned->json);
+    else
+      log(LogLevel::Warn, "tuned model '" + name + "' of " + key.device_name + " has no \"cost\" section; using the shipped model");
+  }
+  if (!model) model = std::make_shared<const nlohmann::json>(models::shipped_model(name));
+  m.models[memo_key] = model;
+  return model;
+}
+
+void forget_tuned_lookups() {
+  Memo& m = memo();
+  std::lock_guard<std::mutex> lock(m.mutex);
+  m.choices.clear();
+  m.models.clear();
+}
+
+plan::PlanSources plan_sources(Op op, const plan::DeviceTarget& device) {
+  return {planner_model(op, device), [op, device](const std::string& bucket) { return tuned_choice(op, device, bucket); }};
+}
+
+Options with_environment_force(Op op, const Options& options) {
+  if (!options.variant.empty() && options.variant != "auto") return options;
+  const char* env = std::getenv("SPARSEJIT_FORCE");
+  if (env == nullptr || *env == '\0') return options;
+  const ForcedChoice choice = parse_force(env);
+  if (choice.op != op) return options;  // forces another op only
+  Options forced = options;
+  forced.variant = choice.variant;
+  forced.params = choice.params;
+  return forced;
+}
+
+}  // namespace sparsejit::ops

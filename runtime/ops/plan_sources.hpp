@@ -1,0 +1,52 @@
+// What the planners decide from besides a call's own inputs, gathered for them here: the op's
+// model and the tuning records of this device (both from the cache database), and a forced
+// choice from SPARSEJIT_FORCE. The planners (plan/) are pure; the executors, explain and the
+// tuner call these and pass the results in.
+//
+// Lookup order the planners apply (DESIGN.md "The way one call flows"):
+//   1. forced choice                                   source = forced
+//   2. tuning records of this device for the bucket    source = tuned
+//   3. the op's model: the tuned model of this device
+//      from the cache database when there is one
+//      (model_id "<op>-tuned-<device>"), else the
+//      shipped models/<op>.json                        source = model
+//   4. the op's default                                source = default
+// Records and models of another device name, compute capability, driver or library version
+// are ignored (not deleted). With SPARSEJIT_CACHE_DIR="" there is no database: nothing is
+// tuned and the shipped models apply. Each lookup reads the database once per process and
+// (device, op, bucket) or (device, op); forget_tuned_lookups() drops what was remembered.
+#pragma once
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "cache/cache_store.hpp"
+#include "plan/planner.hpp"
+#include "sparsejit/options.hpp"
+
+namespace sparsejit::ops {
+
+// The key tuning records and models of `device` are stored under: its name and compute
+// capability, this process's driver version (0 without a driver) and the library version.
+cache::DeviceKey device_key(const plan::DeviceTarget& device);
+
+// The tuned choice for a bucket on `device` (memoized), or nullopt.
+std::optional<plan::TunedChoice> tuned_choice(Op op, const plan::DeviceTarget& device, const std::string& bucket);
+
+// The model the planner prices candidates with: the tuned model of `device` when the cache
+// has one, else the shipped one (memoized).
+std::shared_ptr<const nlohmann::json> planner_model(Op op, const plan::DeviceTarget& device);
+
+void forget_tuned_lookups();
+
+// The model and the tuning-record lookup of `op` on `device`.
+plan::PlanSources plan_sources(Op op, const plan::DeviceTarget& device);
+
+// `options` with SPARSEJIT_FORCE=op:variant[:k=v,...] folded into variant and params when the
+// options force nothing themselves and the variable names this op (one naming another op is
+// ignored); a malformed value is an InvalidInputError naming it.
+Options with_environment_force(Op op, const Options& options);
+
+}  // namespace sparsejit::ops

@@ -1,0 +1,169 @@
+// csr_merge: nonzero-balanced. Every lane group takes nnz_per_group consecutive nonzeros
+// (rows from the COO row array cached on the handle, shared with SDDMM's coo_flat), so no
+// group waits on the longest row; C is cleared first, rows split between groups are added
+// atomically and the others stored (Aᵀ·B: every product added atomically).
+#include <algorithm>
+
+#include "formats/coo_rows.hpp"
+#include "ops/call_common.hpp"
+#include "ops/runtime_state.hpp"
+#include "sparsejit/error.hpp"
+#include "variants/spmm/spmm_common.hpp"
+
+namespace sparsejit::variants::spmm {
+
+namespace {
+
+const int kRanges[] = {16, 32, 64, 128, 256};
+const int kSearchRanges[] = {32, 64, 128, 256};
+// Small matrices still spread over the SMs.
+constexpr int kMergeThreads = 128;
+
+// Every parameter but nnz_per_group (which the cost formulas pick): vec_width, lanes and cf
+// as the light kernel; unroll 8 / cf (at least 2: a group of 8 lanes loads its whole chunk of
+// B rows at once).
+nlohmann::json merge_base_params(const plan::SpmmProblem& p) {
+  const int vec = vector_width(p);
+  const int lanes = lanes_for(vector_units(p, vec));
+  const int cf = cf_for(p, vec, lanes);
+  return {{"vec_width", vec}, {"lanes", lanes}, {"cf", cf}, {"unroll", std::max(2, 8 / cf)},
+          {"nnz_per_group", 64}, {"block_threads", kMergeThreads}};
+}
+
+int merge_slice(const nlohmann::json& params) {
+  return params.at("lanes").get<int>() * params.at("vec_width").get<int>() * params.at("cf").get<int>();
+}
+
+jit::KernelSpec merge_spec(const nlohmann::json& params, DType dtype, bool transpose) {
+  nlohmann::json p = vector_types(params, dtype);
+  for (const char* key : {"lanes", "cf", "nnz_per_group", "unroll", "block_threads"}) p[key] = params.at(key).get<int>();
+  if (transpose) return {"spmm_csr_merge_t.cu", "sj_spmm_csr_merge_t", p, {}};
+  return {"spmm_csr_merge.cu", "sj_spmm_csr_merge", p, {}};
+}
+
+// The memset of C, then one group of `lanes` lanes per nnz_per_group nonzeros and K slice.
+template <class T>
+class MergeExecution final : public SpmmExecution<T> {
+ public:
+  MergeExecution(Launch launch, std::shared_ptr<const DeviceBuffer> coo_rows)
+      : launch_(std::move(launch)), coo_rows_(std::move(coo_rows)) {}
+  void run(detail::RuntimeState&, const SpmmOperands<T>& o) override {
+    o.c.buffer().fill_bytes_async(0, o.stream);
+    long long nnz = o.a.nnz(), ldb = o.b.ld(), ldc = o.c.ld();
+    int k = o.b.cols();
+    CUdeviceptr row_idx = coo_rows_->ptr(), col_idx = o.a.col_idx().ptr(), values = o.a.values().ptr();
+    CUdeviceptr b = o.b.buffer().ptr(), c = o.c.buffer().ptr();
+    void* args[] = {&nnz, &k, &row_idx, &col_idx, &values, &b, &ldb, &c, &ldc};
+    launch_.kernel.launch(launch_.grid, launch_.block, launch_.shared_bytes, o.stream, args, o.early);
+  }
+
+ private:
+  Launch launch_;
+  std::shared_ptr<const DeviceBuffer> coo_rows_;
+};
+
+}  // namespace
+
+class CsrMerge final : public SpmmVariantOf<CsrMerge> {
+ public:
+  CsrMerge() : SpmmVariantOf("csr_merge", 50, "nonzero-balanced: a lane group per range of nonzeros, boundary rows added atomically") {}
+
+  // nnz_per_group: the cheapest of kRanges by the cost formulas.
+  nlohmann::json defaults(const SpmmPlanInputs& in, std::vector<DecisionStep>&) const override {
+    std::vector<nlohmann::json> sets;
+    for (int range : kRanges) {
+      sets.push_back(merge_base_params(in.problem));
+      sets.back()["nnz_per_group"] = range;
+    }
+    return cheapest_params(*this, in, sets);
+  }
+
+  void check(const plan::SpmmProblem& problem, const plan::DeviceTarget&, const nlohmann::json& params) const override {
+    require_one_of(name, params, "lanes", {8, 16, 32});
+    require_one_of(name, params, "cf", {1, 2, 4});
+    require_one_of(name, params, "unroll", {1, 2, 4, 8});
+    require_one_of(name, params, "block_threads", {64, 128, 256, 512, 1024});
+    const int range = params.at("nnz_per_group").get<int>();
+    if (range < 1 || range > 4096)
+      throw InvalidInputError("csr_merge: nnz_per_group = " + std::to_string(range) + " must be in [1, 4096]");
+    check_vector_width(name, params, problem);
+  }
+
+  // The memset of C and one kernel; (row, column, value) per nonzero and K slice; A·B: B rows
+  // per nonzero, C written twice (memset, then stores or atomics), at most the two boundary
+  // rows of each range added atomically; Aᵀ·B: every product added atomically. No group waits
+  // on a long row: its round trips are its range's B loads (indices come ahead).
+  nlohmann::json cost_terms(const SpmmPlanInputs& in, const nlohmann::json& params) const override {
+    const Features& f = in.features;
+    const plan::SpmmProblem& p = in.problem;
+    nlohmann::json t = base_terms(f, p);
+    const double vb = value_bytes(p);
+    const double nnz = double(f.basic.nnz);
+    const double range = params.at("nnz_per_group").get<int>();
+    const double groups = ceil_div(nnz, range);
+    const double row_bytes = double(p.k) * vb;
+    const int64_t k_slices = slices(p.k, merge_slice(params));
+    t["launch"] = 2.0;
+    t["sparse_bytes"] = nnz * (8.0 + vb) * k_slices;
+    t["critical_loads"] = ceil_div(range, params.at("unroll").get<int>()) + 1.0;
+    if (p.transpose_a) {
+      t["atomic_bytes"] = nnz * row_bytes;
+    } else {
+      t["output_bytes"] = 2.0 * f.basic.rows * row_bytes;
+      t["atomic_bytes"] = std::min(2.0 * groups, double(f.basic.rows) + groups) * row_bytes;
+    }
+    return t;
+  }
+
+  std::vector<nlohmann::json> neighbour_changes(const plan::SpmmProblem&, const nlohmann::json& params) const override {
+    const int range = params.at("nnz_per_group").get<int>();
+    return {{{"nnz_per_group", range / 2}}, {{"nnz_per_group", range * 2}}};
+  }
+
+  // The lanes covering K and 32 lanes (fewer vectors per lane, more columns per group), every
+  // searched range, and unroll 4 or 8 B rows in flight.
+  std::vector<nlohmann::json> search_space(const SpmmPlanInputs& in) const override {
+    std::vector<nlohmann::json> space;
+    const int vec = vector_width(in.problem);
+    std::vector<int> lanes_and_32{lanes_for(vector_units(in.problem, vec))};
+    if (lanes_and_32[0] != 32) lanes_and_32.push_back(32);
+    for (int lanes : lanes_and_32) {
+      for (int range : kSearchRanges) {
+        for (int unroll : {4, 8}) {
+          nlohmann::json params = merge_base_params(in.problem);
+          params["lanes"] = lanes;
+          params["cf"] = cf_for(in.problem, vec, lanes);
+          params["nnz_per_group"] = range;
+          params["unroll"] = unroll;
+          space.push_back(params);
+        }
+      }
+    }
+    return space;
+  }
+
+  std::vector<jit::KernelSpec> kernel_specs(const Decision& d, const plan::SpmmProblem& problem) const override {
+    return {merge_spec(d.params, problem.dtype, problem.transpose_a)};
+  }
+
+  template <class T>
+  std::unique_ptr<SpmmExecution<T>> make(const SpmmPreparation<T>& p) const {
+    Decision& d = p.decision;
+    const ops::LoadedKernel loaded = load(p.rt, d, merge_spec(d.params, p.problem.dtype, p.problem.transpose_a));
+    const int threads = d.params.at("block_threads").template get<int>();
+    const int64_t range = d.params.at("nnz_per_group").template get<int>();
+    const int64_t groups = (p.a.nnz() + range - 1) / range;
+    const int64_t groups_per_block = threads / d.params.at("lanes").template get<int>();
+    Launch launch{loaded.kernel,
+                  {unsigned((groups + groups_per_block - 1) / groups_per_block), k_slices(p.problem.k, merge_slice(d.params)), 1},
+                  {unsigned(threads), 1, 1}, 0};
+    auto coo_rows = p.a.template get_or_create<DeviceBuffer>("coo_rows", [&] {
+      return std::make_shared<DeviceBuffer>(DeviceBuffer::from_host(p.rt.context, formats::coo_row_indices(p.a.host_pattern())));
+    });
+    return std::make_unique<MergeExecution<T>>(std::move(launch), std::move(coo_rows));
+  }
+};
+
+}  // namespace sparsejit::variants::spmm
+
+SPARSEJIT_REGISTER_VARIANT(spmm, csr_merge, sparsejit::variants::spmm::CsrMerge)
