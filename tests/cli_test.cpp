@@ -119,7 +119,9 @@ TEST(Cli, ExplainNamesTheChoiceAndListsVariants) {
   EXPECT_NE(r.out.find("candidates:"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("source: "), std::string::npos) << r.out;
   const Result list = run_cli("explain --list --op spmm");
-  EXPECT_NE(list.out.find("cusparse"), std::string::npos) << list.out;
+  EXPECT_NE(list.out.find("cusparse  cuSPARSE SpMM"), std::string::npos) << list.out;
+  EXPECT_NE(list.out.find("[vendor]"), std::string::npos) << list.out;
+  EXPECT_NE(list.out.find("\nrs  RS-SpMM"), std::string::npos) << list.out;
   EXPECT_EQ(run_cli("explain gen:uniform:3000:5 --op gemm").status, 1);
   EXPECT_EQ(run_cli("explain gen:uniform:3000:5 --op spmm --variant nope").status, 1);
 }

@@ -21,11 +21,9 @@
 #include "plan/choose.hpp"
 #include "sparsejit/error.hpp"
 #include "sparsejit/features.hpp"
+#include "variants/catalog.hpp"
 
 namespace sparsejit::ops {
-
-// The vendor's variant name in every op: always on the shortlist, and the selection's floor.
-inline constexpr const char* kVendor = "cusparse";
 
 // What measured times are kept under in the runtime: the pattern's fingerprint and the plan key
 // (op, type, K, layout, options, runtime). Built only when a plan is prepared or measured, not
@@ -78,7 +76,9 @@ std::shared_ptr<Plan> measure_selection(detail::RuntimeState& rt, const std::sha
                                         const Features& features, const std::string& plan_key,
                                         const SelectionHooks<Plan>& hooks) {
   const auto start = std::chrono::steady_clock::now();
-  std::vector<plan::TimedChoice> shortlist = plan::measured_shortlist(*planned->decision, kVendor);
+  // The op's vendor variant is always on the shortlist, and the selection's floor.
+  const std::string vendor = variants::vendor_variant(planned->decision->op);
+  std::vector<plan::TimedChoice> shortlist = plan::measured_shortlist(*planned->decision, vendor);
   if (shortlist.empty()) return nullptr;
   std::lock_guard<std::mutex> lock(rt.measuring);
   Stream::wrap(rt.context, static_cast<CUstream>(options.stream)).synchronize();  // the caller's operands are ready
@@ -109,7 +109,7 @@ std::shared_ptr<Plan> measure_selection(detail::RuntimeState& rt, const std::sha
   for (plan::TimedChoice& n : plan::next_round(shortlist, hooks.neighbors)) shortlist.push_back(std::move(n));
   time_from(first_neighbor);
   Decision d = *planned->decision;
-  if (!plan::take_fastest(d, shortlist, kVendor, hooks.vendor_margin)) return nullptr;
+  if (!plan::take_fastest(d, shortlist, vendor, hooks.vendor_margin)) return nullptr;
   rt.remember_times(pattern_key(features, plan_key), shortlist);
   std::size_t fastest = 0;
   while (shortlist[fastest].variant != d.variant || shortlist[fastest].params != d.params) ++fastest;

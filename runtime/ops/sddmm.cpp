@@ -326,7 +326,7 @@ std::shared_ptr<PreparedSddmm<T>> prepare_sddmm(detail::RuntimeState& rt, const 
   auto prepared = std::make_shared<PreparedSddmm<T>>();
   Decision d = plan::plan_sddmm(f, problem, rt.target, ops::with_environment_force(Op::SDDMM, options),
                                 ops::plan_sources(Op::SDDMM, rt.target));
-  const bool took_times = measured && plan::take_fastest(d, *measured, ops::kVendor, plan::kSddmmVendorMargin);
+  const bool took_times = measured && plan::take_fastest(d, *measured, variants::vendor_variant(Op::SDDMM), plan::kSddmmVendorMargin);
   if (d.source == DecisionSource::Forced || took_times) prepared->settled = true;
   prepared->block = {unsigned(kScaleBlock), 1, 1};
   prepared->grid = {ops::blocks_for(s.nnz(), kScaleBlock), 1, 1};

@@ -77,7 +77,7 @@ std::shared_ptr<PreparedSpmm<T>> prepare_spmm(detail::RuntimeState& rt, const De
   auto prepared = std::make_shared<PreparedSpmm<T>>();
   Decision d = plan::plan_spmm(f, problem, rt.target, ops::with_environment_force(Op::SpMM, options), cached_split_stats(a),
                                ops::plan_sources(Op::SpMM, rt.target));
-  const bool took_times = measured && plan::take_fastest(d, *measured, ops::kVendor, plan::kSpmmVendorMargin);
+  const bool took_times = measured && plan::take_fastest(d, *measured, variants::vendor_variant(Op::SpMM), plan::kSpmmVendorMargin);
   if (d.source == DecisionSource::Forced || took_times) prepared->settled = true;
   if constexpr (kFloatOrDouble<T>) {  // the planner offers no variant for other value types
     const variants::SpmmVariant* variant = variants::SpmmRegistry::find(d.variant);

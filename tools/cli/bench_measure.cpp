@@ -14,6 +14,7 @@
 #include "sparsejit/error.hpp"
 #include "sparsejit/generate.hpp"
 #include "sparsejit/reference.hpp"
+#include "variants/catalog.hpp"
 #include "vendor/cusparse_sddmm.hpp"
 #include "vendor/cusparse_spmm.hpp"
 
@@ -24,10 +25,9 @@ using nlohmann::ordered_json;
 std::string ForcedCandidate::label() const { return params.empty() ? variant : variant + params.dump(); }
 
 std::vector<ForcedCandidate> forced_candidates(Op op) {
-  const std::vector<std::string> names = op == Op::SpMM ? plan::spmm_variants() : plan::sddmm_variants();
   std::vector<ForcedCandidate> candidates;
-  for (const std::string& name : names)
-    if (name != "cusparse") candidates.push_back({name, nlohmann::json::object()});
+  for (const variants::VariantInfo& v : variants::catalog(op))
+    if (!v.traits.vendor) candidates.push_back({v.name, nlohmann::json::object()});
   return candidates;
 }
 

@@ -3,6 +3,7 @@
 #include "cli/commands.hpp"
 #include "cli/matrix_input.hpp"
 #include "plan/planner.hpp"
+#include "variants/catalog.hpp"
 #include "sparsejit/error.hpp"
 #include "sparsejit/runtime.hpp"
 
@@ -24,7 +25,10 @@ void add_explain_command(CLI::App& app) {
   cmd->callback([] {
     const Op parsed_op = parse_op(op);
     if (list) {
-      for (const auto& v : parsed_op == Op::SpMM ? plan::spmm_variants() : plan::sddmm_variants()) std::cout << v << "\n";
+      for (const variants::VariantInfo& v : variants::catalog(parsed_op)) {
+        const std::string flags = variants::describe_traits(v.traits);
+        std::cout << v.name << "  " << v.summary << (flags.empty() ? "" : " [" + flags + "]") << "\n";
+      }
       return;
     }
     if (input.empty()) throw InvalidInputError("explain: a matrix (file or gen:SPEC) is required");

@@ -79,9 +79,7 @@ class CsrMerge final : public SpmmVariantOf<CsrMerge> {
   }
 
   void check(const plan::SpmmProblem& problem, const plan::DeviceTarget&, const nlohmann::json& params) const override {
-    require_one_of(name, params, "lanes", {8, 16, 32});
-    require_one_of(name, params, "cf", {1, 2, 4});
-    require_one_of(name, params, "unroll", {1, 2, 4, 8});
+    check_group_params(name, params);
     require_one_of(name, params, "block_threads", {64, 128, 256, 512, 1024});
     const int range = params.at("nnz_per_group").get<int>();
     if (range < 1 || range > 4096)
@@ -125,9 +123,7 @@ class CsrMerge final : public SpmmVariantOf<CsrMerge> {
   std::vector<nlohmann::json> search_space(const SpmmPlanInputs& in) const override {
     std::vector<nlohmann::json> space;
     const int vec = vector_width(in.problem);
-    std::vector<int> lanes_and_32{lanes_for(vector_units(in.problem, vec))};
-    if (lanes_and_32[0] != 32) lanes_and_32.push_back(32);
-    for (int lanes : lanes_and_32) {
+    for (int lanes : lanes_covering_k_and_32(in.problem)) {
       for (int range : kSearchRanges) {
         for (int unroll : {4, 8}) {
           nlohmann::json params = merge_base_params(in.problem);

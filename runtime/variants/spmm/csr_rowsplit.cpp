@@ -54,9 +54,7 @@ class CsrRowsplit final : public SpmmVariantOf<CsrRowsplit> {
   }
 
   void check(const plan::SpmmProblem& problem, const plan::DeviceTarget&, const nlohmann::json& params) const override {
-    require_one_of(name, params, "lanes", {8, 16, 32});
-    require_one_of(name, params, "cf", {1, 2, 4});
-    require_one_of(name, params, "unroll", {1, 2, 4, 8});
+    check_group_params(name, params);
     require_one_of(name, params, "parts", {2, 4, 8, 16});
     if (params.at("parts").get<int>() < params.at("cf").get<int>())  // the final sum takes a thread per vector
       throw InvalidInputError("csr_rowsplit: parts = " + params.at("parts").dump() + " must be >= cf = " + params.at("cf").dump());
@@ -107,9 +105,7 @@ class CsrRowsplit final : public SpmmVariantOf<CsrRowsplit> {
     std::vector<nlohmann::json> space;
     if (in.problem.transpose_a) return space;
     const int vec = vector_width(in.problem);
-    std::vector<int> lanes_and_32{lanes_for(vector_units(in.problem, vec))};
-    if (lanes_and_32[0] != 32) lanes_and_32.push_back(32);
-    for (int lanes : lanes_and_32) {
+    for (int lanes : lanes_covering_k_and_32(in.problem)) {
       for (int parts : kParts) {
         nlohmann::json params = rowsplit_params(in.problem, parts);
         params["lanes"] = lanes;

@@ -35,6 +35,12 @@ int cf_for(const plan::SpmmProblem& p, int vec, int lanes) {
 }
 
 int slice_columns(int lanes, int vec, int cf) { return lanes * vec * cf; }
+
+std::vector<int> lanes_covering_k_and_32(const plan::SpmmProblem& p) {
+  std::vector<int> lanes{lanes_for(vector_units(p, vector_width(p)))};
+  if (lanes[0] != 32) lanes.push_back(32);
+  return lanes;
+}
 int64_t slices(int32_t k, int slice) { return (k + slice - 1) / slice; }
 double ceil_div(double a, double b) { return std::ceil(a / b); }
 
@@ -99,6 +105,12 @@ void check_vector_width(const std::string& variant, const nlohmann::json& params
   if (vec > 1 && vector_width(p) < vec)
     throw InvalidInputError(variant + ": vec_width = " + std::to_string(vec) + " does not divide K = " + std::to_string(p.k) +
                             ", ldb = " + std::to_string(ld_or_k(p.ldb, p.k)) + " and ldc = " + std::to_string(ld_or_k(p.ldc, p.k)));
+}
+
+void check_group_params(const std::string& variant, const nlohmann::json& params) {
+  require_one_of(variant, params, "lanes", {8, 16, 32});
+  require_one_of(variant, params, "cf", {1, 2, 4});
+  require_one_of(variant, params, "unroll", {1, 2, 4, 8});
 }
 
 void check_light_params(const std::string& variant, const nlohmann::json& params, const plan::SpmmProblem& p) {

@@ -34,6 +34,9 @@ int lanes_for(int units);
 // (registers, and the shared tile's row for the heavy kernel), and within {1, 2, 4}.
 int cf_for(const plan::SpmmProblem& p, int vec, int lanes);
 int slice_columns(int lanes, int vec, int cf);
+// The lane counts a search space tries: the fewest covering K, and 32 (fewer vectors per lane,
+// more columns per group).
+std::vector<int> lanes_covering_k_and_32(const plan::SpmmProblem& p);
 int64_t slices(int32_t k, int slice);
 double ceil_div(double a, double b);
 
@@ -71,6 +74,8 @@ double light_critical_loads(double row, const nlohmann::json& params, bool trans
 void require_one_of(const std::string& variant, const nlohmann::json& params, const char* key, std::initializer_list<int> allowed);
 // vec_width: single values, or the 16-byte vector when it divides K and both leading dimensions.
 void check_vector_width(const std::string& variant, const nlohmann::json& params, const plan::SpmmProblem& p);
+// lanes (8, 16, 32), cf (1, 2, 4) and unroll (1, 2, 4, 8) of a lane-group kernel.
+void check_group_params(const std::string& variant, const nlohmann::json& params);
 void check_light_params(const std::string& variant, const nlohmann::json& params, const plan::SpmmProblem& p);
 
 // value_t, vec_t and vec_width of a kernel spec for the value type and the planned vector width.
