@@ -18,9 +18,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/nvrtc_target.hpp"
 #include "cache/kernel_cache.hpp"
 #include "jit/compiler.hpp"
-#include "jit/nvrtc_compiler.hpp"
 #include "models/model_store.hpp"
 #include "sparsejit/cache.hpp"
 #include "sparsejit/device.hpp"
@@ -86,7 +86,7 @@ TEST(CliInfo, PrintsVersionsDriverAndCache) {
   TempDir dir;
   const Result r = run_cli("info", "SPARSEJIT_CACHE_DIR=" + dir.quoted() + " SPARSEJIT_LOG=debug");
   ASSERT_EQ(r.status, 0) << r.out;
-  EXPECT_TRUE(contains(r.out, "nvrtc:     " + jit::nvrtc_version() + "\n")) << r.out;
+  EXPECT_TRUE(contains(r.out, "nvrtc:     " + nvrtc_version() + "\n")) << r.out;
   EXPECT_TRUE(contains(r.out, std::string("sqlite:    ") + sqlite3_libversion() + "\n")) << r.out;
   EXPECT_TRUE(contains(r.out, std::string("zlib:      ") + zlibVersion() + "\n")) << r.out;
   EXPECT_TRUE(contains(r.out, "cusparse:  ")) << r.out;
@@ -108,7 +108,7 @@ TEST(CliInfo, JsonAgreesWithTheLibrary) {
   const Result r = run_cli("info --json", "SPARSEJIT_FORCE=spmm:rowwarp SPARSEJIT_CACHE_DIR=/tmp/somewhere");
   ASSERT_EQ(r.status, 0) << r.out;
   const json info = json::parse(r.out);
-  EXPECT_EQ(info["nvrtc"], jit::nvrtc_version());
+  EXPECT_EQ(info["nvrtc"], nvrtc_version());
   EXPECT_EQ(info["sqlite"], sqlite3_libversion());
   EXPECT_EQ(info["zlib"], zlibVersion());
   EXPECT_FALSE(info["sparsejit"].get<std::string>().empty());
@@ -216,7 +216,7 @@ TEST_F(CliCacheWithKernels, ListShowsBothKernels) {
   const Result r = run_cli(with_dir("cache list"));
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_EQ(line_count(r.out), 2u) << r.out;
-  EXPECT_TRUE(contains(r.out, "spmm_csr_rowwarp.cu  sm_90  " + sha_prefix(0) + "  nvrtc " + jit::nvrtc_version()))
+  EXPECT_TRUE(contains(r.out, "spmm_csr_rowwarp.cu  sm_90  " + sha_prefix(0) + "  nvrtc " + nvrtc_version()))
       << r.out;
   EXPECT_TRUE(contains(r.out, "sddmm_coo_flat.cu  sm_90  " + sha_prefix(1))) << r.out;
   EXPECT_TRUE(contains(r.out, "  " + std::to_string(cubin_bytes(0)) + " bytes")) << r.out;
