@@ -4,14 +4,11 @@
 #include <cublas_v2.h>
 #include <gtest/gtest.h>
 #include <sqlite3.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
-#include <array>
 #include <atomic>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <vector>
@@ -32,24 +29,8 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-struct Result {
-  int status = -1;
-  std::string out;  // stdout and stderr together
-};
-
-// Runs `env_prefix sparsejit args`; env_prefix sets environment variables for that run only.
-Result run_cli(const std::string& args, const std::string& env_prefix = "") {
-  Result r;
-  const std::string cmd = env_prefix + " " + test::cli_path() + " " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (pipe == nullptr) return r;
-  std::array<char, 4096> buf{};
-  std::size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.out.append(buf.data(), n);
-  const int raw = pclose(pipe);
-  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  return r;
-}
+using test::run_cli;
+using Result = test::CliResult;
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
