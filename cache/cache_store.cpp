@@ -2,7 +2,7 @@
 
 #include <chrono>
 
-#include "core/log.hpp"
+#include "base/log.hpp"
 
 namespace sparsejit::cache {
 namespace {

@@ -9,7 +9,7 @@
 #include <set>
 #include <thread>
 
-#include "core/log.hpp"
+#include "base/log.hpp"
 #include "sparsejit/cache.hpp"
 
 namespace sparsejit::cache {

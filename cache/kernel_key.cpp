@@ -1,6 +1,6 @@
 #include <tuple>
 
-#include "jit/nvrtc_compiler.hpp"
+#include "base/nvrtc_target.hpp"
 #include "sparsejit/cache.hpp"
 
 namespace sparsejit::cache {
@@ -55,8 +55,8 @@ KernelKey current_key_context(int sm) {
   KernelKey key;
   key.schema_version = kSchemaVersion;
   key.library_version = SPARSEJIT_VERSION;
-  key.nvrtc_version = jit::nvrtc_version();
-  if (sm > 0) key.arch = jit::arch_name(sm);
+  key.nvrtc_version = nvrtc_version();
+  if (sm > 0) key.arch = arch_name(sm);
   return key;
 }
 

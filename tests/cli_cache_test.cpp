@@ -4,23 +4,20 @@
 #include <cublas_v2.h>
 #include <gtest/gtest.h>
 #include <sqlite3.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
-#include <array>
 #include <atomic>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "base/nvrtc_target.hpp"
 #include "cache/kernel_cache.hpp"
 #include "jit/compiler.hpp"
-#include "jit/nvrtc_compiler.hpp"
 #include "models/model_store.hpp"
 #include "sparsejit/cache.hpp"
 #include "sparsejit/device.hpp"
@@ -32,24 +29,8 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-struct Result {
-  int status = -1;
-  std::string out;  // stdout and stderr together
-};
-
-// Runs `env_prefix sparsejit args`; env_prefix sets environment variables for that run only.
-Result run_cli(const std::string& args, const std::string& env_prefix = "") {
-  Result r;
-  const std::string cmd = env_prefix + " " + test::cli_path() + " " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (pipe == nullptr) return r;
-  std::array<char, 4096> buf{};
-  std::size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.out.append(buf.data(), n);
-  const int raw = pclose(pipe);
-  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  return r;
-}
+using test::run_cli;
+using Result = test::CliResult;
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
@@ -86,7 +67,7 @@ TEST(CliInfo, PrintsVersionsDriverAndCache) {
   TempDir dir;
   const Result r = run_cli("info", "SPARSEJIT_CACHE_DIR=" + dir.quoted() + " SPARSEJIT_LOG=debug");
   ASSERT_EQ(r.status, 0) << r.out;
-  EXPECT_TRUE(contains(r.out, "nvrtc:     " + jit::nvrtc_version() + "\n")) << r.out;
+  EXPECT_TRUE(contains(r.out, "nvrtc:     " + nvrtc_version() + "\n")) << r.out;
   EXPECT_TRUE(contains(r.out, std::string("sqlite:    ") + sqlite3_libversion() + "\n")) << r.out;
   EXPECT_TRUE(contains(r.out, std::string("zlib:      ") + zlibVersion() + "\n")) << r.out;
   EXPECT_TRUE(contains(r.out, "cusparse:  ")) << r.out;
@@ -108,7 +89,7 @@ TEST(CliInfo, JsonAgreesWithTheLibrary) {
   const Result r = run_cli("info --json", "SPARSEJIT_FORCE=spmm:rowwarp SPARSEJIT_CACHE_DIR=/tmp/somewhere");
   ASSERT_EQ(r.status, 0) << r.out;
   const json info = json::parse(r.out);
-  EXPECT_EQ(info["nvrtc"], jit::nvrtc_version());
+  EXPECT_EQ(info["nvrtc"], nvrtc_version());
   EXPECT_EQ(info["sqlite"], sqlite3_libversion());
   EXPECT_EQ(info["zlib"], zlibVersion());
   EXPECT_FALSE(info["sparsejit"].get<std::string>().empty());
@@ -216,7 +197,7 @@ TEST_F(CliCacheWithKernels, ListShowsBothKernels) {
   const Result r = run_cli(with_dir("cache list"));
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_EQ(line_count(r.out), 2u) << r.out;
-  EXPECT_TRUE(contains(r.out, "spmm_csr_rowwarp.cu  sm_90  " + sha_prefix(0) + "  nvrtc " + jit::nvrtc_version()))
+  EXPECT_TRUE(contains(r.out, "spmm_csr_rowwarp.cu  sm_90  " + sha_prefix(0) + "  nvrtc " + nvrtc_version()))
       << r.out;
   EXPECT_TRUE(contains(r.out, "sddmm_coo_flat.cu  sm_90  " + sha_prefix(1))) << r.out;
   EXPECT_TRUE(contains(r.out, "  " + std::to_string(cubin_bytes(0)) + " bytes")) << r.out;

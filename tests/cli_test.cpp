@@ -1,8 +1,6 @@
 // Runs the built `sparsejit` binary as a user would and checks what it prints.
 #include <gtest/gtest.h>
 
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 
@@ -13,25 +11,8 @@
 namespace sparsejit {
 namespace {
 
-struct Result {
-  int status = -1;
-  std::string out;  // stdout and stderr together
-};
-
-Result run_cli_env(const std::string& env, const std::string& args) {
-  Result r;
-  const std::string cmd = env + test::cli_path() + " " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (pipe == nullptr) return r;
-  std::array<char, 4096> buf{};
-  std::size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.out.append(buf.data(), n);
-  const int raw = pclose(pipe);
-  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  return r;
-}
-
-Result run_cli(const std::string& args) { return run_cli_env("", args); }
+using test::run_cli;
+using Result = test::CliResult;
 
 TEST(Cli, InspectEverySharedMatrix) {
   const auto files = test::shared_matrix_files();
@@ -101,8 +82,8 @@ TEST(Cli, SecondProcessLoadsTheKernelFromTheDiskCache) {
   std::filesystem::remove_all(dir);
   const std::string env = "SPARSEJIT_CACHE_DIR='" + dir.string() + "' ";
   const std::string args = "explain gen:uniform:3000:5 --op spmm -k 64 --variant csr_rowwarp --json";
-  const Result first = run_cli_env(env, args);
-  const Result second = run_cli_env(env, args);
+  const Result first = run_cli(args, env);
+  const Result second = run_cli(args, env);
   std::filesystem::remove_all(dir);
   ASSERT_EQ(first.status, 0) << first.out;
   ASSERT_EQ(second.status, 0) << second.out;

@@ -3,9 +3,7 @@
 // training from synthetic measurements, the calibration matrices, and the CLI's arguments.
 #include <gtest/gtest.h>
 
-#include <array>
 #include <cmath>
-#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -653,23 +651,8 @@ TEST(TrainingSet, GeneratedSetsAndSearchSpaces) {
 }
 
 // ---------------------------------------------------------------------------------------
-struct CliResult {
-  int status = -1;
-  std::string out;
-};
-
-CliResult run_cli(const std::string& args, const std::string& env = "") {
-  CliResult r;
-  const std::string cmd = env + " " + test::cli_path() + " " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (pipe == nullptr) return r;
-  std::array<char, 4096> buf{};
-  std::size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.out.append(buf.data(), n);
-  const int raw = pclose(pipe);
-  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  return r;
-}
+using test::CliResult;
+using test::run_cli;
 
 TEST(TuneCli, HelpListsTheOptions) {
   const CliResult r = run_cli("tune --help");

@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(build-essential cmake pkg-config libsqlite3-dev zlib1g-dev nlohmann-json3-dev
+packages=(build-essential cmake pkg-config libsqlite3-dev zlib1g-dev libssl-dev nlohmann-json3-dev
           libkainjow-mustache-dev libcli11-dev libgtest-dev libgmock-dev)
 
 missing=()

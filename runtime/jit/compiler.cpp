@@ -2,7 +2,7 @@
 
 #include <chrono>
 
-#include "cache/sha256.hpp"
+#include "base/sha256.hpp"
 #include "jit/nvrtc_compiler.hpp"
 #include "jit/render.hpp"
 #include "jit/source_dump.hpp"
@@ -33,7 +33,7 @@ Compiler::Rendered Compiler::render_and_key(const KernelSpec& spec, int sm) {
   r.key = cache::current_key_context(sm);
   if (spec.arch_specific) r.key.arch = arch_name(sm, true);
   r.key.template_name = spec.template_name;
-  r.key.source_sha256 = cache::sha256_hex(r.source);
+  r.key.source_sha256 = sha256_hex(r.source);
   r.key.options = options_string(normalize_options(spec.extra_options));
   return r;
 }

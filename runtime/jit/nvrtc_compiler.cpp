@@ -92,19 +92,6 @@ std::vector<std::string> normalize_options(const std::vector<std::string>& extra
 
 std::string options_string(const std::vector<std::string>& normalized) { return join_options(normalized); }
 
-std::string arch_name(int sm, bool arch_specific) {
-  if (sm < 50 || sm >= 1000) {
-    throw InvalidInputError("compute capability " + std::to_string(sm) + " is not a valid sm (expected e.g. 80, 90)");
-  }
-  return "sm_" + std::to_string(sm) + (arch_specific ? "a" : "");
-}
-
-std::string nvrtc_version() {
-  int major = 0, minor = 0;
-  if (nvrtcVersion(&major, &minor) != NVRTC_SUCCESS) return "unknown";
-  return std::to_string(major) + "." + std::to_string(minor);
-}
-
 std::string cuda_include_dir() {
   std::vector<fs::path> candidates;
   for (const char* env : {"CUDA_HOME", "CUDA_PATH"}) {

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "base/nvrtc_target.hpp"  // arch_name, nvrtc_version
+
 namespace sparsejit::jit {
 
 struct CompileResult {
@@ -26,10 +28,6 @@ std::vector<std::string> normalize_options(const std::vector<std::string>& extra
 // Normalized options as one string (space separated), as stored in the cache key.
 std::string options_string(const std::vector<std::string>& normalized);
 
-// "sm_90" for 90, "sm_90a" with arch_specific; InvalidInputError outside [50, 1000).
-std::string arch_name(int sm, bool arch_specific = false);
-// The NVRTC this process uses, "major.minor".
-std::string nvrtc_version();
 // Where cuda_fp16.h lives: $CUDA_HOME/include, $CUDA_PATH/include, /usr/local/cuda/include,
 // then the toolkit this library was built against; "" if none has it (NVRTC's built-in
 // headers may still suffice).

@@ -4,8 +4,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "cache/sha256.hpp"
-#include "core/log.hpp"
+#include "base/log.hpp"
+#include "base/sha256.hpp"
 
 namespace sparsejit::jit {
 namespace {
@@ -20,7 +20,7 @@ std::string write_source(const fs::path& dir, const std::string& program_name, c
   for (char& ch : stem) {
     if (ch == '/') ch = '_';
   }
-  const fs::path path = dir / (stem + "-" + cache::sha256_hex(source).substr(0, 16) + ".cu");
+  const fs::path path = dir / (stem + "-" + sha256_hex(source).substr(0, 16) + ".cu");
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out << source;
   out.close();

@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "cache/kernel_cache.hpp"
-#include "cache/sha256.hpp"
+#include "base/sha256.hpp"
 
 namespace {
 
@@ -20,7 +20,7 @@ KernelKey worker_key(int i) {
   key.schema_version = kSchemaVersion;
   key.library_version = "test";
   key.template_name = "worker.cu";
-  key.source_sha256 = sha256_hex("source " + std::to_string(i));
+  key.source_sha256 = sparsejit::sha256_hex("source " + std::to_string(i));
   key.options = "-default-device -std=c++17";
   key.arch = "sm_90";
   key.nvrtc_version = "13.0";

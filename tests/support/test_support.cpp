@@ -1,12 +1,15 @@
 #include "support/test_support.hpp"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <random>
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 namespace sparsejit::test {
@@ -30,8 +33,20 @@ std::vector<std::string> shared_matrix_files() {
   return files;
 }
 
-std::string test_data_dir() { return SPARSEJIT_TEST_DATA; }
 std::string cli_path() { return SPARSEJIT_CLI_PATH; }
+
+CliResult run_cli(const std::string& args, const std::string& env_prefix) {
+  CliResult r;
+  const std::string cmd = env_prefix + " " + cli_path() + " " + args + " 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (pipe == nullptr) return r;
+  std::array<char, 4096> buf{};
+  std::size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.out.append(buf.data(), n);
+  const int raw = pclose(pipe);
+  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  return r;
+}
 
 uint64_t fresh_seed() {
   if (const char* env = std::getenv("SPARSEJIT_TEST_SEED")) return std::strtoull(env, nullptr, 10);

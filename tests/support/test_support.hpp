@@ -1,5 +1,5 @@
-// Shared helpers for the test suites: where the shared matrices are, fresh random values,
-// and relative errors against a reference.
+// Shared helpers for the test suites: where the shared matrices are, running the built CLI,
+// fresh random values, and relative errors against a reference.
 #pragma once
 #include <cstdint>
 #include <filesystem>
@@ -13,10 +13,18 @@ namespace sparsejit::test {
 std::string shared_matrices_dir();
 // Every *.mtx.gz and *.smtx.gz below shared_matrices_dir(), sorted; empty if it is absent.
 std::vector<std::string> shared_matrix_files();
-// tests/data in the source tree.
-std::string test_data_dir();
 // The built sparsejit CLI.
 std::string cli_path();
+
+// What one run of the CLI gave.
+struct CliResult {
+  int status = -1;  // exit status; -1 when it did not exit normally or could not start
+  std::string out;  // stdout and stderr together
+};
+// Runs `env_prefix sparsejit args` through the shell with stderr joined to stdout; env_prefix
+// ("NAME=value ...", may be empty) sets environment variables for that run only. args is shell
+// text: quote paths that may hold spaces.
+CliResult run_cli(const std::string& args, const std::string& env_prefix = "");
 // A seed that differs between runs (printed by the caller on failure) unless
 // SPARSEJIT_TEST_SEED fixes it.
 uint64_t fresh_seed();

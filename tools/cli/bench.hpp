@@ -4,7 +4,7 @@
 // bench_report.cpp prints the closing table and the per-K summary.
 //
 // One (matrix, K) gives one JSON record (ordered_json: its fields keep a fixed, readable order;
-// tools/bench/README.md writes the line format down). The report reads the same records, so
+// bench/README.md writes the line format down). The report reads the same records, so
 // what the table shows is what the JSON lines hold.
 #pragma once
 #include <cstdint>

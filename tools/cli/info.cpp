@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
-#include "jit/nvrtc_compiler.hpp"
+#include "base/nvrtc_target.hpp"
 #include "jit/render.hpp"
 #include "models/model_store.hpp"
 #include "sparsejit/cache.hpp"
@@ -77,7 +77,7 @@ nlohmann::json collect_info() {
   return {{"sparsejit", SPARSEJIT_VERSION_STRING},
           {"build_type", SPARSEJIT_BUILD_TYPE},
           {"compiler", SPARSEJIT_COMPILER},
-          {"nvrtc", jit::nvrtc_version()},
+          {"nvrtc", nvrtc_version()},
           {"cusparse", library_version(cusparseGetProperty, CUSPARSE_STATUS_SUCCESS, "cusparseGetProperty")},
           {"cublas", library_version(cublasGetProperty, CUBLAS_STATUS_SUCCESS, "cublasGetProperty")},
           {"sqlite", sqlite3_libversion()},

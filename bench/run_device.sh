@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# The standard benchmark sets of sparsejit, run on the lent GPU (see bench/README.md).
+#
+#   bench/run_device.sh MATRICES_DIR OUT_DIR [SPARSEJIT_BINARY]
+#   SETS="spmm_f32" (or "sddmm_f32") runs one set only (a device call is limited to 10 minutes)
+#
+# MATRICES_DIR  the shared matrices (every .mtx/.smtx(.gz) below it is measured)
+# OUT_DIR       receives <set>.jsonl (one JSON line per matrix and K), <set>.txt (progress,
+#               failures, the table and the per-K summary) and device.txt
+# SPARSEJIT_BINARY  default: build/sparsejit beside this script's repository
+#
+# Sets: SpMM fp32 K=32,128,512 and SDDMM fp32 K=32,64,128, each over MATRICES_DIR plus
+# generated matrices, with --check (every result of ours against the CPU reference).
+# Expected on an H200 with a cold kernel cache: about 5 minutes in all, most of it on the host
+# (reading gzip files, random fills and the CPU reference for the 10M-nonzero generated
+# matrices); the GPU timing itself is well under a minute.
+#
+# Exit status: 0 when every set ran without a failed matrix or check, else 1 (the other sets
+# still run).
+set -u
+
+if [ $# -lt 2 ]; then
+  echo "usage: $0 MATRICES_DIR OUT_DIR [SPARSEJIT_BINARY]" >&2
+  exit 1
+fi
+matrices=$1
+out=$2
+repo=$(cd "$(dirname "$0")/.." && pwd)
+cli=${3:-$repo/build/sparsejit}
+if [ ! -d "$matrices" ]; then echo "$0: matrices folder '$matrices' does not exist" >&2; exit 1; fi
+if [ ! -x "$cli" ]; then echo "$0: no sparsejit binary at '$cli' (build the sparsejit_cli target)" >&2; exit 1; fi
+mkdir -p "$out"
+
+# Large generated matrices from ANCHORS.md and shapes the shared files lack: a power-law graph
+# with long rows and clustered rows (the dense row segments RS-SpMM's split looks for).
+generated=(gen:uniform:200000:50 gen:band:200000:64:256 gen:rmat:1000000:10500000 gen:clustered:400000:32:0.7:16)
+# SDDMM in attention and pruned-weight shapes: one 4096x4096 pattern at densities 1%, 10%, 50%.
+# and a 2M x 2M pattern of 12M nonzeros at density 3e-6 (0.0003%, the paper's sparsest).
+densities=(gen:uniform:4096:41 gen:uniform:4096:410 gen:uniform:4096:2048 gen:uniform:2000000:6)
+
+{
+  date -u +%Y-%m-%dT%H:%M:%SZ
+  "$cli" info
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv 2>&1
+} > "$out/device.txt"
+
+status=0
+# run NAME ARGS...: one benchmark set, JSON lines to NAME.jsonl, everything else to NAME.txt.
+run() {
+  local name=$1
+  shift
+  local start=$SECONDS
+  rm -f "$out/$name.jsonl"
+  "$cli" bench "$@" --check --json-out "$out/$name.jsonl" > /dev/null 2> "$out/$name.txt"
+  local rc=$?
+  echo "$name: exit $rc, $((SECONDS - start)) s" | tee -a "$out/device.txt"
+  [ $rc -eq 0 ] || status=1
+}
+
+sets=${SETS:-spmm_f32 sddmm_f32}
+[[ " $sets " == *" spmm_f32 "* ]] && run spmm_f32 "$matrices" "${generated[@]}" --op spmm -k 32,128,512 --dtype f32
+[[ " $sets " == *" sddmm_f32 "* ]] && run sddmm_f32 "$matrices" "${generated[@]}" "${densities[@]}" --op sddmm -k 32,64,128 --dtype f32
+
+# The summaries last, so the end of the output says how it went.
+for name in $sets; do
+  echo "== $name"
+  grep '^K=' "$out/$name.txt"
+  grep -c . "$out/$name.jsonl" | sed 's/^/records: /'
+done
+exit $status
