@@ -2,7 +2,7 @@
 
 #include <cstdlib>
 
-#include "core/log.hpp"
+#include "base/log.hpp"
 #include "cuda/graph.hpp"
 #include "sparsejit/error.hpp"
 

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "core/log.hpp"
+#include "base/log.hpp"
 #include "cuda/graph.hpp"
 #include "ops/call_common.hpp"
 #include "ops/runtime_state.hpp"

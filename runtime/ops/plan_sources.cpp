@@ -4,7 +4,7 @@
 #include <map>
 #include <mutex>
 
-#include "core/log.hpp"
+#include "base/log.hpp"
 #include "jit/compiler.hpp"
 #include "models/model_store.hpp"
 #include "plan/tuned.hpp"

@@ -7,7 +7,7 @@
 #include <set>
 #include <tuple>
 
-#include "core/log.hpp"
+#include "base/log.hpp"
 #include "models/model_store.hpp"
 #include "plan/choose.hpp"
 #include "plan/spmm_params.hpp"
