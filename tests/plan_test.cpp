@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdlib>
 #include <map>
+#include <memory>
 #include <set>
 
 #include "formats/sddmm_dense_tiles.hpp"
@@ -21,6 +22,8 @@
 #include "sparsejit/generate.hpp"
 #include "sparsejit/matrix.hpp"
 #include "support/test_support.hpp"
+#include "variants/sddmm/dense_tiles.hpp"
+#include "variants/sddmm/gather.hpp"
 
 namespace sparsejit {
 namespace {
@@ -452,9 +455,9 @@ TEST(Planner, DenseMmaTakesWholeMmaStepsAndOnlyF32OnTensorCores) {
     const nlohmann::json params = plan::plan_sddmm(f, {int32_t(k), DType::F32, k, k}, {}, o).params;
     EXPECT_EQ(params.at("slice").get<int64_t>(), slice) << k;
     EXPECT_EQ(params.at("stages").get<int64_t>(), stages) << k;
-    EXPECT_EQ(plan::sddmm_dense_mma_threads(params), 128) << k;  // 2 x 2 warps of 32 x 32
+    EXPECT_EQ(variants::sddmm::dense_mma_threads(params), 128) << k;  // 2 x 2 warps of 32 x 32
     // 128 staged rows per stage of slice + 4 floats.
-    EXPECT_EQ(plan::sddmm_dense_tile_shared_bytes(params, DType::F32), stages * 128 * (slice + 4) * 4) << k;
+    EXPECT_EQ(variants::sddmm::dense_tile_shared_bytes(params, DType::F32), stages * 128 * (slice + 4) * 4) << k;
   }
   const auto refused = [&](const plan::SddmmProblem& problem, const plan::DeviceTarget& device, const nlohmann::json& forced,
                            const std::string& message) { expect_sddmm_refused(f, problem, device, o, forced, message); };
@@ -477,7 +480,7 @@ TEST(Planner, DenseMmaTakesWholeMmaStepsAndOnlyF32OnTensorCores) {
   const nlohmann::json centre = plan::plan_sddmm(f, k128, {}, mma_defaults).params;
   bool halved = false;
   for (const auto& n : plan::sddmm_neighbors("dense_mma", centre, k128, {}))
-    halved = halved || (n.params["tile_rows"] == 32 && n.params["warp_rows"] == 16 && plan::sddmm_dense_mma_threads(n.params) == 128);
+    halved = halved || (n.params["tile_rows"] == 32 && n.params["warp_rows"] == 16 && variants::sddmm::dense_mma_threads(n.params) == 128);
   EXPECT_TRUE(halved);
   // Unforced, the variant is a candidate for f32 only, with the reason shown otherwise.
   const Decision f64 = plan::plan_sddmm(f, {128, DType::F64, 128, 128}, {}, {});
@@ -500,9 +503,9 @@ TEST(Planner, DenseWgmmaRunsOnSm90OnlyAndPicksTheTileWidthByWaves) {
   EXPECT_EQ(params.at("tile_cols"), 144);
   EXPECT_EQ(params.at("tile_rows"), 64);
   EXPECT_EQ(params.at("vector_width"), 4);
-  EXPECT_EQ(plan::sddmm_dense_wgmma_threads(params), 128);
+  EXPECT_EQ(variants::sddmm::dense_wgmma_threads(params), 128);
   // Two stages of (64 + 144) rows of 128 bytes, two slices of small_b, 1 KB of alignment.
-  EXPECT_EQ(plan::sddmm_dense_wgmma_shared_bytes(params), 2 * 208 * 128 + 2 * 144 * 128 + 1024);
+  EXPECT_EQ(variants::sddmm::dense_wgmma_shared_bytes(params), 2 * 208 * 128 + 2 * 144 * 128 + 1024);
   EXPECT_EQ(plan::plan_sddmm(f, {33, DType::F32, 33, 33}, {}, o).params.at("vector_width"), 1);
   const auto refused = [&](const plan::SddmmProblem& problem, const plan::DeviceTarget& device, const nlohmann::json& forced,
                            const std::string& message) { expect_sddmm_refused(f, problem, device, o, forced, message); };
@@ -915,21 +918,22 @@ TEST(SddmmPlan, ForcedParamsAreChecked) {
 
 TEST(SddmmPlan, AModelPassedInOverridesTheShippedTreeAndLaunchShapes) {
   nlohmann::json model = models::shipped_model("sddmm");
+  const auto with_model = [&] { return plan::PlanSources{std::make_shared<const nlohmann::json>(model)}; };
   model["id"] = "sddmm-tuned";
   model["tree"] = nlohmann::json::parse(R"({"feature": "k", "threshold": 64, "left": {"leaf": "cusparse"}, "right": {"leaf": "tiled_shared"}})");
   model["launch"] = {{"tiled_shared", {{"tile_cols", 32}}}};  // the rest falls back to the shipped launch
-  const Decision small_k = plan::plan_sddmm(with_density(1e-6), kSddmm32, {}, {}, model);
+  const Decision small_k = plan::plan_sddmm(with_density(1e-6), kSddmm32, {}, {}, with_model());
   EXPECT_EQ(small_k.variant, "cusparse");
   EXPECT_EQ(small_k.model_id, "sddmm-tuned");
   ASSERT_EQ(small_k.path.size(), 1u);
   EXPECT_EQ(small_k.path[0].feature, "k");
-  const Decision big_k = plan::plan_sddmm(with_density(1e-6), {128, DType::F32, 128, 128}, {}, {}, model);
+  const Decision big_k = plan::plan_sddmm(with_density(1e-6), {128, DType::F32, 128, 128}, {}, {}, with_model());
   EXPECT_EQ(big_k.variant, "tiled_shared");
   EXPECT_EQ(big_k.params["tile_cols"], 32);
   EXPECT_EQ(big_k.params["threads_per_block"], 256);
   // A leaf that cannot run the problem falls back to the cheapest eligible candidate.
   model["tree"] = {{"leaf", "reindexed_tiled"}};
-  const Decision fallback = plan::plan_sddmm(with_density(0.1), kSddmm32, {}, {}, model);
+  const Decision fallback = plan::plan_sddmm(with_density(0.1), kSddmm32, {}, {}, with_model());
   EXPECT_NE(fallback.variant, "reindexed_tiled");
   double cheapest = 1e300;
   for (const auto& c : fallback.candidates)
@@ -1034,11 +1038,11 @@ TEST(SddmmPlan, RowGatherDefaultsCoverKWithBoundedRegisters) {
   EXPECT_EQ(params(1, DType::F32, 1)["vector_width"], 1);
   const auto k512 = params(512, DType::F32, 512);
   EXPECT_EQ(k512["group_size"], 32);
-  EXPECT_EQ(plan::sddmm_row_lane_vectors(k512, 512), 4);
+  EXPECT_EQ(variants::sddmm::row_lane_vectors(k512, 512), 4);
   EXPECT_EQ(k512["unroll"], 4);  // 4 vectors x 4 nonzeros in flight
   const auto f64_odd = params(512, DType::F64, 513);  // odd ld: scalar loads, 16 values per lane
   EXPECT_EQ(f64_odd["vector_width"], 1);
-  EXPECT_EQ(plan::sddmm_row_lane_vectors(f64_odd, 512), 16);
+  EXPECT_EQ(variants::sddmm::row_lane_vectors(f64_odd, 512), 16);
   EXPECT_EQ(f64_odd["unroll"], 1);
   // K past 16 vectors per lane of 32 lanes: declined with the reason, not planned.
   const Decision big = plan::plan_sddmm(small_features(), {1000, DType::F32, 1001, 1001}, {}, {});
@@ -1059,7 +1063,7 @@ TEST(SddmmPlan, PanelGatherPanelsFitL1AndIsProposedOnlyForManyLongChunks) {
   EXPECT_EQ(k128.params["panel_cols"], 512);  // 512 rows of 512 bytes
   EXPECT_EQ(k128.params["band_rows"], 64);
   EXPECT_EQ(k128.params["group_size"], 8);
-  EXPECT_EQ(plan::sddmm_row_lane_vectors(k128.params, 128), 4);
+  EXPECT_EQ(variants::sddmm::row_lane_vectors(k128.params, 128), 4);
   EXPECT_EQ(k128.params["unroll"], 8);  // 32 B vectors in flight
   EXPECT_EQ(plan::plan_sddmm(dense10, {32, DType::F32, 32, 32}, {}, o).params["panel_cols"], 2048);
   const auto f64 = plan::plan_sddmm(dense10, {512, DType::F64, 512, 512}, {}, o).params;
