@@ -644,7 +644,7 @@ TEST(TrainingSet, GeneratedSetsAndSearchSpaces) {
     Options o;
     o.variant = c.variant;
     o.params = c.params;
-    o.reuse = tuner::reuse_for(c.variant);
+    o.reuse = tuner::reuse_for(Op::SDDMM, c.variant);
     EXPECT_EQ(plan::plan_sddmm(f, {32, DType::F32, 32, 32}, target, o).variant, c.variant);
   }
   EXPECT_THROW(tuner::matrix_files("/nonexistent/sparsejit"), IoError);

@@ -1,5 +1,7 @@
 #include "tuner/search_space.hpp"
 
+#include "variants/catalog.hpp"
+
 namespace sparsejit::tuner {
 
 namespace {
@@ -13,7 +15,11 @@ std::vector<SearchCandidate> to_candidates(const std::vector<std::pair<std::stri
 
 }  // namespace
 
-Reuse reuse_for(const std::string& variant) { return variant == "reindexed_tiled" ? Reuse::Many : Reuse::Once; }
+Reuse reuse_for(Op op, const std::string& variant) {
+  for (const variants::VariantInfo& v : variants::catalog(op))
+    if (v.name == variant && v.traits.needs_reuse) return Reuse::Many;
+  return Reuse::Once;
+}
 
 std::vector<SearchCandidate> spmm_candidates(const Features& features, const plan::SpmmProblem& problem,
                                              const plan::DeviceTarget& device) {

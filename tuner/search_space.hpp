@@ -19,9 +19,10 @@ struct SearchCandidate {
 
 std::vector<SearchCandidate> spmm_candidates(const Features& features, const plan::SpmmProblem& problem,
                                              const plan::DeviceTarget& device);
-// How a candidate must be run: per-pattern preprocessing variants (reindexed_tiled) are
-// admitted only for patterns declared reused, which is what tuning measures them for.
-Reuse reuse_for(const std::string& variant);
+// How a candidate of `op` must be run: variants with per-pattern preprocessing
+// (Traits::needs_reuse: SDDMM's reindexed_tiled) are admitted only for patterns declared
+// reused, which is what tuning measures them for.
+Reuse reuse_for(Op op, const std::string& variant);
 
 std::vector<SearchCandidate> sddmm_candidates(const Features& features, const plan::SddmmProblem& problem,
                                               const plan::DeviceTarget& device);

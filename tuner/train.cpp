@@ -12,6 +12,7 @@
 #include "sparsejit/error.hpp"
 #include "tuner/decision_tree_trainer.hpp"
 #include "tuner/least_squares.hpp"
+#include "variants/catalog.hpp"
 
 namespace sparsejit::tuner {
 
@@ -21,11 +22,15 @@ const std::vector<std::string> kThresholdTreeFeatures = {
     "accumulations_per_nnz", "row_mean", "row_cv", "k", "value_bytes"};
 
 // What the pattern is (fill of the dense tiles the dense_tile kernel would run, row lengths,
-// density, size) and the problem (K, value size). reindexed_tiled is no leaf: it is admitted
-// only for a reused pattern, and the tree decides for a first call too.
+// density, size) and the problem (K, value size).
 const std::vector<std::string> kSddmmTreeFeatures = {"tile_fill", "row_mean", "row_cv", "density", "nnz", "k", "value_bytes"};
-const std::vector<std::string> kSddmmTreeVariants = {"coo_flat",  "row_gather",  "panel_gather", "dense_tile",
-                                                     "dense_mma", "dense_wgmma", "tiled_shared", "cusparse"};
+
+std::vector<std::string> sddmm_tree_variants() {
+  std::vector<std::string> leaves;
+  for (const variants::VariantInfo& v : variants::catalog(Op::SDDMM))
+    if (v.traits.tree_leaf) leaves.push_back(v.name);
+  return leaves;
+}
 
 namespace {
 
@@ -322,33 +327,34 @@ std::optional<double> density_threshold(const std::vector<Measurement>& measurem
 namespace {
 
 // The trainer's class numbers -> the variant names the planner reads.
-void name_leaves(nlohmann::json& node) {
+void name_leaves(nlohmann::json& node, const std::vector<std::string>& leaves) {
   if (node.contains("leaf")) {
-    node["leaf"] = kSddmmTreeVariants.at(std::size_t(node["leaf"].get<int>()));
+    node["leaf"] = leaves.at(std::size_t(node["leaf"].get<int>()));
     return;
   }
-  name_leaves(node["left"]);
-  name_leaves(node["right"]);
+  name_leaves(node["left"], leaves);
+  name_leaves(node["right"], leaves);
 }
 
 }  // namespace
 
 std::optional<nlohmann::json> sddmm_variant_tree(const std::vector<Measurement>& measurements) {
+  const std::vector<std::string> names = sddmm_tree_variants();
   std::vector<const Measurement*> leaves;
   for (const auto& m : measurements)
-    if (std::find(kSddmmTreeVariants.begin(), kSddmmTreeVariants.end(), m.variant) != kSddmmTreeVariants.end()) leaves.push_back(&m);
+    if (std::find(names.begin(), names.end(), m.variant) != names.end()) leaves.push_back(&m);
   std::vector<TreeSample> samples;
   for (const auto& [_, group] : by_case(leaves)) {
     const Measurement* winner = case_winner(group);
     if (!winner) continue;
     TreeSample sample;
     for (const auto& name : kSddmmTreeFeatures) sample.features.push_back(feature(*winner, name));
-    sample.label = double(std::find(kSddmmTreeVariants.begin(), kSddmmTreeVariants.end(), winner->variant) - kSddmmTreeVariants.begin());
+    sample.label = double(std::find(names.begin(), names.end(), winner->variant) - names.begin());
     samples.push_back(sample);
   }
   if (samples.empty()) return std::nullopt;
   nlohmann::json tree = fit_tree(samples, kSddmmTreeFeatures);
-  name_leaves(tree);
+  name_leaves(tree, names);
   return tree;
 }
 

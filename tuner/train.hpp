@@ -23,7 +23,7 @@
 // variant ("coo") at or below it; per variant and density decade, the launch parameters with
 // the smallest mean slowdown (and, for the planner's "launch", those of each variant's decade
 // with the most cases); the variant tree (the planner's "tree": per case the fastest of
-// kSddmmTreeVariants, classified over kSddmmTreeFeatures); and the fitted "cost" coefficients
+// sddmm_tree_variants(), classified over kSddmmTreeFeatures); and the fitted "cost" coefficients
 // as for SpMM.
 //
 // Ties among a case's candidates (within plan::kTieTolerance) follow plan::tie_break_before.
@@ -99,9 +99,10 @@ inline constexpr std::size_t kFitExtraCases = 3;
 nlohmann::json calibrate_costs(const std::vector<Measurement>& measurements, const nlohmann::json& base_cost,
                                std::vector<std::string>& notes);
 // SDDMM's variant tree (leaves are variant names); nullopt without a correct measurement of
-// any of kSddmmTreeVariants.
+// any of sddmm_tree_variants().
 extern const std::vector<std::string> kSddmmTreeFeatures;
-extern const std::vector<std::string> kSddmmTreeVariants;
+// The registered SDDMM variants the tree may name (Traits::tree_leaf), in the registry's order.
+std::vector<std::string> sddmm_tree_variants();
 std::optional<nlohmann::json> sddmm_variant_tree(const std::vector<Measurement>& measurements);
 // The learned density threshold of one K; nullopt when no case has both a tiled and a COO time.
 std::optional<double> density_threshold(const std::vector<Measurement>& measurements, int32_t k);

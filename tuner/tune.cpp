@@ -160,7 +160,7 @@ std::vector<Measurement> run_case(Runtime& rt, cache::CacheStore& store, const c
     Options run;
     run.variant = candidate.variant;
     run.params = candidate.params;
-    run.reuse = reuse_for(candidate.variant);
+    run.reuse = reuse_for(c.plan.op, candidate.variant);
     run.stream = stream.handle();
     if (previous != done.end()) {
       m.ok = previous->second.ok;

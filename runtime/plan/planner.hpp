@@ -86,56 +86,14 @@ struct PlanSources {
 // choice is options.variant / options.params (ops/ folds SPARSEJIT_FORCE into them).
 Decision plan_spmm(const Features& features, const SpmmProblem& problem, const DeviceTarget& device, const Options& options,
                    const SplitStatsSource& split_stats = {}, const PlanSources& sources = {});
+// SDDMM's candidates are the registered variants (variants/sddmm/). sources.model may be a
+// tuned model of the shipped one's form ({"id", "version", "tree", "launch", "cost"}; "launch"
+// entries it lacks fall back to the shipped ones; the tuner passes its own). The variant is
+// the tree's leaf (features: those of to_json(Features) plus k, value_bytes and
+// pattern_reused, 1 when Options::reuse is Many or problem.pattern_seen, and tile_fill, see
+// sddmm_tile_fill, with the model's dense_tile tile); every candidate is still priced by "cost".
 Decision plan_sddmm(const Features& features, const SddmmProblem& problem, const DeviceTarget& device, const Options& options,
                     const PlanSources& sources = {});
-
-// SDDMM with an explicit model instead of the shipped models/sddmm.json: the tuner passes a
-// tuned model of the same form ({"id", "version", "tree", "launch", "cost"}; "launch" entries it
-// lacks fall back to the shipped ones). The variant is the tree's leaf (features: those of
-// to_json(Features) plus k, value_bytes and pattern_reused, 1 when Options::reuse is Many or
-// problem.pattern_seen, and tile_fill, see sddmm_tile_fill, with the model's dense_tile tile);
-// every candidate is still priced by "cost". A forced choice wins.
-Decision plan_sddmm(const Features& features, const SddmmProblem& problem, const DeviceTarget& device, const Options& options,
-                    const nlohmann::json& model, const TunedLookup& tuned = {});
-
-// Dynamic shared memory of one tiled_shared / reindexed_tiled block with these parameters:
-// tile_cols staged B rows of slice elements plus one vector of padding each.
-int64_t sddmm_tiled_shared_bytes(const nlohmann::json& params, DType dtype);
-
-// Threads of one dense_tile block: one per micro-tile, (tile_rows / micro_rows) * (tile_cols /
-// micro_cols).
-int64_t sddmm_dense_tile_threads(const nlohmann::json& params);
-
-// Threads of one dense_mma block: a warp per warp part, 32 * (tile_rows / warp_rows) *
-// (tile_cols / warp_cols); and the blocks per SM its launch bounds promise (registers for the
-// part's accumulators and split fragments, about 80 at 32 x 32).
-int64_t sddmm_dense_mma_threads(const nlohmann::json& params);
-int64_t sddmm_dense_mma_min_blocks(const nlohmann::json& params);
-
-// dense_tile's (and dense_mma's: the same ring, f32) K slices in flight ("stages"; tuning
-// records older than the parameter lack it: 1, load then multiply) and the dynamic shared
-// memory of one block: stages buffers of tile_rows + tile_cols staged rows of slice elements
-// plus a 16-byte run of padding.
-int64_t sddmm_dense_tile_stages(const nlohmann::json& params);
-int64_t sddmm_dense_tile_shared_bytes(const nlohmann::json& params, DType dtype);
-
-// The blocks per SM dense_tile's launch bounds promise: as many as leave each thread registers
-// for its micro-tile's accumulators and one 16-byte run per micro row and column, about 64 at
-// 4 x 4 and 128 at 8 x 8 (left to itself the compiler takes 128 at 4 x 4, hoisting the reads
-// of the whole slice, and halves the blocks per SM).
-int64_t sddmm_dense_tile_min_blocks(const nlohmann::json& params);
-
-// dense_wgmma (sm_90a warpgroup tiles): threads of a block (a warpgroup of 128 per 64 tile
-// rows), its dynamic shared memory (stages slices of 32 for tile_rows + tile_cols rows, two
-// of small_b for tile_cols rows, and 1 KB of alignment; at least the tile's staged results),
-// and the blocks per SM its launch bounds promise (registers for the tile_cols / 2
-// accumulators and the split A fragments; shared memory permitting).
-int64_t sddmm_dense_wgmma_threads(const nlohmann::json& params);
-int64_t sddmm_dense_wgmma_shared_bytes(const nlohmann::json& params);
-int64_t sddmm_dense_wgmma_min_blocks(const nlohmann::json& params, const DeviceTarget& device);
-
-// A vectors per lane of a row_gather kernel for K: ceil(k / (vector_width * group_size)).
-int64_t sddmm_row_lane_vectors(const nlohmann::json& params, int32_t k);
 
 // The planner's feature tile_fill: nnz / (non-empty tiles * tile_rows * tile_cols), the share of
 // the dot products a dense_tile kernel computes that S keeps. The non-empty tiles are
@@ -146,10 +104,10 @@ int64_t sddmm_row_lane_vectors(const nlohmann::json& params, int32_t k);
 double sddmm_tile_fill(const Features& features, const SddmmProblem& problem, int64_t tile_rows, int64_t tile_cols);
 
 // The (variant, params) combinations of SDDMM worth measuring for this matrix and problem on
-// this device: every variant that can run it (reindexed_tiled included: the tuner measures it
-// for reused patterns), over tile shapes, K slices, group sizes, atomic or reduced combining,
-// nonzeros per group and block sizes. Every entry is valid: forcing it (Options::variant and
-// Options::params) runs. Empty for value types no variant supports.
+// this device (the tuner and the benchmark's oracle run each one forced): each registered
+// variant's search space, in registry order, less what its checks refuse (those needing reuse
+// included: the tuner measures them for reused patterns). Every entry is valid: forcing it
+// (Options::variant and Options::params) runs. Empty for value types no variant supports.
 std::vector<std::pair<std::string, nlohmann::json>> sddmm_search_space(const Features& features, const SddmmProblem& problem,
                                                                        const DeviceTarget& device);
 
@@ -163,13 +121,9 @@ std::vector<std::string> sddmm_variants();
 std::vector<TimedChoice> spmm_neighbors(const std::string& variant, const nlohmann::json& params, const SpmmProblem& problem,
                                        const DeviceTarget& device);
 
-// The same for SDDMM: row_gather half and twice the group and a quarter and four times the
-// nonzeros per chunk; coo_flat half and twice the nonzeros per group and the group; dense_tile
-// and dense_mma half and twice each tile edge, half the slice (twice while shorter than K) and
-// a stage less or more, dense_mma also half and twice the tile rows with the warp rows (as
-// many warps); dense_wgmma the next tile_cols of its set either way, the other tile_rows
-// and a stage less or more; the tiled variants the other combine and a quarter and four
-// times the tile rows. cusparse has none.
+// The same for SDDMM: the settings its variant names (SddmmVariant::neighbour_changes) and its
+// checks accept. Empty for variants without neighbours (cusparse); InvalidInputError for a
+// variant that is not registered.
 std::vector<TimedChoice> sddmm_neighbors(const std::string& variant, const nlohmann::json& params, const SddmmProblem& problem,
                                         const DeviceTarget& device);
 

@@ -57,7 +57,7 @@ TEST_F(SearchSpaceGpu, EverySddmmCandidateMatchesTheReference) {
       Options o;
       o.variant = c.variant;
       o.params = c.params;
-      o.reuse = tuner::reuse_for(c.variant);
+      o.reuse = tuner::reuse_for(Op::SDDMM, c.variant);
       dp.fill_bytes(0xFF);
       rt.sddmm(ds, da, db, dp, o);
       rt.context().synchronize();

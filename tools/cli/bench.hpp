@@ -75,8 +75,9 @@ nlohmann::ordered_json measure(Runtime& rt, const vendor::CusparseHandle& handle
 
 // SDDMM pattern reuse (bench_reuse.cpp; pure, so tests check it on hand-made numbers).
 //
-// The variant that needs a per-pattern preprocessing, admitted only for reused patterns.
-inline constexpr const char* kReuseVariant = "reindexed_tiled";
+// The variant that needs a per-pattern preprocessing, admitted only for reused patterns: the
+// registered SDDMM variant with Traits::needs_reuse (the first by rank, were there several).
+const std::string& reuse_variant();
 
 // How many calls on one pattern it takes before preprocessing once (`prepare_ms`) and then
 // running at `reindexed_ms` per call costs no more than running at `without_reuse_ms` every
@@ -86,14 +87,14 @@ std::optional<int64_t> pays_off_after_calls(double prepare_ms, double without_re
 
 // The fastest choice a caller has without declaring reuse, from a record's "auto" (planned
 // with Reuse::Once on handles that had served no call), "variants" (every forced candidate
-// but kReuseVariant) and "vendor" best (named cusparse:ALG).
+// but reuse_variant()) and "vendor" best (named cusparse:ALG).
 Fastest best_without_reuse(const nlohmann::ordered_json& record);
 
 // What the reuse measurement timed; a missing time is nullopt (the reindexed variant
 // unsupported or failed for this problem).
 struct ReuseTimes {
   std::optional<double> first_call_ms;  // host wall-clock of the first Reuse::Many call on a fresh handle
-  std::optional<double> reindexed_ms;   // steady state of one kReuseVariant call
+  std::optional<double> reindexed_ms;   // steady state of one reuse_variant() call
   double auto_reuse_ms = 0;             // auto with Reuse::Many
   std::string auto_reuse_variant;
 };

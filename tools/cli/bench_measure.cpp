@@ -280,7 +280,7 @@ using Checks = std::vector<std::pair<std::string, Options>>;
 // served one untimed call with `warm` (SddmmBench::fresh_first_call_ms).
 using FirstCall = std::function<double(const Options& warm, const Options& timed)>;
 
-// The record's "reuse" (SDDMM): auto with Reuse::Many; kReuseVariant forced with Reuse::Many,
+// The record's "reuse" (SDDMM): auto with Reuse::Many; reuse_variant() forced with Reuse::Many,
 // its steady state (the time in "variants" when --variants all took it: the same plan, the
 // handles having served calls) and its first call on a fresh handle; all set against the best
 // choice without reuse (best_without_reuse). Both runs join `to_check`.
@@ -294,8 +294,8 @@ ordered_json measure_reuse(Measurement& m, OpBench& bench, const Options& auto_o
   to_check.emplace_back("auto reuse=many", auto_reuse);
 
   Options reindexed = auto_reuse;
-  reindexed.variant = kReuseVariant;
-  const ordered_json timed = record.at("variants").value(kReuseVariant, ordered_json());
+  reindexed.variant = reuse_variant();
+  const ordered_json timed = record.at("variants").value(reuse_variant(), ordered_json());
   if (timed == "failed") return reuse_record(times, best_without_reuse(record));  // already reported
   try {
     // One call on set 0's handle first: the kernel is compiled (NVRTC) and loaded there, if
@@ -304,11 +304,11 @@ ordered_json measure_reuse(Measurement& m, OpBench& bench, const Options& auto_o
     bench.run(reindexed, 0);
     times.reindexed_ms = timed.is_number() ? timed.get<double>() : m.time(m.ours(reindexed));
     times.first_call_ms = first_call(auto_options, reindexed);
-    to_check.emplace_back(std::string(kReuseVariant) + " reuse=many", reindexed);
+    to_check.emplace_back(reuse_variant() + " reuse=many", reindexed);
   } catch (const UnsupportedError&) {
     // Not for this problem (e.g. too many K slices): no reindexed times, the rest is reported.
   } catch (const Error& e) {
-    failures.push_back(std::string("reuse ") + kReuseVariant + ": " + e.what());
+    failures.push_back("reuse " + reuse_variant() + ": " + e.what());
   }
   return reuse_record(times, best_without_reuse(record));
 }

@@ -196,7 +196,7 @@ std::map<int, ReuseStats> reuse_stats_by_k(const std::vector<ordered_json>& reco
 // many calls it pays off (median, and the most with its matrix).
 void print_reuse_summary(std::ostream& out, const std::vector<ordered_json>& records) {
   for (const auto& [k, stats] : reuse_stats_by_k(records)) {
-    out << "K=" << k << " reuse: " << kReuseVariant;
+    out << "K=" << k << " reuse: " << reuse_variant();
     if (stats.measured == 0) {
       out << " not measured\n";
       continue;

@@ -4,8 +4,10 @@
 // (bench_measure.cpp), so it is tested without a GPU.
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 #include "cli/bench.hpp"
+#include "variants/catalog.hpp"
 
 namespace sparsejit::cli::bench {
 
@@ -14,11 +16,20 @@ using nlohmann::ordered_json;
 namespace {
 
 // A forced candidate's label is its variant name, followed by its parameters when forced.
-bool is_reuse_label(const std::string& label) { return label.rfind(kReuseVariant, 0) == 0; }
+bool is_reuse_label(const std::string& label) { return label.rfind(reuse_variant(), 0) == 0; }
 
 ordered_json or_null(const std::optional<double>& value) { return value ? ordered_json(*value) : ordered_json(nullptr); }
 
 }  // namespace
+
+const std::string& reuse_variant() {
+  static const std::string name = [] {
+    for (const variants::VariantInfo& v : variants::catalog(Op::SDDMM))
+      if (v.traits.needs_reuse) return v.name;
+    throw std::logic_error("bench: no registered sddmm variant needs pattern reuse");
+  }();
+  return name;
+}
 
 std::optional<int64_t> pays_off_after_calls(double prepare_ms, double without_reuse_ms, double reindexed_ms) {
   const double saved_per_call = without_reuse_ms - reindexed_ms;

@@ -31,8 +31,13 @@ struct SddmmPlanInputs {
   const plan::SddmmProblem& problem;
   const plan::DeviceTarget& device;
   const nlohmann::json& model;
+  // The pattern is reused: Options::reuse is Reuse::Many or the handle has served an SDDMM
+  // call (problem.pattern_seen). What admits per-pattern preprocessing (Traits::needs_reuse),
+  // and the decision tree's feature pattern_reused.
+  bool pattern_reused = false;
 };
 
+// One call's operands as the execution sees them.
 template <class T>
 struct SddmmOperands {
   const DeviceCsr<T>& s;
@@ -40,9 +45,10 @@ struct SddmmOperands {
   const DeviceDense<T>& b;
   DeviceBuffer& p;  // S's nnz values, in S's order
   CUstream stream;
-  bool early;
+  bool early;  // programmatic dependent launch (ops::launches_early)
 };
 
+// A variant's plan made ready to launch: its kernels, launch shapes and formats.
 template <class T>
 class SddmmExecution {
  public:
@@ -51,6 +57,9 @@ class SddmmExecution {
   virtual void run(detail::RuntimeState& rt, const SddmmOperands<T>& operands) = 0;
 };
 
+// What preparing an execution gets: the runtime, the matrix handle (its caches hold the
+// formats), the features and problem, and the decision (kernel origin and compile times are
+// recorded into it).
 template <class T>
 struct SddmmPreparation {
   detail::RuntimeState& rt;
@@ -68,28 +77,45 @@ class SddmmVariant {
   virtual ~SddmmVariant() = default;
 
   const std::string name;
-  const int rank;
-  const std::string summary;
+  const int rank;             // place in candidate lists (Registry::all)
+  const std::string summary;  // one line for `explain --list`
   const Traits traits;
 
   // ---- planning (pure) ----
-  virtual std::string rejected(const SddmmPlanInputs& in) const;  // "" when it can run the problem
-  // "" or why the planner does not propose it here although it runs when forced.
+  // Why the variant cannot run this problem at all ("" when it can). The default refuses
+  // value types other than f32 and f64.
+  virtual std::string rejected(const SddmmPlanInputs& in) const;
+  // "" or why the planner does not propose it here although it runs when forced (the
+  // model's choice, the tree's leaf, measured selection's shortlist); `defaults` are its
+  // parameters for the problem. The default proposes it wherever it runs.
   virtual std::string declined(const SddmmPlanInputs& in, const nlohmann::json& defaults) const;
+  // Its parameters for this problem: every parameter it takes, with the planner's value.
   virtual nlohmann::json defaults(const SddmmPlanInputs& in) const = 0;
-  virtual void check(const plan::SddmmProblem& problem, const plan::DeviceTarget& device, const nlohmann::json& params) const;
+  // Throws an Error naming the value when these parameters cannot run the problem here
+  // (parameters after a forced merge can be anything: refused before anything is rendered).
+  virtual void check(const plan::SddmmProblem& problem, const plan::DeviceTarget& device, const nlohmann::json& params) const = 0;
+  // The cost terms of a run with these parameters (models/sddmm.json prices them).
   virtual nlohmann::json cost_terms(const SddmmPlanInputs& in, const nlohmann::json& params) const = 0;
+  // Measured selection's second round: parameter changes next to a timed setting (merged
+  // over it; the planner drops the ones check refuses). The default has none.
   virtual std::vector<nlohmann::json> neighbour_changes(const plan::SddmmProblem& problem, const plan::DeviceTarget& device,
                                                         const nlohmann::json& params) const;
+  // Every complete parameter set worth measuring for this problem (the tuner and the
+  // benchmark's oracle force each one); check runs on each before it is kept. Asked for
+  // f32 and f64 problems only.
   virtual std::vector<nlohmann::json> search_space(const SddmmPlanInputs& in) const = 0;
 
   // ---- execution ----
+  // The JIT kernels of a decision of this variant (the execution loads them, explain
+  // compiles them).
   virtual std::vector<jit::KernelSpec> kernel_specs(const Decision& d, const plan::SddmmProblem& problem,
-                                                    const plan::DeviceTarget& device) const;
+                                                    const plan::DeviceTarget& device) const = 0;
   virtual std::unique_ptr<SddmmExecution<float>> prepare(const SddmmPreparation<float>& p) const = 0;
   virtual std::unique_ptr<SddmmExecution<double>> prepare(const SddmmPreparation<double>& p) const = 0;
 };
 
+// Implements both prepare overloads with Self's member template
+//   template <class T> std::unique_ptr<SddmmExecution<T>> make(const SddmmPreparation<T>&) const;
 template <class Self>
 class SddmmVariantOf : public SddmmVariant {
  public:
@@ -103,5 +129,8 @@ class SddmmVariantOf : public SddmmVariant {
 };
 
 using SddmmRegistry = Registry<SddmmVariant>;
+
+// The registered variant of this name; InvalidInputError naming the known ones otherwise.
+const SddmmVariant& sddmm_variant(const std::string& name);
 
 }  // namespace sparsejit::variants

@@ -1,0 +1,87 @@
+// cusparse: cuSPARSE's SDDMM, which computes the sampled dot products only (S's values are not
+// read: vendor/cusparse_sddmm.hpp), and a scale kernel multiplying P by S's values. cuSPARSE
+// binds A, B and P when a call is prepared, so a prepared call is kept per operand set.
+#include <map>
+#include <mutex>
+#include <tuple>
+
+#include "ops/call_common.hpp"
+#include "ops/runtime_state.hpp"
+#include "variants/sddmm/sddmm_common.hpp"
+#include "vendor/cusparse_sddmm.hpp"
+
+namespace sparsejit::variants::sddmm {
+
+namespace {
+
+constexpr int kScaleBlock = 256;
+
+jit::KernelSpec scale_spec(DType dtype) {
+  return {"sddmm_scale.cu", "sj_sddmm_scale", {{"value_t", cuda_type_name(dtype)}, {"block_size", kScaleBlock}}, {}};
+}
+
+template <class T>
+class VendorExecution final : public SddmmExecution<T> {
+ public:
+  explicit VendorExecution(Launch scale) : scale_(std::move(scale)) {}
+  void run(detail::RuntimeState& rt, const SddmmOperands<T>& o) override {
+    {
+      std::lock_guard<std::mutex> lock(rt.cusparse_mutex);
+      auto& call = calls_[{o.a.data(), o.a.ld(), o.b.data(), o.b.ld(), o.p.ptr()}];
+      if (!call) {
+        if (calls_.size() > 8) {  // operands change every call: keep only this one
+          auto mine = std::move(call);
+          calls_.clear();
+          call = std::move(mine);
+        }
+        call = std::make_unique<vendor::CusparseSampledDots<T>>(rt.cusparse, o.s, o.a, o.b, o.p, o.stream);
+      }
+      call->run(o.stream);
+    }
+    long long nnz = o.s.nnz();
+    CUdeviceptr sv = o.s.values().ptr(), pv = o.p.ptr();
+    void* args[] = {&nnz, &sv, &pv};
+    scale_(args, o.stream, o.early);
+  }
+
+ private:
+  using OperandKey = std::tuple<const void*, int64_t, const void*, int64_t, CUdeviceptr>;
+  Launch scale_;
+  std::map<OperandKey, std::unique_ptr<vendor::CusparseSampledDots<T>>> calls_;  // under rt.cusparse_mutex
+};
+
+}  // namespace
+
+class Cusparse final : public SddmmVariantOf<Cusparse> {
+ public:
+  Cusparse()
+      : SddmmVariantOf("cusparse", 90, "cuSPARSE SDDMM (sampled dot products) and a scale kernel", Traits{}.as_vendor()) {}
+
+  nlohmann::json defaults(const SddmmPlanInputs&) const override { return nlohmann::json::object(); }
+
+  // No parameters: nothing to refuse.
+  void check(const plan::SddmmProblem&, const plan::DeviceTarget&, const nlohmann::json&) const override {}
+
+  // cuSPARSE's call and the scale kernel.
+  nlohmann::json cost_terms(const SddmmPlanInputs& in, const nlohmann::json&) const override {
+    return gathered_rows_terms(in.features, in.problem, 2.0);
+  }
+
+  std::vector<nlohmann::json> search_space(const SddmmPlanInputs&) const override { return {nlohmann::json::object()}; }
+
+  std::vector<jit::KernelSpec> kernel_specs(const Decision&, const plan::SddmmProblem& problem,
+                                            const plan::DeviceTarget&) const override {
+    return {scale_spec(problem.dtype)};
+  }
+
+  template <class T>
+  std::unique_ptr<SddmmExecution<T>> make(const SddmmPreparation<T>& p) const {
+    const cuda::Kernel kernel = load_kernel(p.rt, p.decision, scale_spec(p.problem.dtype));
+    return std::make_unique<VendorExecution<T>>(
+        Launch{kernel, {ops::blocks_for(p.s.nnz(), kScaleBlock), 1, 1}, {unsigned(kScaleBlock), 1, 1}});
+  }
+};
+
+}  // namespace sparsejit::variants::sddmm
+
+SPARSEJIT_REGISTER_VARIANT(sddmm, cusparse, sparsejit::variants::sddmm::Cusparse)
