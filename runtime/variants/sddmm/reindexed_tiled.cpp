@@ -15,7 +15,7 @@ class ReindexedTiled final : public TiledVariant {
  public:
   ReindexedTiled()
       : TiledVariant("reindexed_tiled", 80,
-                     "GPU-Preprocessing: like tiled_shared, tiles over each panel's used columns only (reused patterns only)",
+                     "GPU-Preprocessing: like tiled_shared, tiles over each panel's used columns only",
                      Traits{}.reused_only().not_a_leaf(), true) {}
 
   std::string rejected(const SddmmPlanInputs& in) const override {
