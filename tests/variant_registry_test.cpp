@@ -11,6 +11,7 @@
 #include "plan/planner.hpp"
 #include "sparsejit/error.hpp"
 #include "sparsejit/generate.hpp"
+#include "variants/catalog.hpp"
 #include "variants/spmm/spmm_variant.hpp"
 
 namespace sparsejit {
@@ -50,6 +51,21 @@ TEST(VariantRegistry, EverySddmmVariantIsPricedByTheShippedModelAndItsTreeNamesO
   std::set<std::string> leaves;
   collect_leaves(model.at("tree"), leaves);
   for (const std::string& leaf : leaves) EXPECT_TRUE(registered.count(leaf)) << "models/sddmm.json tree names '" << leaf << "'";
+}
+
+// One process using every op's registry registers each variant once (registration fills all
+// registries at once, on the first use of any).
+TEST(VariantRegistry, EveryOpsCatalogListsEachVariantOnceInOneProcess) {
+  for (Op op : {Op::SDDMM, Op::SpMM, Op::SDDMM}) {
+    std::set<std::string> names;
+    int vendors = 0;
+    for (const variants::VariantInfo& v : variants::catalog(op)) {
+      EXPECT_TRUE(names.insert(v.name).second) << to_string(op) << " lists " << v.name << " twice";
+      vendors += v.traits.vendor;
+    }
+    EXPECT_EQ(vendors, 1) << to_string(op);
+    EXPECT_EQ(variants::vendor_variant(op), "cusparse");
+  }
 }
 
 TEST(VariantRegistry, SpmmDefinitionsAreOrderedNamedAndDescribed) {

@@ -13,6 +13,8 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 out=$(mktemp -d)
 export SPARSEJIT_SHARED_MATRICES=${SPARSEJIT_SHARED_MATRICES:-$PWD/.carry/matrices}
+export SPARSEJIT_CLI=$PWD/.carry/bin/sparsejit
+export LD_LIBRARY_PATH=$PWD/.carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export SPARSEJIT_CACHE_DIR=$(mktemp -d)
 summary=()
 selected() { [ -z "${SUITES:-}" ] || [[ " $SUITES " == *" $1 "* ]]; }

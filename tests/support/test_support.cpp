@@ -33,7 +33,10 @@ std::vector<std::string> shared_matrix_files() {
   return files;
 }
 
-std::string cli_path() { return SPARSEJIT_CLI_PATH; }
+std::string cli_path() {
+  if (const char* env = std::getenv("SPARSEJIT_CLI")) return env;  // a staged copy (tools/stage_device.sh)
+  return SPARSEJIT_CLI_PATH;
+}
 
 CliResult run_cli(const std::string& args, const std::string& env_prefix) {
   CliResult r;

@@ -13,7 +13,7 @@ namespace sparsejit::test {
 std::string shared_matrices_dir();
 // Every *.mtx.gz and *.smtx.gz below shared_matrices_dir(), sorted; empty if it is absent.
 std::vector<std::string> shared_matrix_files();
-// The built sparsejit CLI.
+// The sparsejit CLI the suites run: $SPARSEJIT_CLI when set, else this build's.
 std::string cli_path();
 
 // What one run of the CLI gave.

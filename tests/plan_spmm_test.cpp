@@ -1,0 +1,360 @@
+// The SpMM planner over its registered variants (runtime/variants/spmm/): the dense GEMM's
+// terms and refusal, the RS-SpMM split's parameters and prices, csr_merge's ranges, csr_rowsplit's
+// waves, forced choices and search spaces (CPU only).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "models/cost_model.hpp"
+#include "models/model_store.hpp"
+#include "plan/choose.hpp"
+#include "plan/planner.hpp"
+#include "plan/spmm_params.hpp"
+#include "sparsejit/error.hpp"
+#include "sparsejit/generate.hpp"
+#include "sparsejit/matrix.hpp"
+#include "support/plan_support.hpp"
+#include "support/test_support.hpp"
+
+namespace sparsejit {
+namespace {
+
+using test::candidate;
+using test::small_features;
+
+// The dense GEMM's terms for the 4x6 matrix at K = 32 (f32): 2*4*6*32 flops; the dense copy,
+// B and C in bytes; one 128x128 output tile, so the serial share is all the flops. Aᵀ·B
+// swaps B's and C's rows.
+TEST(PlanSpmm, DenseIsPricedByTheGemmItRuns) {
+  const nlohmann::json& model = models::shipped_model("spmm");  // a planner given no sources prices with it
+  for (bool transpose : {false, true}) {
+    const Decision d = plan::plan_spmm(small_features(), {32, DType::F32, transpose}, {}, {});
+    const Candidate& c = candidate(d, "dense");
+    ASSERT_TRUE(c.rejected_because.empty()) << c.rejected_because;
+    EXPECT_DOUBLE_EQ(c.terms.at("dense_flops").get<double>(), 2.0 * 4 * 6 * 32);
+    EXPECT_DOUBLE_EQ(c.terms.at("dense_bytes").get<double>(), (4.0 * 6 + 6 * 32 + 4 * 32) * 4);
+    EXPECT_DOUBLE_EQ(c.terms.at("dense_serial_flops").get<double>(), 2.0 * 4 * 6 * 32);
+    EXPECT_DOUBLE_EQ(c.predicted_ms, models::linear_cost(model.at("cost").at("dense"), c.terms));
+  }
+}
+
+TEST(PlanSpmm, DenseIsRejectedWhenItsCopyWouldBeTooLarge) {
+  const Features big = inspect(generate::uniform(20000, 20000, 1, 3).pattern());  // 1.6e9 bytes in f32
+  const Decision d = plan::plan_spmm(big, {32, DType::F32, false}, {}, {});
+  EXPECT_NE(candidate(d, "dense").rejected_because.find("dense copy of A (20000x20000"), std::string::npos)
+      << candidate(d, "dense").rejected_because;
+  EXPECT_NE(d.variant, "dense");
+  Options o;
+  o.variant = "dense";
+  EXPECT_THROW(plan::plan_spmm(big, {32, DType::F32, false}, {}, o), UnsupportedError);
+  const Features fits = inspect(generate::uniform(16000, 16000, 1, 3).pattern());  // 1.02e9 bytes, under 1 GiB
+  EXPECT_TRUE(candidate(plan::plan_spmm(fits, {32, DType::F32, false}, {}, {}), "dense").rejected_because.empty());
+  o.params = {{"lanes", 8}};
+  EXPECT_THROW(plan::plan_spmm(small_features(), {32, DType::F32, false}, {}, o), InvalidInputError);
+}
+
+TEST(PlanSpmm, TransposeRejectsRowwarp) {
+  const Decision d = plan::plan_spmm(small_features(), {32, DType::F32, true}, {}, {});
+  EXPECT_NE(d.variant, "csr_rowwarp");
+  EXPECT_FALSE(d.candidates[0].rejected_because.empty());
+  Options forced;
+  forced.variant = "csr_rowwarp";
+  EXPECT_THROW(plan::plan_spmm(small_features(), {32, DType::F32, true}, {}, forced), UnsupportedError);
+}
+
+// ---------------------------------------------------------------------------------------
+// The RS-SpMM candidates (csr_vector, rs) and their parameters.
+
+struct Planned {
+  Features features;
+  plan::SplitStatsSource split;
+  Csr<double> matrix;
+};
+
+Planned planned(Csr<double> m) {
+  Planned p{inspect(m.pattern()), {}, std::move(m)};
+  const Csr<double>* a = &p.matrix;
+  p.split = [a](int32_t w, int32_t t) { return row_segment_split(a->pattern(), w, t); };
+  return p;
+}
+
+double predicted(const Decision& d, const std::string& variant) {
+  for (const auto& c : d.candidates)
+    if (c.variant == variant) {
+      EXPECT_TRUE(c.rejected_because.empty()) << variant << ": " << c.rejected_because;
+      return c.predicted_ms;
+    }
+  ADD_FAILURE() << "no candidate " << variant;
+  return 0;
+}
+
+plan::DeviceTarget h200() {
+  plan::DeviceTarget t;
+  t.name = "NVIDIA H200";
+  t.multiprocessors = 132;
+  t.shared_per_sm = 233472;
+  t.shared_per_block_optin = 232448;
+  return t;
+}
+
+TEST(PlanRs, ClusteredMatrixPricesTheSplitFromItsStatistics) {
+  const Planned p = planned(generate::clustered(32768, 32768, 48, 0.9, 64, 3));
+  const Decision d = plan::plan_spmm(p.features, {128, DType::F32, false, 128, 128}, h200(), {}, p.split);
+  // The split is priced from its own statistics: most nonzeros are heavy here, so the staged
+  // panel bytes are a real cost term (whether rs then wins is the fitted model's call).
+  const auto& rs = *std::find_if(d.candidates.begin(), d.candidates.end(), [](const Candidate& c) { return c.variant == "rs"; });
+  // Two blocks of a 512-byte K slice per SM: (233472 / 2 - 1024) / 512 = 226 rows, 224 after rounding.
+  EXPECT_EQ(rs.params["panel_width"], 224);
+  EXPECT_EQ(rs.params["vec_width"], 4);
+  EXPECT_EQ(rs.params["heavy_lanes"], 32);
+  EXPECT_EQ(rs.params["cf_v"], 1);
+  EXPECT_GT(rs.terms["shared_bytes"].get<double>(), 0.0);
+  EXPECT_GT(rs.predicted_ms, 0.0);
+}
+
+TEST(PlanRs, UniformRandomMatrixDoesNotPayForTheSplit) {
+  const Planned p = planned(generate::uniform(100000, 100000, 16, 5));
+  const Decision d = plan::plan_spmm(p.features, {128, DType::F32, false, 128, 128}, h200(), {}, p.split);
+  EXPECT_NE(d.variant, "rs");
+  EXPECT_LE(predicted(d, "csr_vector"), predicted(d, "rs"));
+}
+
+TEST(PlanRs, VectorWidthLanesAndCoarseningFollowKAndLeadingDimensions) {
+  const Planned p = planned(generate::uniform(300, 300, 5, 1));
+  Options o;
+  o.variant = "csr_vector";
+  auto params = [&](int32_t k, DType t, int64_t ld) {
+    return plan::plan_spmm(p.features, {k, t, false, ld, ld}, h200(), o, p.split).params;
+  };
+  EXPECT_EQ(params(128, DType::F32, 128)["vec_width"], 4);
+  EXPECT_EQ(params(128, DType::F32, 128)["lanes_per_row"], 32);
+  EXPECT_EQ(params(128, DType::F32, 128)["cf_h"], 1);
+  EXPECT_EQ(params(128, DType::F32, 129)["vec_width"], 1);  // a padded row breaks 16-byte alignment
+  EXPECT_EQ(params(128, DType::F32, 130)["vec_width"], 1);  // only 16-byte vectors or single values
+  EXPECT_EQ(params(32, DType::F32, 32)["lanes_per_row"], 8);
+  EXPECT_EQ(params(64, DType::F64, 64)["lanes_per_row"], 32);
+  EXPECT_EQ(params(512, DType::F32, 512)["cf_h"], 1);       // capped at 512 bytes per group row
+  EXPECT_EQ(params(7, DType::F32, 7)["vec_width"], 1);
+  EXPECT_EQ(params(7, DType::F32, 7)["lanes_per_row"], 8);
+  EXPECT_EQ(params(100, DType::F32, 100)["cf_h"], 1);       // 25 float4 over 32 lanes
+  EXPECT_EQ(params(99, DType::F32, 99)["cf_h"], 4);         // scalar: 99 columns over 32 lanes
+}
+
+TEST(PlanRs, ForcedParametersAreCheckedAndThePanelFollowsTheSlice) {
+  const Planned p = planned(generate::clustered(4096, 4096, 24, 0.6, 16, 2));
+  Options o;
+  o.variant = "rs";
+  o.params = {{"cf_v", 2}};
+  const Decision d = plan::plan_spmm(p.features, {128, DType::F32, false, 128, 128}, h200(), o, p.split);
+  EXPECT_EQ(d.params["panel_width"], 96);  // a 1 KiB slice row: (233472 / 2 - 1024) / 1024 = 113 -> 96
+  o.params = {{"vec_width", 4}};
+  EXPECT_THROW(plan::plan_spmm(p.features, {7, DType::F32, false, 7, 7}, h200(), o, p.split), InvalidInputError);
+  o.params = {{"panel_width", 4096}};
+  EXPECT_THROW(plan::plan_spmm(p.features, {128, DType::F32, false, 128, 128}, h200(), o, p.split), InvalidInputError);
+  o.params = {{"threshold", 0}};
+  EXPECT_THROW(plan::plan_spmm(p.features, {128, DType::F32, false, 128, 128}, h200(), o, p.split), InvalidInputError);
+  o.params = {{"lanes_per_row", 12}};
+  EXPECT_THROW(plan::plan_spmm(p.features, {128, DType::F32, false, 128, 128}, h200(), o, p.split), InvalidInputError);
+  // Without a split source rs cannot be priced and is not offered.
+  o.params = nlohmann::json::object();
+  EXPECT_THROW(plan::plan_spmm(p.features, {128, DType::F32, false, 128, 128}, h200(), o), UnsupportedError);
+}
+
+TEST(PlanRs, SearchSpaceEntriesAreValidWhenForced) {
+  const Planned p = planned(generate::clustered(2048, 3000, 24, 0.6, 16, 2));
+  for (DType t : {DType::F32, DType::F64}) {
+    for (int32_t k : {1, 33, 128, 512}) {
+      for (bool transpose : {false, true}) {
+        const plan::SpmmProblem problem{k, t, transpose, k, k};
+        const auto space = plan::spmm_search_space(p.features, problem, h200());
+        std::set<int> thresholds;
+        std::set<std::string> variants;
+        for (const auto& [variant, params] : space) {
+          variants.insert(variant);
+          Options o;
+          o.variant = variant;
+          o.params = params;
+          const Decision d = plan::plan_spmm(p.features, problem, h200(), o, p.split);
+          EXPECT_EQ(d.params, params) << variant << " " << params.dump();
+          if (variant == "rs") {
+            thresholds.insert(params["threshold"].get<int>());
+            const int w = params["panel_width"].get<int>();
+            EXPECT_TRUE(w % 32 == 0 || w == 3000) << w;
+          }
+        }
+        EXPECT_EQ(thresholds, (std::set<int>{2, 4, 8, 16, 32}));
+        EXPECT_EQ(variants.count("rs"), 1u);
+        EXPECT_EQ(variants.count("csr_vector"), 1u);
+        EXPECT_EQ(variants.count("cusparse"), 1u);
+        EXPECT_EQ(variants.count("csr_rowwarp"), transpose ? 0u : 1u);
+        EXPECT_EQ(variants.count("csr_rowsplit"), transpose ? 0u : 1u);
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// csr_merge: nonzero-balanced ranges, priced without a longest-row term.
+
+TEST(PlanMerge, LongRowsMakeMergeCheaperThanRowPerGroupKernels) {
+  // A power-law graph (hub rows hundreds of times the mean) and a pruned weight matrix of
+  // 128 rows x ~576 nonzeros (every group of csr_vector walks a long row).
+  for (const auto& [name, m] : {std::pair{"rmat", generate::rmat(65536, 600000, 3)},
+                                std::pair{"128x576", generate::uniform(128, 1152, 576, 4)}}) {
+    const Planned p = planned(m);
+    for (int32_t k : {32, 128}) {
+      const Decision d = plan::plan_spmm(p.features, {k, DType::F32, false, k, k}, h200(), {}, p.split);
+      EXPECT_LT(predicted(d, "csr_merge"), predicted(d, "csr_vector")) << name << " k=" << k;
+      EXPECT_LT(predicted(d, "csr_merge"), predicted(d, "csr_rowwarp")) << name << " k=" << k;
+    }
+  }
+}
+
+TEST(PlanMerge, UniformRowsKeepARowPerGroupKernelCheaper) {
+  const Planned p = planned(generate::uniform(100000, 100000, 16, 5));
+  for (int32_t k : {32, 128}) {
+    const Decision d = plan::plan_spmm(p.features, {k, DType::F32, false, k, k}, h200(), {}, p.split);
+    EXPECT_LT(std::min(predicted(d, "csr_vector"), predicted(d, "rs")), predicted(d, "csr_merge")) << "k=" << k;
+    EXPECT_NE(d.variant, "csr_merge");
+  }
+}
+
+TEST(PlanMerge, DefaultsFollowKAndTheRangeGrowsWithTheMatrix) {
+  const Planned p = planned(generate::rmat(8192, 80000, 2));
+  const Decision d = plan::plan_spmm(p.features, {32, DType::F32, false, 32, 32}, h200(), {}, p.split);
+  const nlohmann::json& params = candidate(d, "csr_merge").params;
+  EXPECT_EQ(params["vec_width"], 4);
+  EXPECT_EQ(params["lanes"], 8);  // 8 float4 cover K = 32
+  EXPECT_EQ(params["cf"], 1);
+  EXPECT_EQ(params["unroll"], 8);
+  EXPECT_EQ(params["block_threads"], 128);
+  // The range balances the boundary atomics (one pair per range) against the round trips of
+  // one range: it grows with the matrix.
+  Features big = p.features;
+  big.basic.nnz = 10'000'000;
+  big.basic.rows = 1'000'000;
+  const Decision d_big = plan::plan_spmm(big, {32, DType::F32, false, 32, 32}, h200(), {});
+  EXPECT_LE(params["nnz_per_group"].get<int>(), 32);
+  // The range is the cheapest of the grid under the model's coefficients.
+  const int range = candidate(d_big, "csr_merge").params["nnz_per_group"].get<int>();
+  EXPECT_TRUE(range == 16 || range == 32 || range == 64 || range == 128 || range == 256) << range;
+  Options o;
+  o.variant = "csr_merge";
+  const Decision scalar = plan::plan_spmm(p.features, {99, DType::F32, false, 99, 99}, h200(), o, p.split);
+  EXPECT_EQ(scalar.params["vec_width"], 1);
+  EXPECT_EQ(scalar.params["lanes"], 32);
+  EXPECT_EQ(scalar.params["cf"], 4);
+  EXPECT_EQ(scalar.params["unroll"], 2);
+}
+
+TEST(PlanMerge, ForcedParametersAreChecked) {
+  const Planned p = planned(generate::uniform(300, 300, 5, 1));
+  Options o;
+  o.variant = "csr_merge";
+  for (const nlohmann::json& bad : {nlohmann::json{{"nnz_per_group", 0}}, nlohmann::json{{"nnz_per_group", 5000}},
+                                    nlohmann::json{{"lanes", 12}}, nlohmann::json{{"cf", 3}}, nlohmann::json{{"unroll", 16}},
+                                    nlohmann::json{{"block_threads", 96}}, nlohmann::json{{"vec_width", 2}}}) {
+    o.params = bad;
+    EXPECT_THROW(plan::plan_spmm(p.features, {128, DType::F32, false, 128, 128}, h200(), o, p.split), InvalidInputError) << bad.dump();
+  }
+  o.params = {{"vec_width", 4}};
+  EXPECT_THROW(plan::plan_spmm(p.features, {7, DType::F32, false, 7, 7}, h200(), o, p.split), InvalidInputError);
+  o.params = {{"lanes_per_row", 8}};  // a csr_vector parameter
+  EXPECT_THROW(plan::plan_spmm(p.features, {128, DType::F32, false, 128, 128}, h200(), o, p.split), InvalidInputError);
+}
+
+TEST(PlanMerge, SearchSpaceCoversRangesLanesAndUnroll) {
+  const Planned p = planned(generate::rmat(4096, 40000, 2));
+  for (int32_t k : {1, 32, 128}) {
+    for (bool transpose : {false, true}) {
+      const plan::SpmmProblem problem{k, DType::F32, transpose, k, k};
+      std::set<int> ranges, unrolls, lanes;
+      for (const auto& [variant, params] : plan::spmm_search_space(p.features, problem, h200())) {
+        if (variant != "csr_merge") continue;
+        ranges.insert(params["nnz_per_group"].get<int>());
+        unrolls.insert(params["unroll"].get<int>());
+        lanes.insert(params["lanes"].get<int>());
+        Options o;
+        o.variant = variant;
+        o.params = params;
+        EXPECT_EQ(plan::plan_spmm(p.features, problem, h200(), o, p.split).params, params) << params.dump();
+      }
+      EXPECT_EQ(ranges, (std::set<int>{32, 64, 128, 256}));
+      EXPECT_EQ(unrolls, (std::set<int>{4, 8}));
+      const std::set<int> expected_lanes = k == 128 ? std::set<int>{32} : std::set<int>{8, 32};
+      EXPECT_EQ(lanes, expected_lanes) << "k=" << k;
+    }
+  }
+}
+
+
+// Every priced candidate carries the terms its predicted cost came from, in the JSON only;
+// a forced candidate is priced at the forced params (the tuner fits coefficients on them).
+TEST(PlanCost, CandidatesCarryTheirTermsAndForcedOnesArePricedAtTheirParams) {
+  const Planned p = planned(generate::clustered(4096, 4096, 24, 0.6, 16, 2));
+  const plan::SpmmProblem problem{128, DType::F32, false, 128, 128};
+  const Decision d = plan::plan_spmm(p.features, problem, h200(), {}, p.split);
+  ASSERT_EQ(d.model_id, models::shipped_model("spmm").at("id"));
+  const nlohmann::json& cost = models::shipped_model("spmm").at("cost");
+  const nlohmann::json j = to_json(d);
+  ASSERT_EQ(j["candidates"].size(), d.candidates.size());
+  for (const auto& c : j["candidates"]) {
+    ASSERT_TRUE(c.contains("terms")) << c.dump();
+    EXPECT_GT(c["terms"]["launch"].get<double>(), 0) << c.dump();
+    EXPECT_DOUBLE_EQ(c["predicted_ms"].get<double>(), models::linear_cost(cost[c["variant"].get<std::string>()], c["terms"]));
+  }
+  EXPECT_EQ(describe(d).find("gather_bytes"), std::string::npos);
+
+  auto forced_entry = [&](const char* variant, const nlohmann::json& params) {
+    Options o;
+    o.variant = variant;
+    o.params = params;
+    const Decision f = plan::plan_spmm(p.features, problem, h200(), o, p.split);
+    for (const auto& c : f.candidates)
+      if (c.variant == variant) {
+        EXPECT_EQ(c.params, f.params);
+        EXPECT_DOUBLE_EQ(c.predicted_ms, models::linear_cost(cost[variant], c.terms));
+        return c;
+      }
+    ADD_FAILURE() << variant;
+    return Candidate{};
+  };
+  // csr_merge walks its range: ceil(256 / unroll 8) + 1 round trips (K = 128: 32 lanes of one
+  // 4-wide vector, cf 1, unroll 8 / cf).
+  const Candidate merge = forced_entry("csr_merge", {{"nnz_per_group", 256}});
+  EXPECT_EQ(merge.params["unroll"], 8);
+  EXPECT_DOUBLE_EQ(merge.terms["critical_loads"].get<double>(), 33.0);
+  EXPECT_DOUBLE_EQ(forced_entry("csr_merge", {{"nnz_per_group", 256}, {"unroll", 2}}).terms["critical_loads"].get<double>(), 129.0);
+  // rs at another threshold: the split statistics of that threshold price it.
+  const Candidate rs2 = forced_entry("rs", {{"threshold", 2}});
+  const Candidate rs32 = forced_entry("rs", {{"threshold", 32}});
+  const SplitStats s32 = p.split(rs32.params["panel_width"].get<int>(), 32);
+  EXPECT_DOUBLE_EQ(rs32.terms["shared_bytes"].get<double>(), double(s32.heavy_nnz) * 128 * 4);
+  EXPECT_NE(rs2.terms["shared_bytes"], rs32.terms["shared_bytes"]);
+}
+
+// csr_rowsplit's round trips: a row of 64 nonzeros in 4 shares of 16 (32 lanes, unroll 4:
+// 1 index load + 4 B batches + the shared sum = 6) in one wave of blocks; 20000 such rows in
+// 128-thread blocks, 16 per SM on 132 SMs, run in ceil(20000 / 2112) = 10 waves of 6.
+TEST(PlanCost, RowsplitPricesTheWavesOfItsSmallBlocks) {
+  const plan::SpmmProblem problem{128, DType::F32, false, 128, 128};
+  auto rowsplit_loads = [&](int32_t rows) {
+    const Planned p = planned(generate::uniform(rows, 4096, 64, 5));
+    Options o;
+    o.variant = "csr_rowsplit";
+    o.params = {{"parts", 4}, {"lanes", 32}, {"unroll", 4}};
+    const Decision d = plan::plan_spmm(p.features, problem, h200(), o, p.split);
+    EXPECT_EQ(d.variant, "csr_rowsplit");
+    for (const auto& c : d.candidates)
+      if (c.variant == "csr_rowsplit") return c.terms["critical_loads"].get<double>();
+    ADD_FAILURE() << "no csr_rowsplit candidate";
+    return 0.0;
+  };
+  EXPECT_DOUBLE_EQ(rowsplit_loads(1000), 6.0);
+  EXPECT_DOUBLE_EQ(rowsplit_loads(20000), 60.0);
+}
+
+}  // namespace
+}  // namespace sparsejit
