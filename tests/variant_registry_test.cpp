@@ -52,6 +52,16 @@ TEST(VariantRegistry, EverySddmmVariantIsPricedByTheShippedModelAndItsTreeNamesO
   for (const std::string& leaf : leaves) EXPECT_TRUE(registered.count(leaf)) << "models/sddmm.json tree names '" << leaf << "'";
 }
 
+TEST(VariantRegistry, EverySpgemmVariantIsPricedByTheShippedModelAndNoOtherIs) {
+  const std::vector<std::string> names = plan::spgemm_variants();
+  const std::set<std::string> registered(names.begin(), names.end());
+  EXPECT_EQ(registered.size(), names.size()) << "a name is registered twice";
+  const nlohmann::json& model = models::shipped_model("spgemm");
+  EXPECT_EQ(keys_of(model.at("cost")), registered);
+  EXPECT_EQ(model.at("id"), "spgemm-default");
+  EXPECT_TRUE(model.contains("version"));
+}
+
 TEST(VariantRegistry, SpmmDefinitionsAreOrderedNamedAndDescribed) {
   const auto& all = variants::SpmmRegistry::all();
   ASSERT_FALSE(all.empty());
