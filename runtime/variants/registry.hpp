@@ -39,6 +39,14 @@ struct Traits {
 // Fills every registry; defined in the generated index (build/generated/variant_index.cpp).
 void register_every_variant();
 
+// Runs register_every_variant once per process, whichever op's registry is used first: one
+// flag for all of them, since the one call fills every op's registry (a flag per registry
+// would register every variant again on the first use of each further op).
+inline void ensure_every_variant_registered() {
+  static std::once_flag once;
+  std::call_once(once, register_every_variant);
+}
+
 // The registered definitions of one op: Definition is the op's variant base class
 // (SpmmVariant, SddmmVariant), which has `name` and `rank` members.
 template <class Definition>
@@ -83,10 +91,7 @@ class Registry {
     static Storage s;
     return s;
   }
-  static void ensure_registered() {
-    static std::once_flag once;
-    std::call_once(once, register_every_variant);
-  }
+  static void ensure_registered() { ensure_every_variant_registered(); }
 };
 
 }  // namespace sparsejit::variants
