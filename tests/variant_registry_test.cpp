@@ -11,6 +11,7 @@
 #include "plan/planner.hpp"
 #include "sparsejit/error.hpp"
 #include "sparsejit/generate.hpp"
+#include "variants/catalog.hpp"
 #include "variants/spmm/spmm_variant.hpp"
 
 namespace sparsejit {
@@ -60,6 +61,18 @@ TEST(VariantRegistry, EverySpgemmVariantIsPricedByTheShippedModelAndNoOtherIs) {
   EXPECT_EQ(keys_of(model.at("cost")), registered);
   EXPECT_EQ(model.at("id"), "spgemm-default");
   EXPECT_TRUE(model.contains("version"));
+}
+
+// The catalog lists an op's registry in order, with its vendor variant; using two ops'
+// registries in one process registers every variant once (one registration for all).
+TEST(VariantRegistry, TheCatalogListsSpmmAndSpgemmVariantsOnceEach) {
+  for (Op op : {Op::SpMM, Op::SpGEMM}) {
+    std::vector<std::string> names;
+    for (const variants::VariantInfo& v : variants::catalog(op)) names.push_back(v.name);
+    EXPECT_EQ(names, op == Op::SpMM ? plan::spmm_variants() : plan::spgemm_variants()) << to_string(op);
+    EXPECT_EQ(std::set<std::string>(names.begin(), names.end()).size(), names.size()) << to_string(op) << " registered twice";
+    EXPECT_EQ(variants::vendor_variant(op), "cusparse") << to_string(op);
+  }
 }
 
 TEST(VariantRegistry, SpmmDefinitionsAreOrderedNamedAndDescribed) {

@@ -101,10 +101,10 @@ class DeviceCsr {
   // Filled at construction, or once by fetch_host_pattern (then read-only).
   mutable std::vector<int32_t> host_row_ptr_;
   mutable std::vector<int32_t> host_col_idx_;
-  std::shared_ptr<PendingPattern> pending_;  // null: the host pattern is present
   DeviceBuffer row_ptr_;
   DeviceBuffer col_idx_;
   DeviceBuffer values_;
+  std::shared_ptr<PendingPattern> pending_;  // null: the host pattern is present
   uint64_t values_version_ = 0;
   std::unique_ptr<Cache> cache_ = std::make_unique<Cache>();
 };
