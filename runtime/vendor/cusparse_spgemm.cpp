@@ -1,5 +1,6 @@
 #include "vendor/cusparse_spgemm.hpp"
 
+#include <algorithm>
 #include <string>
 
 #include "cuda/driver_api.hpp"
@@ -52,12 +53,13 @@ CusparseSpgemmResult cusparse_spgemm(const CusparseHandle& handle, const DeviceC
   std::size_t bytes1 = 0, bytes2 = 0;
   SPARSEJIT_CUSPARSE(cusparseSpGEMM_workEstimation, handle.get(), op, op, &alpha, mat_a.get(), mat_b.get(), &beta, mat_c.get(),
                      type, alg, spgemm.get, &bytes1, nullptr);
-  const DeviceBuffer buffer1(handle.context(), bytes1);
+  // At least a byte: a null buffer would make the second call another size query.
+  const DeviceBuffer buffer1(handle.context(), std::max<std::size_t>(bytes1, 1));
   SPARSEJIT_CUSPARSE(cusparseSpGEMM_workEstimation, handle.get(), op, op, &alpha, mat_a.get(), mat_b.get(), &beta, mat_c.get(),
                      type, alg, spgemm.get, &bytes1, raw(buffer1));
   SPARSEJIT_CUSPARSE(cusparseSpGEMM_compute, handle.get(), op, op, &alpha, mat_a.get(), mat_b.get(), &beta, mat_c.get(), type,
                      alg, spgemm.get, &bytes2, nullptr);
-  const DeviceBuffer buffer2(handle.context(), bytes2);
+  const DeviceBuffer buffer2(handle.context(), std::max<std::size_t>(bytes2, 1));
   SPARSEJIT_CUSPARSE(cusparseSpGEMM_compute, handle.get(), op, op, &alpha, mat_a.get(), mat_b.get(), &beta, mat_c.get(), type,
                      alg, spgemm.get, &bytes2, raw(buffer2));
 
