@@ -21,7 +21,6 @@
 // of a row's additions varies from run to run, so results may differ in the last bits); f64 in f64.
 #include <algorithm>
 #include <array>
-#include <cstring>
 #include <optional>
 #include <string>
 
@@ -38,8 +37,9 @@ namespace {
 
 // A bin: rows whose key is at most `limit` (and above the previous bin's), a group of
 // group_threads threads per row, block_threads per block. Its tables have 2 x limit slots, so
-// they are at most half full. group_threads grows with the limit so each thread has about 2-4
-// products of the symbolic pass (and at most kSlotProducts times that in the numeric pass).
+// they are at most half full. A key bounds the row's products too (at most kSlotProducts x
+// limit; at most limit while B is wider than that), and group_threads grows with the limit:
+// 2 to 4 products per thread and pass for such rows, kSlotProducts times that at most.
 // Groups of more than 32 threads are whole blocks (they synchronize with __syncthreads).
 struct Bin {
   int limit;
@@ -50,7 +50,8 @@ constexpr std::array<Bin, 5> kBins = {{{16, 8, 256}, {64, 32, 256}, {256, 64, 64
 constexpr int kMaxSharedBins = int(kBins.size());
 // The rows past the largest shared bin: a block each (tables in global memory).
 constexpr Bin kGlobalBin = {0, 1024, 1024};
-// Products one table slot is given in the numeric bins' key (the work bound beside the nnz).
+// Products one table slot is given in a key, max(columns bound, ceil(products / this)): the
+// key bounds a row's work as well as its table.
 constexpr int kSlotProducts = 8;
 constexpr int kBinThreads = 256;
 // The global tables of all blocks together stay within this (fewer blocks when the widest
