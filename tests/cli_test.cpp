@@ -107,5 +107,25 @@ TEST(Cli, ExplainNamesTheChoiceAndListsVariants) {
   EXPECT_EQ(run_cli("explain gen:uniform:3000:5 --op spmm --variant nope").status, 1);
 }
 
+TEST(Cli, ExplainSpgemmSquaresTheMatrix) {
+  const Result r = run_cli("explain gen:band:2000:8:20 --op spgemm --dtype f64");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("C = A·A"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("spgemm: row_hash"), std::string::npos) << r.out;
+  const Result forced = run_cli("explain gen:band:2000:8:20 --op spgemm --variant cusparse --json");
+  ASSERT_EQ(forced.status, 0) << forced.out;
+  EXPECT_NE(forced.out.find("\"source\": \"forced\""), std::string::npos) << forced.out;
+  EXPECT_NE(forced.out.find("\"products\""), std::string::npos) << forced.out;
+  const Result list = run_cli("explain --list --op spgemm");
+  EXPECT_NE(list.out.find("row_hash  Gustavson"), std::string::npos) << list.out;
+  EXPECT_NE(list.out.find("cusparse  cuSPARSE generic SpGEMM"), std::string::npos) << list.out;
+  const Result rect = run_cli("explain gen:rect:30:20:3 --op spgemm");
+  EXPECT_EQ(rect.status, 1);
+  EXPECT_NE(rect.out.find("must be square; rect:30:20:3 is 30x20"), std::string::npos) << rect.out;
+  const Result bench = run_cli("bench gen:uniform:100:4 --op spgemm");
+  EXPECT_EQ(bench.status, 1);
+  EXPECT_NE(bench.out.find("not benchmarked yet"), std::string::npos) << bench.out;
+}
+
 }  // namespace
 }  // namespace sparsejit

@@ -53,10 +53,18 @@ TEST(VariantRegistry, EverySddmmVariantIsPricedByTheShippedModelAndItsTreeNamesO
   for (const std::string& leaf : leaves) EXPECT_TRUE(registered.count(leaf)) << "models/sddmm.json tree names '" << leaf << "'";
 }
 
+TEST(VariantRegistry, EverySpgemmVariantIsPricedByTheShippedModelAndNoOtherIs) {
+  const std::vector<std::string> names = plan::spgemm_variants();
+  const std::set<std::string> registered(names.begin(), names.end());
+  EXPECT_EQ(registered.size(), names.size()) << "a name is registered twice";
+  const nlohmann::json& model = models::shipped_model("spgemm");
+  EXPECT_EQ(keys_of(model.at("cost")), registered);
+}
+
 // One process using every op's registry registers each variant once (registration fills all
-// registries at once, on the first use of any).
+// registries at once, on the first use of any); each op has its one vendor variant.
 TEST(VariantRegistry, EveryOpsCatalogListsEachVariantOnceInOneProcess) {
-  for (Op op : {Op::SDDMM, Op::SpMM, Op::SDDMM}) {
+  for (Op op : {Op::SDDMM, Op::SpMM, Op::SpGEMM, Op::SDDMM}) {
     std::set<std::string> names;
     int vendors = 0;
     for (const variants::VariantInfo& v : variants::catalog(op)) {

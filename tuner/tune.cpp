@@ -311,6 +311,8 @@ void write_model_file(const std::string& dir, Op op, const nlohmann::json& model
 }  // namespace
 
 TuneSummary tune(Runtime& rt, cache::CacheStore& store, const TuneOptions& options, std::ostream& progress) {
+  if (options.op != Op::SpMM && options.op != Op::SDDMM)
+    throw UnsupportedError(std::string("tune: ") + to_string(options.op) + " is not tuned yet (spmm and sddmm are)");
   if (options.ks.empty()) throw InvalidInputError("tune: no K given");
   for (int32_t k : options.ks)
     if (k < 1) throw InvalidInputError("tune: K = " + std::to_string(k) + " must be >= 1");

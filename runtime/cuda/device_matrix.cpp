@@ -4,11 +4,15 @@
 #include "cuda/memory.hpp"
 #include "sparsejit/error.hpp"
 
+#include <mutex>
+#include <utility>
+
 namespace sparsejit {
 
 template <class T>
 DeviceCsr<T>::DeviceCsr(const Context& context, const Csr<T>& host)
-    : context_(context), rows_(host.rows), cols_(host.cols), host_row_ptr_(host.row_ptr), host_col_idx_(host.col_idx) {
+    : context_(context), rows_(host.rows), cols_(host.cols), nnz_(host.nnz()), host_row_ptr_(host.row_ptr),
+      host_col_idx_(host.col_idx) {
   validate(host, /*require_sorted=*/false);
   row_ptr_ = DeviceBuffer::from_host(context, host.row_ptr);
   col_idx_ = DeviceBuffer::from_host(context, host.col_idx);
@@ -16,10 +20,45 @@ DeviceCsr<T>::DeviceCsr(const Context& context, const Csr<T>& host)
 }
 
 template <class T>
+struct DeviceCsr<T>::PendingPattern {
+  explicit PendingPattern(Event ready) : ready(std::move(ready)) {}
+  Event ready;
+  std::once_flag once;
+};
+
+template <class T>
+DeviceCsr<T>::DeviceCsr(const Context& context, int32_t rows, int32_t cols, int64_t nnz, DeviceBuffer row_ptr,
+                        DeviceBuffer col_idx, DeviceBuffer values, Event ready)
+    : context_(context), rows_(rows), cols_(cols), nnz_(nnz), row_ptr_(std::move(row_ptr)), col_idx_(std::move(col_idx)),
+      values_(std::move(values)), pending_(std::make_shared<PendingPattern>(std::move(ready))) {}
+
+template <class T>
+void DeviceCsr<T>::fetch_host_pattern() const {
+  std::call_once(pending_->once, [&] {
+    pending_->ready.synchronize();
+    host_row_ptr_ = row_ptr_.download_as<int32_t>(std::size_t(rows_) + 1);
+    host_col_idx_ = col_idx_.download_as<int32_t>(std::size_t(nnz_));
+  });
+}
+
+template <class T>
+Csr<T> DeviceCsr<T>::download() const {
+  const PatternView pattern = host_pattern();  // waits for the producer of a device-made handle
+  Csr<T> host;
+  host.rows = rows_;
+  host.cols = cols_;
+  host.row_ptr.assign(pattern.row_ptr, pattern.row_ptr + rows_ + 1);
+  host.col_idx.assign(pattern.col_idx, pattern.col_idx + nnz_);
+  host.values = values_.download_as<T>(std::size_t(nnz_));
+  return host;
+}
+
+template <class T>
 void DeviceCsr<T>::update_values(const std::vector<T>& values) {
   if (int64_t(values.size()) != nnz())
     throw InvalidInputError("update_values: " + std::to_string(values.size()) + " values for a matrix with " +
                             std::to_string(nnz()) + " nonzeros");
+  if (pending_) fetch_host_pattern();  // the producer's writes finish before the new values land
   values_.upload(values);
   ++values_version_;
 }

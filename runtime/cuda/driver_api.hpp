@@ -31,7 +31,9 @@ namespace sparsejit::cuda {
   X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime_v2)       \
   X(cuEventDestroy_v2)                                                                    \
   X(cuStreamBeginCapture_v2) X(cuStreamEndCapture) X(cuGraphInstantiateWithFlags)       \
-  X(cuGraphLaunch) X(cuGraphExecDestroy) X(cuGraphDestroy)
+  X(cuGraphLaunch) X(cuGraphExecDestroy) X(cuGraphDestroy)                                \
+  X(cuMemPoolCreate) X(cuMemPoolDestroy) X(cuMemPoolSetAttribute)                        \
+  X(cuMemAllocFromPoolAsync) X(cuMemFreeAsync)
 
 struct DriverApi {
 #define SPARSEJIT_DRIVER_MEMBER(name) decltype(&::name) name = nullptr;

@@ -36,6 +36,12 @@ const Stream& RuntimeState::measure_stream() {
   return *measure_stream_;
 }
 
+cuda::ScratchPool& RuntimeState::scratch_pool() {
+  std::lock_guard<std::mutex> lock(scratch_mutex_);
+  if (!scratch_) scratch_ = std::make_unique<cuda::ScratchPool>(context);
+  return *scratch_;
+}
+
 plan::DeviceTarget target_of(const DeviceInfo& info) {
   plan::DeviceTarget t;
   t.name = info.name;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda/scratch_pool.hpp"
 #include "ops/kernel_loader.hpp"
 #include "plan/choose.hpp"
 #include "plan/planner.hpp"
@@ -46,11 +47,18 @@ struct RuntimeState {
   const Stream& measure_stream();
   std::mutex measuring;
 
+  // Stream-ordered scratch for calls that need temporary device memory (SpGEMM), created on
+  // first use: a pool that keeps its high-water mark for the runtime's life, so a repeated
+  // call allocates nothing from the device (cuda/scratch_pool.hpp).
+  cuda::ScratchPool& scratch_pool();
+
  private:
   std::unique_ptr<vendor::CublasHandle> cublas_;
   std::mutex measured_mutex_;
   std::map<std::string, std::vector<plan::TimedChoice>> measured_;
   std::optional<Stream> measure_stream_;
+  std::mutex scratch_mutex_;
+  std::unique_ptr<cuda::ScratchPool> scratch_;
 };
 
 // The target the planners see for a real device.

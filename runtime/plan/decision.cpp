@@ -12,6 +12,7 @@ const char* to_string(Op op) {
   switch (op) {
     case Op::SpMM: return "spmm";
     case Op::SDDMM: return "sddmm";
+    case Op::SpGEMM: return "spgemm";
   }
   return "?";
 }
@@ -19,7 +20,8 @@ const char* to_string(Op op) {
 Op parse_op(const std::string& text) {
   if (text == "spmm") return Op::SpMM;
   if (text == "sddmm") return Op::SDDMM;
-  throw InvalidInputError("unknown operation '" + text + "' (expected spmm or sddmm)");
+  if (text == "spgemm") return Op::SpGEMM;
+  throw InvalidInputError("unknown operation '" + text + "' (expected spmm, sddmm or spgemm)");
 }
 
 const char* to_string(DecisionSource source) {

@@ -61,6 +61,14 @@ struct SddmmProblem {
   std::function<int64_t(int32_t tile_rows, int32_t tile_cols)> dense_tile_count = nullptr;
 };
 
+// C = A·B with A m×k and B k×n sparse, C a new m×n CSR (Runtime::spgemm).
+struct SpgemmProblem {
+  DType dtype = DType::F32;
+  int32_t m = 0;  // rows of A and C
+  int32_t k = 0;  // columns of A, rows of B
+  int32_t n = 0;  // columns of B and C
+};
+
 // A choice the tuning records of this device make for a feature bucket (plan/tuned.hpp).
 struct TunedChoice {
   std::string variant;
@@ -95,6 +103,15 @@ Decision plan_spmm(const Features& features, const SpmmProblem& problem, const D
 Decision plan_sddmm(const Features& features, const SddmmProblem& problem, const DeviceTarget& device, const Options& options,
                     const PlanSources& sources = {});
 
+// SpGEMM over the registered variants (runtime/variants/spgemm/): forced, else the cheapest by
+// the model's cost formulas (models/spgemm.json; no tuning records or trees for SpGEMM yet).
+// The features are those of the pair (spgemm_features(A, B)). Refuses, with an
+// InvalidInputError naming the values, a problem whose shapes differ from the features' and a
+// product count NNZ(Ĉ) over 2^31-1: C's int32 row offsets could not be proven to address the
+// result (NNZ(C) <= NNZ(Ĉ)), and it is refused before anything is allocated.
+Decision plan_spgemm(const SpgemmFeatures& features, const SpgemmProblem& problem, const DeviceTarget& device,
+                     const Options& options, const PlanSources& sources = {});
+
 // The planner's feature tile_fill: nnz / (non-empty tiles * tile_rows * tile_cols), the share of
 // the dot products a dense_tile kernel computes that S keeps. The non-empty tiles are
 // problem.dense_tile_count's exact count when given; else they are estimated from
@@ -114,6 +131,7 @@ std::vector<std::pair<std::string, nlohmann::json>> sddmm_search_space(const Fea
 // Names of every registered variant of an op (runtime/variants/<op>/), in registry order.
 std::vector<std::string> spmm_variants();
 std::vector<std::string> sddmm_variants();
+std::vector<std::string> spgemm_variants();
 
 // The second round of SpMM's measured selection (plan/choose.hpp): the parameter settings next
 // to a timed one that its variant names (SpmmVariant::neighbour_changes) and its checks accept.
@@ -133,5 +151,10 @@ std::vector<TimedChoice> sddmm_neighbors(const std::string& variant, const nlohm
 // complete (forcing it leaves no default in play) and valid for the problem.
 std::vector<std::pair<std::string, nlohmann::json>> spmm_search_space(const Features& features, const SpmmProblem& problem,
                                                                       const DeviceTarget& device);
+
+// The same for SpGEMM: each registered variant's search space, less what its checks refuse.
+std::vector<std::pair<std::string, nlohmann::json>> spgemm_search_space(const SpgemmFeatures& features,
+                                                                        const SpgemmProblem& problem,
+                                                                        const DeviceTarget& device);
 
 }  // namespace sparsejit::plan

@@ -2,6 +2,7 @@
 
 #include "sparsejit/error.hpp"
 #include "variants/sddmm/sddmm_variant.hpp"
+#include "variants/spgemm/spgemm_variant.hpp"
 #include "variants/spmm/spmm_variant.hpp"
 
 namespace sparsejit::variants {
@@ -21,6 +22,7 @@ std::vector<VariantInfo> catalog(Op op) {
   switch (op) {
     case Op::SpMM: return infos<SpmmRegistry>();
     case Op::SDDMM: return infos<SddmmRegistry>();
+    case Op::SpGEMM: return infos<SpgemmRegistry>();
   }
   throw InvalidInputError("catalog: unknown op");
 }

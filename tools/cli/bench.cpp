@@ -94,6 +94,7 @@ std::vector<int32_t> parse_ks(const std::string& text) {
 
 bench::Config validated(const BenchArgs& args) {
   bench::Config config;
+  if (args.op == "spgemm") throw UnsupportedError("bench: --op spgemm is not benchmarked yet (`sparsejit run --op spgemm` times one matrix)");
   if (args.op != "spmm" && args.op != "sddmm")
     throw InvalidInputError("bench: unknown --op '" + args.op + "' (expected spmm or sddmm)");
   config.op = parse_op(args.op);

@@ -15,8 +15,8 @@ void add_explain_command(CLI::App& app) {
   static int32_t k = 128;
   static bool transpose = false, as_json = false, list = false;
   cmd->add_option("matrix", input, "Matrix file or gen:SPEC");
-  cmd->add_option("--op", op, "spmm | sddmm")->capture_default_str();
-  cmd->add_option("-k", k, "Columns of the dense operands (SpMM: of B and C; SDDMM: the inner dimension)")->capture_default_str();
+  cmd->add_option("--op", op, "spmm | sddmm | spgemm (C = A·A)")->capture_default_str();
+  cmd->add_option("-k", k, "Columns of the dense operands (SpMM: of B and C; SDDMM: the inner dimension; SpGEMM: unused)")->capture_default_str();
   cmd->add_option("--dtype", dtype, "f32 | f64")->capture_default_str();
   cmd->add_option("--variant", variant, "Force a variant (as SPARSEJIT_FORCE does)");
   cmd->add_flag("--transpose", transpose, "SpMM: C = Aᵀ·B");
@@ -37,14 +37,19 @@ void add_explain_command(CLI::App& app) {
     options.variant = variant;
     options.transpose_a = transpose;
     const DType type = parse_dtype(dtype);
-    const Decision d = parsed_op == Op::SpMM ? explain_spmm(a.pattern(), k, type, options)
-                                             : explain_sddmm(a.pattern(), k, type, options);
+    if (parsed_op == Op::SpGEMM && a.rows != a.cols)
+      throw InvalidInputError("explain --op spgemm multiplies the matrix by itself, so it must be square; " + matrix_name(input) +
+                              " is " + std::to_string(a.rows) + "x" + std::to_string(a.cols));
+    const Decision d = parsed_op == Op::SpMM    ? explain_spmm(a.pattern(), k, type, options)
+                       : parsed_op == Op::SDDMM ? explain_sddmm(a.pattern(), k, type, options)
+                                                : explain_spgemm(a.pattern(), a.pattern(), type, options);
     if (as_json) {
       nlohmann::json out = to_json(d);
       out["matrix"] = matrix_name(input);
       std::cout << out.dump(2) << "\n";
     } else {
-      std::cout << matrix_name(input) << " (" << a.rows << "x" << a.cols << ", " << a.nnz() << " nonzeros), k = " << k << "\n"
+      std::cout << matrix_name(input) << " (" << a.rows << "x" << a.cols << ", " << a.nnz() << " nonzeros), "
+                << (parsed_op == Op::SpGEMM ? std::string("C = A·A") : "k = " + std::to_string(k)) << "\n"
                 << describe(d);
     }
   });

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <limits>
 
 #include "cli/commands.hpp"
 #include "cli/matrix_input.hpp"
@@ -117,14 +118,66 @@ void run_sddmm(const RunArgs& args) {
   report(args, cast<double>(s), *call.decision, ms, vendor_ms, host_us, check);
 }
 
+// SpGEMM C = A·A: ours and cuSPARSE's whole call (the cusparse variant runs its documented
+// sequence, allocations included), each timed from the host's call to its return with events
+// on the stream; GFLOP/s with flops = 2 * NNZ(Ĉ).
+template <class T>
+void run_spgemm(const RunArgs& args) {
+  Csr<T> a = load_matrix<T>(args.input, 1);
+  if (a.rows != a.cols)
+    throw InvalidInputError("run --op spgemm multiplies the matrix by itself, so it must be square; " + matrix_name(args.input) +
+                            " is " + std::to_string(a.rows) + "x" + std::to_string(a.cols));
+  Runtime rt;
+  DeviceCsr<T> da(rt.context(), a);
+  Options options;
+  options.variant = args.variant;
+  std::string check;
+  if (args.check) {
+    const Csr<T> got = rt.spgemm(da, da, options).download();
+    const Csr<T> want = reference::spgemm(a, a);
+    const bool same_pattern = got.row_ptr == want.row_ptr && got.col_idx == want.col_idx;
+    const double err = same_pattern ? reference::relative_error(got.values, want.values) : std::numeric_limits<double>::infinity();
+    const double limit = reference::check_tolerance<T>();
+    const bool passed = same_pattern && err <= limit;
+    check = "; check " + std::string(passed ? "passed" : "FAILED") +
+            (same_pattern ? " (relative error " + std::to_string(err) + ")" : " (the pattern differs from the reference's)");
+    if (!passed) throw Error(ErrorCategory::Cuda, "check failed" + check);
+  }
+  CallInfo call;
+  rt.spgemm(da, da, options, &call);
+  const tuner::TimingOptions timing{2, args.repeat};
+  const double ms = tuner::time_on_stream(rt.context(), nullptr, 1, timing, [&](int, CUstream s) {
+    Options o = options;
+    o.stream = s;
+    rt.spgemm(da, da, o);
+  }).median_ms;
+  Options vendor = options;
+  vendor.variant = "cusparse";
+  vendor.params = nlohmann::json::object();
+  const double vendor_ms = tuner::time_on_stream(rt.context(), nullptr, 1, timing, [&](int, CUstream s) {
+    Options o = vendor;
+    o.stream = s;
+    rt.spgemm(da, da, o);
+  }).median_ms;
+  const Decision& d = *call.decision;
+  const double products = d.features.at("products").get<double>();
+  std::printf("spgemm %s C = A·A %s: %s %s\n", matrix_name(args.input).c_str(), args.dtype.c_str(), d.variant.c_str(),
+              d.params.dump().c_str());
+  std::printf("  time %.4f ms (whole call, C allocated), %.1f GFLOP/s (2 x %.0f products)\n", ms, 2 * products / ms * 1e-6,
+              products);
+  std::printf("  vendor (cuSPARSE whole call) %.4f ms; speedup %.2fx\n", vendor_ms, vendor_ms / ms);
+  std::printf("  kernels %s, compile %.1f ms, load %.2f ms%s\n", to_string(d.kernel_origin), d.compile_ms, d.load_ms,
+              check.c_str());
+}
+
 }  // namespace
 
 void add_run_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("run", "Run one operation on one matrix (auto unless --variant), timed next to cuSPARSE");
   static RunArgs args;
   cmd->add_option("matrix", args.input, "Matrix file or gen:SPEC")->required();
-  cmd->add_option("--op", args.op, "spmm | sddmm")->capture_default_str();
-  cmd->add_option("-k", args.k, "Columns of the dense operands")->capture_default_str();
+  cmd->add_option("--op", args.op, "spmm | sddmm | spgemm (C = A·A)")->capture_default_str();
+  cmd->add_option("-k", args.k, "Columns of the dense operands (not used by spgemm)")->capture_default_str();
   cmd->add_option("--dtype", args.dtype, "f32 | f64")->capture_default_str();
   cmd->add_option("--variant", args.variant, "Force a variant (`sparsejit explain --list --op OP` lists them)");
   cmd->add_option("--repeat", args.repeat, "Timed repetitions (the median is printed); `sparsejit bench` rotates operands, this does not")->capture_default_str();
@@ -138,7 +191,8 @@ void add_run_command(CLI::App& app) {
     if (type != DType::F32 && type != DType::F64) throw UnsupportedError(std::string("run supports f32 and f64, not ") + to_string(type));
     if (!driver_available()) throw UnsupportedError(driver_unavailable_reason());
     if (op == Op::SpMM) type == DType::F32 ? run_spmm<float>(args) : run_spmm<double>(args);
-    else type == DType::F32 ? run_sddmm<float>(args) : run_sddmm<double>(args);
+    else if (op == Op::SDDMM) type == DType::F32 ? run_sddmm<float>(args) : run_sddmm<double>(args);
+    else type == DType::F32 ? run_spgemm<float>(args) : run_spgemm<double>(args);
   });
 }
 

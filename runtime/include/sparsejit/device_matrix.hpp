@@ -4,6 +4,13 @@
 // DeviceCsr lifecycle (the rule every cache user relies on):
 //   - made from a host Csr<T>: the pattern (row_ptr, col_idx) and values are uploaded once;
 //     a host copy of the pattern is kept so features can be measured without a download;
+//   - made on the device by an operation (Runtime::spgemm's C): the handle owns the arrays the
+//     operation wrote and an event recorded after its last write; the host copy of the pattern
+//     is downloaded on first use of host_pattern() (which waits for that event), so a product
+//     that nobody inspects costs no download. Every op reads host_pattern() (its features)
+//     before it launches anything on a handle, so no kernel ever reads a pattern still being
+//     written; other readers of the device arrays must order their stream after the producing
+//     call's stream (or synchronize);
 //   - the PATTERN IS IMMUTABLE for the handle's whole life, so anything derived from the pattern
 //     alone (features, formats, plans) attached to the cache stays valid until the handle dies;
 //   - update_values() replaces the values in place and increments values_version(); entries that
@@ -34,12 +41,18 @@ class DeviceCsr {
   const Context& context() const { return context_; }
   int32_t rows() const { return rows_; }
   int32_t cols() const { return cols_; }
-  int64_t nnz() const { return int64_t(host_col_idx_.size()); }
+  int64_t nnz() const { return nnz_; }
 
   const DeviceBuffer& row_ptr() const { return row_ptr_; }   // rows + 1 int32
   const DeviceBuffer& col_idx() const { return col_idx_; }   // nnz int32
   const DeviceBuffer& values() const { return values_; }     // nnz T
-  PatternView host_pattern() const { return {rows_, cols_, host_row_ptr_.data(), host_col_idx_.data()}; }
+  // The host copy of the pattern (downloaded on first use for a handle made on the device).
+  PatternView host_pattern() const {
+    if (pending_) fetch_host_pattern();
+    return {rows_, cols_, host_row_ptr_.data(), host_col_idx_.data()};
+  }
+  // A blocking download of the whole matrix (pattern and values) as a host Csr<T>.
+  Csr<T> download() const;
 
   // Replaces the values (same count as nnz, else InvalidInputError); keeps the pattern caches.
   void update_values(const std::vector<T>& values);
@@ -67,19 +80,31 @@ class DeviceCsr {
   }
 
  private:
+  friend class Runtime;  // makes the handles of its results (spgemm's C)
   struct Cache {
     std::mutex mutex;
     std::map<std::string, std::shared_ptr<void>> entries;
   };
+  struct PendingPattern;  // the producer's event and the once-only download
+
+  // Takes arrays an operation wrote on the device (rows + 1 offsets, nnz columns and values)
+  // and the event recorded after its last write to them. Not validated: the producer
+  // guarantees a well-formed pattern.
+  DeviceCsr(const Context& context, int32_t rows, int32_t cols, int64_t nnz, DeviceBuffer row_ptr, DeviceBuffer col_idx,
+            DeviceBuffer values, Event ready);
+  void fetch_host_pattern() const;
 
   Context context_;
   int32_t rows_ = 0;
   int32_t cols_ = 0;
-  std::vector<int32_t> host_row_ptr_;
-  std::vector<int32_t> host_col_idx_;
+  int64_t nnz_ = 0;
+  // Filled at construction, or once by fetch_host_pattern (then read-only).
+  mutable std::vector<int32_t> host_row_ptr_;
+  mutable std::vector<int32_t> host_col_idx_;
   DeviceBuffer row_ptr_;
   DeviceBuffer col_idx_;
   DeviceBuffer values_;
+  std::shared_ptr<PendingPattern> pending_;  // null: the host pattern is present
   uint64_t values_version_ = 0;
   std::unique_ptr<Cache> cache_ = std::make_unique<Cache>();
 };

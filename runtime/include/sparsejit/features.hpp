@@ -119,6 +119,38 @@ int64_t element_products(PatternView a, PatternView b);
 int64_t tile_products(PatternView a, PatternView b, int32_t tile = kDefaultTile);
 
 // ---------------------------------------------------------------------------------------
+// SpGEMM C = A·B: tSparse's NNZ(A), RowA and NNZ(Ĉ), and what the row-wise kernels bin rows
+// by. A row's products are the scalar products its row of C accumulates: the sum, over its
+// entries a_ik, of the length of row k of B; NNZ(Ĉ) is their sum over the rows, and a row of C
+// holds at most min(products, B's columns) entries. Rows need not be sorted; duplicate
+// entries count as often as they are stored.
+inline constexpr int kProductBuckets = 65;
+struct SpgemmFeatures {
+  BasicStats a;                  // of A: a.nnz is NNZ(A), a.row_mean tSparse's RowA
+  BasicStats b;                  // of B
+  int64_t products = 0;          // NNZ(Ĉ)
+  int64_t max_row_products = 0;  // the most products of one row
+  int64_t product_rows = 0;      // rows with at least one product (the rows of C that can be non-empty)
+  // Rows by their products p: [0] counts the rows with p = 0, [1 + ceil(log2(p))] the others
+  // (p = 1 in [1], 2 in [2], 3..4 in [3], 5..8 in [4], ...), so the rows with 1 <= p <= 2^j
+  // are buckets 1 to 1 + j: the power-of-two row bins of the row-wise kernels count exactly.
+  std::array<int64_t, kProductBuckets> rows_by_products{};
+  std::array<int64_t, kProductBuckets> products_by_bucket{};  // the products of those rows
+  bool a_sorted = false;         // every row of A has strictly increasing columns
+  bool b_sorted = false;         // the same for B
+};
+// One pass over each pattern. Throws InvalidInputError naming both shapes when a.cols !=
+// b.rows, and naming the first violation of a malformed pattern.
+SpgemmFeatures spgemm_features(PatternView a, PatternView b);
+// The rows with 1 <= products <= limit (limit a power of two), and their products, from the buckets.
+int64_t rows_with_products_up_to(const SpgemmFeatures& features, int64_t limit);
+int64_t products_of_rows_up_to(const SpgemmFeatures& features, int64_t limit);
+// Flat keys: rows_a cols_a nnz_a row_a (RowA) row_a_max rows_b cols_b nnz_b row_b row_b_max
+// products max_row_products product_rows products_per_row a_sorted b_sorted, and the arrays
+// rows_by_products and products_by_bucket (up to the last non-empty bucket).
+nlohmann::json to_json(const SpgemmFeatures& features);
+
+// ---------------------------------------------------------------------------------------
 // SpAMM tile norms (cuSpAMM 3.1/3.2). A dense matrix is cut into tile x tile blocks from
 // (0, 0), edge tiles partial (no padding is counted). norms[i * tile_cols + j] is the
 // Frobenius norm sqrt(sum of squares) of block (i, j), accumulated in double.

@@ -51,6 +51,25 @@ class Runtime {
   CallInfo sddmm(const DeviceCsr<T>& s, const DeviceDense<T>& a, const DeviceDense<T>& b, DeviceBuffer& p,
                  const Options& options = {});
 
+  // C = A·B with A m×k and B k×n sparse: a new m×n DeviceCsr with the columns of every row
+  // sorted. C holds every column the patterns produce (the structural product, as
+  // reference::spgemm): an entry whose products cancel to zero is kept as an explicit zero,
+  // and duplicate entries of A or B add up. T: float or double; the products accumulate in
+  // T (f32 in f32; the variants' summation order differs from the reference's and between
+  // runs, so f32 results agree with it to f32 rounding). Rows of A and B need not be sorted.
+  // Work is enqueued on options.stream; the call synchronizes that stream once, to learn
+  // NNZ(C) before allocating C, and returns with the rest enqueued: C's arrays are complete in
+  // stream order (C.host_pattern() and C.download() wait for them). A or B without entries,
+  // or no products at all, give an m×n C without entries.
+  // Errors (before anything is allocated): InvalidInputError naming the shapes when A's
+  // columns are not B's rows, and naming the count when A·B has more than 2^31-1 scalar
+  // products (NNZ(Ĉ): C's int32 offsets could not be guaranteed to address it);
+  // UnsupportedError for other value types and for Options::transpose_a. Options::variant
+  // and params force a variant ("row_hash", "cusparse"); reuse and measure do not apply yet.
+  // info, when given, receives the call's Decision and whether the plan was reused.
+  template <class T>
+  DeviceCsr<T> spgemm(const DeviceCsr<T>& a, const DeviceCsr<T>& b, const Options& options = {}, CallInfo* info = nullptr);
+
  private:
   std::shared_ptr<detail::RuntimeState> state_;
 };
@@ -60,5 +79,7 @@ class Runtime {
 // sm_90 part. This is what `sparsejit explain` prints.
 Decision explain_spmm(PatternView a, int32_t k, DType dtype, const Options& options = {}, int device = 0);
 Decision explain_sddmm(PatternView s, int32_t k, DType dtype, const Options& options = {}, int device = 0);
+// SpGEMM C = A·B (the patterns of A and B).
+Decision explain_spgemm(PatternView a, PatternView b, DType dtype, const Options& options = {}, int device = 0);
 
 }  // namespace sparsejit

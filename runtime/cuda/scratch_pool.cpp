@@ -1,0 +1,84 @@
+#include "cuda/scratch_pool.hpp"
+
+#include <cstdint>
+#include <string>
+#include <utility>
+
+#include "cuda/driver_api.hpp"
+#include "sparsejit/error.hpp"
+
+namespace sparsejit::cuda {
+
+ScratchPool::ScratchPool(const Context& context) : context_(context) {
+  context_.make_current();
+  CUmemPoolProps props = {};
+  props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  props.handleTypes = CU_MEM_HANDLE_TYPE_NONE;
+  props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  props.location.id = context_.ordinal();
+  SPARSEJIT_CU(cuMemPoolCreate, &pool_, &props);
+  // Keep every reserved byte at synchronizations (the default, 0, would return the memory to
+  // the device at each one and make the next call reserve it again).
+  cuuint64_t keep = UINT64_MAX;
+  try {
+    SPARSEJIT_CU(cuMemPoolSetAttribute, pool_, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep);
+  } catch (...) {
+    driver().cuMemPoolDestroy(pool_);
+    throw;
+  }
+}
+
+ScratchPool::~ScratchPool() {
+  // Blocks still being freed in stream order are released by the driver when their frees complete.
+  try {
+    context_.make_current();
+    driver().cuMemPoolDestroy(pool_);
+  } catch (const Error&) {  // the context is already gone at process exit: nothing to free
+  }
+}
+
+ScratchPool::Block ScratchPool::allocate(std::size_t bytes, CUstream stream) {
+  context_.make_current();
+  Block block;
+  const std::size_t size = bytes > 0 ? bytes : 1;
+  const CUresult result = driver().cuMemAllocFromPoolAsync(&block.ptr_, size, pool_, stream);
+  if (result != CUDA_SUCCESS)
+    throw CudaError("cuMemAllocFromPoolAsync of " + std::to_string(size) + " bytes of scratch failed: " + describe(result));
+  block.context_ = &context_;
+  block.bytes_ = size;
+  block.stream_ = stream;
+  return block;
+}
+
+ScratchPool::Block::~Block() { release(); }
+
+ScratchPool::Block::Block(Block&& other) noexcept
+    : context_(std::exchange(other.context_, nullptr)),
+      ptr_(std::exchange(other.ptr_, 0)),
+      bytes_(std::exchange(other.bytes_, 0)),
+      stream_(other.stream_) {}
+
+ScratchPool::Block& ScratchPool::Block::operator=(Block&& other) noexcept {
+  if (this != &other) {
+    release();
+    context_ = std::exchange(other.context_, nullptr);
+    ptr_ = std::exchange(other.ptr_, 0);
+    bytes_ = std::exchange(other.bytes_, 0);
+    stream_ = other.stream_;
+  }
+  return *this;
+}
+
+void ScratchPool::Block::release() noexcept {
+  if (ptr_ != 0) {
+    try {  // a destructor cannot report; a failing free means the context is already gone
+      context_->make_current();
+      driver().cuMemFreeAsync(ptr_, stream_);
+    } catch (const Error&) {
+    }
+  }
+  ptr_ = 0;
+  bytes_ = 0;
+}
+
+}  // namespace sparsejit::cuda

@@ -1,0 +1,127 @@
+// SpGEMM executor: C = A·B, both sparse, C a new DeviceCsr. What each variant launches and
+// allocates is its definition's (runtime/variants/spgemm/); this file finds the planned
+// variant in the registry and drives it.
+// Per call: B's fingerprint (cached on B's handle), the pair's features (cached on A's handle
+// per B pattern), the plan (cached on A's handle per B pattern, value type, forced choice and
+// runtime; prepared once: kernels loaded), then the variant's run, which allocates C. A pair
+// without products gives an empty C without running anything. SpGEMM has no measured
+// selection yet: Options::reuse and measure do not apply.
+#include <type_traits>
+
+#include "ops/call_common.hpp"
+#include "ops/plan_sources.hpp"
+#include "ops/runtime_state.hpp"
+#include "sparsejit/error.hpp"
+#include "sparsejit/runtime.hpp"
+#include "variants/spgemm/spgemm_variant.hpp"
+
+namespace sparsejit {
+
+namespace {
+
+template <class T>
+constexpr bool kFloatOrDouble = std::is_same_v<T, float> || std::is_same_v<T, double>;
+
+// A plan ready to run: the decision and the chosen variant's execution (none when the pair
+// has no products: nothing runs).
+template <class T>
+struct PreparedSpgemm {
+  std::shared_ptr<const Decision> decision;
+  std::unique_ptr<variants::SpgemmExecution<T>> execution;
+};
+
+std::string dims(int64_t rows, int64_t cols) { return std::to_string(rows) + "x" + std::to_string(cols); }
+
+void check_spgemm_call(int32_t a_rows, int32_t a_cols, int32_t b_rows, int32_t b_cols, const Options& options) {
+  if (a_cols != b_rows)
+    throw InvalidInputError("spgemm: A is " + dims(a_rows, a_cols) + " but B has " + std::to_string(b_rows) + " rows (A·B needs " +
+                            std::to_string(a_cols) + "; B is " + dims(b_rows, b_cols) + ")");
+  if (options.transpose_a) throw UnsupportedError("spgemm: Options::transpose_a (Aᵀ·B) is not supported; C = A·B only");
+}
+
+template <class T>
+uint64_t cached_fingerprint(const DeviceCsr<T>& m) {
+  return *m.template get_or_create<uint64_t>("fingerprint", [&] { return std::make_shared<uint64_t>(fingerprint(m.host_pattern())); });
+}
+
+template <class T>
+std::shared_ptr<PreparedSpgemm<T>> prepare_spgemm(detail::RuntimeState& rt, const DeviceCsr<T>& a, const DeviceCsr<T>& b,
+                                                  const SpgemmFeatures& f, const plan::SpgemmProblem& problem,
+                                                  const Options& options) {
+  auto prepared = std::make_shared<PreparedSpgemm<T>>();
+  Decision d = plan::plan_spgemm(f, problem, rt.target, ops::with_environment_force(Op::SpGEMM, options),
+                                 ops::plan_sources(Op::SpGEMM, rt.target));
+  if constexpr (kFloatOrDouble<T>) {  // the planner offers no variant for other value types
+    if (f.products > 0)
+      prepared->execution = variants::SpgemmRegistry::find(d.variant)->prepare(variants::SpgemmPreparation<T>{rt, a, b, f, problem, d});
+  }
+  prepared->decision = std::make_shared<const Decision>(std::move(d));
+  return prepared;
+}
+
+// An m×n product without entries, complete when returned.
+template <class T>
+DeviceCsr<T> empty_product(const Context& context, int32_t m, int32_t n) {
+  Csr<T> c;
+  c.rows = m;
+  c.cols = n;
+  c.row_ptr.assign(std::size_t(m) + 1, 0);
+  return DeviceCsr<T>(context, c);
+}
+
+}  // namespace
+
+template <class T>
+DeviceCsr<T> Runtime::spgemm(const DeviceCsr<T>& a, const DeviceCsr<T>& b, const Options& options, CallInfo* info) {
+  check_spgemm_call(a.rows(), a.cols(), b.rows(), b.cols(), options);
+  if constexpr (!kFloatOrDouble<T>)
+    throw UnsupportedError(std::string("spgemm: value type ") + to_string(dtype_of<T>::value) + " not supported (f32 and f64)");
+  detail::RuntimeState& rt = *state_;
+  const plan::SpgemmProblem problem{dtype_of<T>::value, a.rows(), a.cols(), b.cols()};
+  // B's pattern, for the caches on A's handle: its fingerprint covers its shape and every index.
+  const std::string b_tag = ":b=" + fingerprint_hex(cached_fingerprint(b)) + ":" + dims(b.rows(), b.cols());
+  const auto features = a.template get_or_create<SpgemmFeatures>(
+      "spgemm_features" + b_tag, [&] { return std::make_shared<SpgemmFeatures>(spgemm_features(a.host_pattern(), b.host_pattern())); });
+  const std::string key = ops::plan_key(Op::SpGEMM, problem.dtype, 0, false, options, rt.id) + b_tag;
+  bool reused = true;
+  const std::shared_ptr<PreparedSpgemm<T>> prepared = a.template get_or_create<PreparedSpgemm<T>>(key, [&] {
+    reused = false;
+    return prepare_spgemm<T>(rt, a, b, *features, problem, options);
+  });
+  if (info != nullptr) *info = CallInfo{prepared->decision, reused};
+  if (!prepared->execution) return empty_product<T>(rt.context, a.rows(), b.cols());
+  const CUstream stream = static_cast<CUstream>(options.stream);
+  variants::SpgemmOutput c = prepared->execution->run(rt, variants::SpgemmOperands<T>{a, b, stream, ops::launches_early(options, rt.target.sm)});
+  Event ready(rt.context);
+  ready.record(stream);
+  return DeviceCsr<T>(rt.context, a.rows(), b.cols(), c.nnz, std::move(c.row_ptr), std::move(c.col_idx), std::move(c.values),
+                      std::move(ready));
+}
+
+Decision explain_spgemm(PatternView a, PatternView b, DType dtype, const Options& options, int device) {
+  check_spgemm_call(a.rows, a.cols, b.rows, b.cols, options);
+  const SpgemmFeatures features = spgemm_features(a, b);
+  const plan::DeviceTarget target = detail::explain_target(device);
+  const plan::SpgemmProblem problem{dtype, a.rows, a.cols, b.cols};
+  Decision d = plan::plan_spgemm(features, problem, target, ops::with_environment_force(Op::SpGEMM, options),
+                                 ops::plan_sources(Op::SpGEMM, target));
+  if (features.products == 0) return d;  // nothing would run
+  for (const jit::KernelSpec& spec : variants::SpgemmRegistry::find(d.variant)->kernel_specs(d, problem)) {
+    const jit::CompiledKernel compiled = ops::compile_only(spec, target.sm);
+    const KernelOrigin origin = ops::to_origin(compiled.source);
+    if (int(origin) > int(d.kernel_origin)) d.kernel_origin = origin;  // the slowest way any kernel came
+    d.compile_ms += compiled.compile_ms;
+    d.load_ms += compiled.load_ms;
+  }
+  return d;
+}
+
+#define SPARSEJIT_INSTANTIATE(T) \
+  template DeviceCsr<T> Runtime::spgemm<T>(const DeviceCsr<T>&, const DeviceCsr<T>&, const Options&, CallInfo*);
+SPARSEJIT_INSTANTIATE(float)
+SPARSEJIT_INSTANTIATE(double)
+SPARSEJIT_INSTANTIATE(half)
+SPARSEJIT_INSTANTIATE(bfloat16)
+#undef SPARSEJIT_INSTANTIATE
+
+}  // namespace sparsejit

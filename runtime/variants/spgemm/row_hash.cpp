@@ -1,0 +1,448 @@
+// row_hash: Gustavson's row-by-row product with a hash table per row of C, rows binned by their
+// work into kernels sized for each bin (the approach of nsparse, spECK and OpSparse, written
+// here; templates/spgemm_hash_bin.cu and spgemm_hash_rows.cu). One call:
+//   scratch      one stream-ordered block from the runtime's pool (bins, counts, tables, scan)
+//   symbolic     a binning kernel (each row's products p; bin by max(min(p, n), p /
+//                kSlotProducts): the most columns the row can have, and its work; rows without
+//                products get count 0), then per bin a kernel counting each row's distinct
+//                columns in a table of 2 x the bin's limit slots (shared memory), or, for the
+//                rows past the largest shared bin, of the smallest power of two >= 2 min(p, n)
+//                slots in global memory (a few blocks that loop over the rows, their tables
+//                reused row by row)
+//   scan         CUB's exclusive scan: the counts become C's row offsets
+//   numeric bins the rows binned again by max(nnz, p / kSlotProducts): the table holds the
+//                row's nnz columns and the group has threads for its work
+//   sync         the one synchronization: NNZ(C) and the numeric bins' sizes come to the host;
+//                C's columns and values are allocated
+//   numeric      per bin: the products added into the table (in the value type), the row sorted
+//                by column (bitonic) and written to C
+// Every column the patterns produce is kept, a sum that cancels to zero included (the
+// reference's structural product). f32 accumulates in f32 (atomic adds in the table: the order
+// of a row's additions varies from run to run, so results may differ in the last bits); f64 in f64.
+#include <algorithm>
+#include <array>
+#include <optional>
+#include <string>
+
+#include "cuda/driver_api.hpp"
+#include "ops/call_common.hpp"
+#include "ops/runtime_state.hpp"
+#include "ops/spgemm_scan.hpp"
+#include "sparsejit/error.hpp"
+#include "variants/spgemm/spgemm_variant.hpp"
+
+namespace sparsejit::variants::spgemm {
+
+namespace {
+
+// A bin: rows whose key is at most `limit` (and above the previous bin's), a group of
+// group_threads threads per row, block_threads per block. Its tables have 2 x limit slots, so
+// they are at most half full. A key bounds the row's products too (at most kSlotProducts x
+// limit; at most limit while B is wider than that), and group_threads grows with the limit:
+// 2 to 4 products per thread and pass for such rows, kSlotProducts times that at most.
+// Groups of more than 32 threads are whole blocks (they synchronize with __syncthreads).
+struct Bin {
+  int limit;
+  int group_threads;
+  int block_threads;
+};
+constexpr std::array<Bin, 5> kBins = {{{16, 8, 256}, {64, 32, 256}, {256, 64, 64}, {1024, 256, 256}, {4096, 1024, 1024}}};
+constexpr int kMaxSharedBins = int(kBins.size());
+// The rows past the largest shared bin: a block each (tables in global memory).
+constexpr Bin kGlobalBin = {0, 1024, 1024};
+// Products one table slot is given in a key, max(columns bound, ceil(products / this)): the
+// key bounds a row's work as well as its table.
+constexpr int kSlotProducts = 8;
+constexpr int kBinThreads = 256;
+// The global tables of all blocks together stay within this (fewer blocks when the widest
+// row's table is large); at least one block runs whatever its table needs.
+constexpr double kGlobalTableBudget = double(512LL << 20);
+// Device scratch is cut into pieces at this alignment.
+constexpr std::size_t kAlign = 256;
+
+int bin_count(const nlohmann::json& params) {
+  const int limit = params.at("max_shared_row").get<int>();
+  for (int b = 0; b < kMaxSharedBins; ++b)
+    if (kBins[std::size_t(b)].limit == limit) return b + 1;
+  std::string known;
+  for (const Bin& bin : kBins) known += (known.empty() ? "" : ", ") + std::to_string(bin.limit);
+  throw InvalidInputError("row_hash: max_shared_row = " + std::to_string(limit) + " is not a bin limit (" + known + ")");
+}
+
+int acc_bytes(DType dtype) { return int(size_of(dtype)); }
+
+// Dynamic shared memory of one block (the layout of spgemm_hash_rows.cu).
+int64_t shared_bytes(const Bin& bin, bool numeric, bool shared_table, int acc) {
+  const int64_t groups = bin.block_threads / bin.group_threads;
+  const int64_t key_slots = shared_table ? 2 * bin.limit : 0;
+  const int64_t acc_slots = numeric && shared_table ? 2 * bin.limit : 0;
+  const int64_t aval_slots = numeric ? bin.group_threads : 0;
+  return acc * groups * (acc_slots + aval_slots) + 4 * (groups * (key_slots + 2 * bin.group_threads + 2) + 32);
+}
+
+int64_t pow2_at_least(int64_t x) {
+  int64_t p = 1;
+  while (p < x) p <<= 1;
+  return p;
+}
+
+// How a call's rows fall into the bins, from the features' product buckets.
+struct BinCounts {
+  int bins = 0;                                // shared bins (the global one is index bins)
+  std::array<int64_t, kMaxSharedBins + 1> symbolic{};  // rows per symbolic bin (exact)
+  std::array<int64_t, kMaxSharedBins + 1> capacity{};  // most rows a numeric bin can get
+  int64_t global_products = 0;                 // products of the global bin's rows
+  int64_t table_slots = 0;                     // a global table's slots (0 without global rows)
+};
+
+// The symbolic key max(min(p, n), ceil(p / kSlotProducts)) grows with p, so a row's key is at
+// most a bin's limit L exactly when p is at most L (L < n) or kSlotProducts * L (L >= n): a
+// power of two, which the features' buckets count exactly.
+int64_t products_limit(int limit, int32_t n) { return limit < n ? int64_t(limit) : int64_t(kSlotProducts) * limit; }
+
+BinCounts bin_counts(const SpgemmFeatures& f, int32_t n, int bins) {
+  BinCounts c;
+  c.bins = bins;
+  int64_t below = 0;  // rows in the bins before
+  for (int b = 0; b < bins; ++b) {
+    const int64_t up_to = rows_with_products_up_to(f, products_limit(kBins[std::size_t(b)].limit, n));
+    c.symbolic[std::size_t(b)] = up_to - below;
+    // A row's numeric key (nnz <= min(p, n)) exceeds the previous limit only if its symbolic
+    // key does: numeric bin b holds at most the rows of symbolic bins b and above.
+    c.capacity[std::size_t(b)] = f.product_rows - below;
+    below = up_to;
+  }
+  c.symbolic[std::size_t(bins)] = f.product_rows - below;
+  c.capacity[std::size_t(bins)] = c.symbolic[std::size_t(bins)];
+  c.global_products = f.products - products_of_rows_up_to(f, products_limit(kBins[std::size_t(bins - 1)].limit, n));
+  if (c.symbolic[std::size_t(bins)] > 0) c.table_slots = pow2_at_least(2 * std::min<int64_t>(f.max_row_products, n));
+  return c;
+}
+
+// The same from a decision's recorded features (explain's kernel list).
+SpgemmFeatures bucket_features(const nlohmann::json& values) {
+  SpgemmFeatures f;
+  const auto rows = values.at("rows_by_products").get<std::vector<int64_t>>();
+  const auto products = values.at("products_by_bucket").get<std::vector<int64_t>>();
+  for (std::size_t i = 0; i < rows.size() && i < f.rows_by_products.size(); ++i) {
+    f.rows_by_products[i] = rows[i];
+    f.products_by_bucket[i] = i < products.size() ? products[i] : 0;
+  }
+  f.products = values.at("products").get<int64_t>();
+  f.product_rows = values.at("product_rows").get<int64_t>();
+  f.max_row_products = values.at("max_row_products").get<int64_t>();
+  return f;
+}
+
+std::string limits_text(int bins) {
+  std::string text;
+  for (int b = 0; b < bins; ++b) text += (b ? ", " : "") + std::to_string(kBins[std::size_t(b)].limit);
+  return text;
+}
+
+jit::KernelSpec bin_spec(bool symbolic, int bins) {
+  const std::string name = std::string("sj_spgemm_hash_bin_") + (symbolic ? "symbolic" : "numeric");
+  return {"spgemm_hash_bin.cu", name,
+          {{"symbolic", symbolic}, {"shared_bins", bins}, {"limits", limits_text(bins)}, {"slot_products", kSlotProducts},
+           {"block_threads", kBinThreads}},
+          {}};
+}
+
+jit::KernelSpec rows_spec(DType dtype, bool numeric, bool shared_table, const Bin& bin) {
+  const std::string value_t = dtype == DType::F64 ? "double" : "float";
+  const std::string name = std::string("sj_spgemm_hash_") + (numeric ? "numeric_" : "symbolic_") +
+                           (shared_table ? std::to_string(bin.limit) : std::string("global"));
+  const int slots = shared_table ? 2 * bin.limit : 1;
+  return {"spgemm_hash_rows.cu", name,
+          {{"value_t", value_t}, {"acc_t", value_t}, {"symbolic", !numeric}, {"numeric", numeric},
+           {"shared_table", shared_table}, {"warp_groups", bin.group_threads <= 32}, {"group_threads", bin.group_threads},
+           {"block_threads", bin.block_threads}, {"table_slots", slots}, {"shared_key_slots", shared_table ? slots : 0},
+           {"shared_acc_slots", numeric && shared_table ? slots : 0}, {"shared_aval_slots", numeric ? bin.group_threads : 0}},
+          {}};
+}
+
+// The kernels of one pass and bin: which bins a call can use follow from its counts.
+struct PassKernels {
+  std::array<bool, kMaxSharedBins + 1> symbolic{};
+  std::array<bool, kMaxSharedBins + 1> numeric{};
+};
+
+PassKernels kernels_needed(const BinCounts& c) {
+  PassKernels k;
+  for (int b = 0; b <= c.bins; ++b) {
+    k.symbolic[std::size_t(b)] = c.symbolic[std::size_t(b)] > 0;
+    k.numeric[std::size_t(b)] = c.capacity[std::size_t(b)] > 0;
+  }
+  return k;
+}
+
+const Bin& bin_shape(const BinCounts& c, int b) { return b < c.bins ? kBins[std::size_t(b)] : kGlobalBin; }
+
+std::vector<jit::KernelSpec> all_specs(const BinCounts& c, DType dtype) {
+  std::vector<jit::KernelSpec> specs{bin_spec(true, c.bins), bin_spec(false, c.bins)};
+  const PassKernels needed = kernels_needed(c);
+  for (bool numeric : {false, true})
+    for (int b = 0; b <= c.bins; ++b)
+      if ((numeric ? needed.numeric : needed.symbolic)[std::size_t(b)])
+        specs.push_back(rows_spec(dtype, numeric, b < c.bins, bin_shape(c, b)));
+  return specs;
+}
+
+// Global blocks for a table of `slots` slots: two per multiprocessor, fewer when their tables
+// would pass the budget, at least one.
+int default_global_blocks(int64_t slots, int acc, const plan::DeviceTarget& device) {
+  const double table_bytes = double(std::max<int64_t>(slots, 1)) * (4.0 + acc);
+  const int64_t by_budget = int64_t(kGlobalTableBudget / table_bytes);
+  return int(std::max<int64_t>(1, std::min<int64_t>(2 * int64_t(device.multiprocessors), by_budget)));
+}
+
+// Where each piece of a call's scratch lies (byte offsets into one block).
+struct ScratchLayout {
+  std::size_t counts = 0, row_products = 0, fill = 0, symbolic_rows = 0, numeric_rows = 0, table_keys = 0, table_vals = 0,
+              scan = 0, scan_bytes = 0, total = 0;
+  std::array<int64_t, 8> symbolic_offset{};  // in rows, from symbolic_rows
+  std::array<int64_t, 8> numeric_offset{};
+};
+
+ScratchLayout layout_for(const BinCounts& c, int64_t m, int64_t global_blocks, int acc) {
+  ScratchLayout l;
+  std::size_t at = 0;
+  const auto take = [&](std::size_t bytes) {
+    const std::size_t start = at;
+    at += (bytes + kAlign - 1) / kAlign * kAlign;
+    return start;
+  };
+  l.counts = take(std::size_t(m + 1) * 4);
+  l.row_products = take(std::size_t(m) * 4);
+  l.fill = take(std::size_t(2 * (kMaxSharedBins + 1)) * 4);
+  int64_t symbolic_rows = 0, numeric_rows = 0;
+  for (int b = 0; b <= c.bins; ++b) {
+    l.symbolic_offset[std::size_t(b)] = symbolic_rows;
+    l.numeric_offset[std::size_t(b)] = numeric_rows;
+    symbolic_rows += c.symbolic[std::size_t(b)];
+    numeric_rows += c.capacity[std::size_t(b)];
+  }
+  l.symbolic_rows = take(std::size_t(symbolic_rows) * 4);
+  l.numeric_rows = take(std::size_t(numeric_rows) * 4);
+  const int64_t slots = c.table_slots * global_blocks;
+  l.table_keys = take(std::size_t(slots) * 4);
+  l.table_vals = take(std::size_t(slots) * std::size_t(acc));
+  l.scan_bytes = ops::exclusive_scan_bytes(m + 1);
+  l.scan = take(l.scan_bytes);
+  l.total = at;
+  return l;
+}
+
+struct Launchable {
+  cuda::Kernel kernel;
+  unsigned shared_bytes = 0;
+  int groups_per_block = 1;
+  int block_threads = 0;
+};
+
+// The host copy of what the one synchronization reads.
+struct Readback {
+  int32_t numeric_fill[kMaxSharedBins + 1] = {};
+  int32_t nnz = 0;
+};
+
+template <class T>
+class RowHashExecution final : public SpgemmExecution<T> {
+ public:
+  RowHashExecution(BinCounts counts, ScratchLayout layout, int global_blocks, cuda::Kernel bin_symbolic, cuda::Kernel bin_numeric,
+                   std::array<std::optional<Launchable>, kMaxSharedBins + 1> symbolic,
+                   std::array<std::optional<Launchable>, kMaxSharedBins + 1> numeric)
+      : counts_(counts), layout_(layout), global_blocks_(global_blocks), bin_symbolic_(std::move(bin_symbolic)),
+        bin_numeric_(std::move(bin_numeric)), symbolic_(std::move(symbolic)), numeric_(std::move(numeric)) {}
+
+  SpgemmOutput run(detail::RuntimeState& rt, const SpgemmOperands<T>& o) const override {
+    const Context& context = rt.context;
+    context.make_current();
+    const CUstream stream = o.stream;
+    const int m = o.a.rows(), n = o.b.cols();
+    SpgemmOutput c;
+    c.row_ptr = new_output_array(context, (std::size_t(m) + 1) * 4, stream);
+    const cuda::ScratchPool::Block scratch = rt.scratch_pool().allocate(layout_.total, stream);
+    const CUdeviceptr base = scratch.ptr();
+    const CUdeviceptr counts = base + layout_.counts, row_products = base + layout_.row_products, fill = base + layout_.fill;
+    const CUdeviceptr numeric_fill = fill + 4 * (kMaxSharedBins + 1);
+    SPARSEJIT_CU(cuMemsetD32Async, fill, 0, std::size_t(2 * (kMaxSharedBins + 1)), stream);
+
+    // Symbolic: bins, then each bin's distinct columns into counts.
+    bin_rows(bin_symbolic_, m, o, 0, row_products, counts, fill, base + layout_.symbolic_rows, layout_.symbolic_offset, stream, o.early);
+    for (int b = 0; b <= counts_.bins; ++b) {
+      const int64_t rows = counts_.symbolic[std::size_t(b)];
+      if (rows == 0) continue;
+      const CUdeviceptr list = base + layout_.symbolic_rows + 4 * std::size_t(layout_.symbolic_offset[std::size_t(b)]);
+      launch_rows(*symbolic_[std::size_t(b)], b == counts_.bins, list, rows, n, o, counts, 0, 0, base, stream);
+    }
+    ops::exclusive_scan(reinterpret_cast<const int32_t*>(counts), c.row_ptr.template as<int32_t>(), int64_t(m) + 1,
+                        reinterpret_cast<void*>(base + layout_.scan), layout_.scan_bytes, stream);
+
+    // Numeric bins, then the one synchronization: NNZ(C) and the bins' sizes.
+    bin_rows(bin_numeric_, m, o, c.row_ptr.ptr(), row_products, counts, numeric_fill, base + layout_.numeric_rows,
+             layout_.numeric_offset, stream, o.early);
+    Readback back;
+    SPARSEJIT_CU(cuMemcpyDtoHAsync_v2, back.numeric_fill, numeric_fill, sizeof(back.numeric_fill), stream);
+    SPARSEJIT_CU(cuMemcpyDtoHAsync_v2, &back.nnz, c.row_ptr.ptr() + 4 * std::size_t(m), sizeof(back.nnz), stream);
+    SPARSEJIT_CU(cuStreamSynchronize, stream);
+    for (int b = 0; b <= counts_.bins; ++b)
+      if (back.numeric_fill[b] < 0 || back.numeric_fill[b] > counts_.capacity[std::size_t(b)])
+        throw CudaError("row_hash: numeric bin " + std::to_string(b) + " received " + std::to_string(back.numeric_fill[b]) +
+                        " rows, more than its " + std::to_string(counts_.capacity[std::size_t(b)]) + " (a kernel fault)");
+    if (back.nnz < 0) throw CudaError("row_hash: NNZ(C) came back as " + std::to_string(back.nnz) + " (a kernel fault)");
+    c.nnz = back.nnz;
+    c.col_idx = new_output_array(context, std::size_t(c.nnz) * 4, stream);
+    c.values = new_output_array(context, std::size_t(c.nnz) * sizeof(T), stream);
+
+    for (int b = 0; b <= counts_.bins; ++b) {
+      const int64_t rows = back.numeric_fill[b];
+      if (rows == 0) continue;
+      const CUdeviceptr list = base + layout_.numeric_rows + 4 * std::size_t(layout_.numeric_offset[std::size_t(b)]);
+      launch_rows(*numeric_[std::size_t(b)], b == counts_.bins, list, rows, n, o, c.row_ptr.ptr(), c.col_idx.ptr(),
+                  c.values.ptr(), base, stream);
+    }
+    return c;  // the scratch block is freed on the stream after the kernels above
+  }
+
+ private:
+  void bin_rows(const cuda::Kernel& kernel, int m, const SpgemmOperands<T>& o, CUdeviceptr c_row_ptr, CUdeviceptr row_products,
+                CUdeviceptr counts, CUdeviceptr fill, CUdeviceptr rows, const std::array<int64_t, 8>& offsets, CUstream stream,
+                bool early) const {
+    CUdeviceptr a_row_ptr = o.a.row_ptr().ptr(), a_col = o.a.col_idx().ptr(), b_row_ptr = o.b.row_ptr().ptr();
+    struct {
+      long long at[8];
+    } bin_offsets;
+    for (std::size_t i = 0; i < 8; ++i) bin_offsets.at[i] = offsets[i];
+    int n = o.b.cols();
+    void* args[] = {&m, &n, &a_row_ptr, &a_col, &b_row_ptr, &c_row_ptr, &row_products, &counts, &fill, &rows, &bin_offsets};
+    kernel.launch({ops::blocks_for(m, kBinThreads), 1, 1}, {unsigned(kBinThreads), 1, 1}, 0, stream, args, early);
+  }
+
+  void launch_rows(const Launchable& l, bool global, CUdeviceptr rows, int64_t row_count, int n, const SpgemmOperands<T>& o,
+                   CUdeviceptr c_row_ptr, CUdeviceptr c_col, CUdeviceptr c_val, CUdeviceptr base, CUstream stream) const {
+    int count = int(row_count);
+    CUdeviceptr a_row_ptr = o.a.row_ptr().ptr(), a_col = o.a.col_idx().ptr(), a_val = o.a.values().ptr();
+    CUdeviceptr b_row_ptr = o.b.row_ptr().ptr(), b_col = o.b.col_idx().ptr(), b_val = o.b.values().ptr();
+    CUdeviceptr keys = global ? base + layout_.table_keys : 0, vals = global ? base + layout_.table_vals : 0;
+    long long stride = global ? counts_.table_slots : 0;
+    void* args[] = {&rows, &count, &n, &a_row_ptr, &a_col, &a_val, &b_row_ptr, &b_col, &b_val,
+                    &c_row_ptr, &c_col, &c_val, &keys, &vals, &stride};
+    const unsigned blocks = global ? unsigned(std::min<int64_t>(global_blocks_, row_count))
+                                   : ops::blocks_for(row_count, l.groups_per_block);
+    l.kernel.launch({blocks, 1, 1}, {unsigned(l.block_threads), 1, 1}, l.shared_bytes, stream, args, o.early);
+  }
+
+  BinCounts counts_;
+  ScratchLayout layout_;
+  int global_blocks_;
+  cuda::Kernel bin_symbolic_, bin_numeric_;
+  std::array<std::optional<Launchable>, kMaxSharedBins + 1> symbolic_, numeric_;
+};
+
+ops::LoadedKernel load(detail::RuntimeState& rt, Decision& d, const jit::KernelSpec& spec) {
+  const ops::LoadedKernel loaded = rt.loader.load(spec);
+  // A decision records one origin: the slowest way any of its kernels was obtained.
+  if (int(loaded.origin) > int(d.kernel_origin)) d.kernel_origin = loaded.origin;
+  d.compile_ms += loaded.compile_ms;
+  d.load_ms += loaded.load_ms;
+  return loaded;
+}
+
+}  // namespace
+
+class RowHash final : public SpgemmVariantOf<RowHash> {
+ public:
+  RowHash()
+      : SpgemmVariantOf("row_hash", 10,
+                        "Gustavson row by row: rows binned by products, a hash table per row (shared memory, global "
+                        "for the longest), symbolic count, scan, numeric fill and sort") {}
+
+  // max_shared_row: the largest shared bin whose numeric tables fit a block's shared memory on
+  // this device; global_blocks: see default_global_blocks.
+  nlohmann::json defaults(const SpgemmPlanInputs& in, std::vector<DecisionStep>&) const override {
+    const int acc = acc_bytes(in.problem.dtype);
+    int limit = kBins[0].limit;
+    for (const Bin& bin : kBins)
+      if (shared_bytes(bin, true, true, acc) <= in.device.shared_per_block_optin) limit = bin.limit;
+    const int64_t slots = pow2_at_least(2 * std::min<int64_t>(in.features.max_row_products, in.problem.n));
+    return {{"max_shared_row", limit}, {"global_blocks", default_global_blocks(slots, acc, in.device)}};
+  }
+
+  void check(const plan::SpgemmProblem& problem, const plan::DeviceTarget& device, const nlohmann::json& params) const override {
+    const int bins = bin_count(params);
+    const Bin& largest = kBins[std::size_t(bins - 1)];
+    const int64_t bytes = shared_bytes(largest, true, true, acc_bytes(problem.dtype));
+    if (bytes > device.shared_per_block_optin)
+      throw InvalidInputError("row_hash: max_shared_row = " + std::to_string(largest.limit) + " needs " + std::to_string(bytes) +
+                              " bytes of shared memory per block for " + to_string(problem.dtype) + ", more than the " +
+                              std::to_string(device.shared_per_block_optin) + " of " + device.name);
+    const int blocks = params.at("global_blocks").get<int>();
+    if (blocks < 1 || blocks > 65535)
+      throw InvalidInputError("row_hash: global_blocks = " + std::to_string(blocks) + " must be in [1, 65535]");
+  }
+
+  // launch: kernels and the memset (the bins, each bin's two passes, the scan's two);
+  // sync: the one synchronization and C's two allocations after it; rows: the binning passes
+  // over every row; products: each product is inserted twice (symbolic, numeric);
+  // global_products: those of rows in global-memory tables (L2 atomics, one block per row,
+  // the row sorted in global memory).
+  nlohmann::json cost_terms(const SpgemmPlanInputs& in, const nlohmann::json& params) const override {
+    const BinCounts c = bin_counts(in.features, in.problem.n, bin_count(params));
+    const PassKernels k = kernels_needed(c);
+    double launches = 2 + 2 + 1;
+    for (int b = 0; b <= c.bins; ++b) launches += k.symbolic[std::size_t(b)] + k.numeric[std::size_t(b)];
+    return {{"launch", launches},
+            {"sync", 1.0},
+            {"rows", double(in.problem.m)},
+            {"products", double(in.features.products)},
+            {"global_products", double(c.global_products)}};
+  }
+
+  std::vector<nlohmann::json> search_space(const SpgemmPlanInputs& in) const override {
+    std::vector<nlohmann::json> space;
+    std::vector<DecisionStep> path;
+    const nlohmann::json base = defaults(in, path);
+    for (int limit : {1024, 4096}) {
+      nlohmann::json params = base;
+      params["max_shared_row"] = limit;
+      space.push_back(params);
+    }
+    return space;
+  }
+
+  std::vector<jit::KernelSpec> kernel_specs(const Decision& d, const plan::SpgemmProblem& problem) const override {
+    return all_specs(bin_counts(bucket_features(d.features), problem.n, bin_count(d.params)), problem.dtype);
+  }
+
+  template <class T>
+  std::unique_ptr<SpgemmExecution<T>> make(const SpgemmPreparation<T>& p) const {
+    Decision& d = p.decision;
+    const DType dtype = p.problem.dtype;
+    const BinCounts c = bin_counts(p.features, p.problem.n, bin_count(d.params));
+    const int global_blocks = d.params.at("global_blocks").template get<int>();
+    const PassKernels needed = kernels_needed(c);
+    std::array<std::optional<Launchable>, kMaxSharedBins + 1> symbolic, numeric;
+    for (bool is_numeric : {false, true}) {
+      for (int b = 0; b <= c.bins; ++b) {
+        if (!(is_numeric ? needed.numeric : needed.symbolic)[std::size_t(b)]) continue;
+        const bool shared_table = b < c.bins;
+        const Bin& shape = bin_shape(c, b);
+        const ops::LoadedKernel loaded = load(p.rt, d, rows_spec(dtype, is_numeric, shared_table, shape));
+        const int64_t bytes = shared_bytes(shape, is_numeric, shared_table, acc_bytes(dtype));
+        if (bytes > 48 * 1024) loaded.kernel.set_max_dynamic_shared(int(bytes));
+        (is_numeric ? numeric : symbolic)[std::size_t(b)] =
+            Launchable{loaded.kernel, unsigned(bytes), shape.block_threads / shape.group_threads, shape.block_threads};
+      }
+    }
+    const ops::LoadedKernel bin_symbolic = load(p.rt, d, bin_spec(true, c.bins));
+    const ops::LoadedKernel bin_numeric = load(p.rt, d, bin_spec(false, c.bins));
+    const ScratchLayout layout = layout_for(c, p.problem.m, global_blocks, acc_bytes(dtype));
+    return std::make_unique<RowHashExecution<T>>(c, layout, global_blocks, bin_symbolic.kernel, bin_numeric.kernel, std::move(symbolic),
+                                                  std::move(numeric));
+  }
+};
+
+}  // namespace sparsejit::variants::spgemm
+
+SPARSEJIT_REGISTER_VARIANT(spgemm, row_hash, sparsejit::variants::spgemm::RowHash)

@@ -1,0 +1,28 @@
+#include "variants/spgemm/spgemm_variant.hpp"
+
+#include <atomic>
+
+namespace sparsejit::variants {
+
+namespace {
+std::atomic<bool> poison_outputs{false};
+}  // namespace
+
+std::string SpgemmVariant::rejected(const SpgemmPlanInputs& in) const {
+  const bool supported = in.problem.dtype == DType::F32 || in.problem.dtype == DType::F64;
+  return supported ? "" : std::string("value type ") + to_string(in.problem.dtype) + " not supported";
+}
+
+void SpgemmVariant::check(const plan::SpgemmProblem&, const plan::DeviceTarget&, const nlohmann::json&) const {}
+
+std::vector<jit::KernelSpec> SpgemmVariant::kernel_specs(const Decision&, const plan::SpgemmProblem&) const { return {}; }
+
+DeviceBuffer new_output_array(const Context& context, std::size_t bytes, CUstream stream) {
+  DeviceBuffer buffer(context, bytes);
+  if (poison_outputs.load(std::memory_order_relaxed) && bytes > 0) buffer.fill_bytes_async(0xFF, stream);
+  return buffer;
+}
+
+void set_poison_outputs(bool on) { poison_outputs.store(on, std::memory_order_relaxed); }
+
+}  // namespace sparsejit::variants

@@ -1,0 +1,316 @@
+// SpGEMM on the device: every variant (and auto, and row_hash with small shared bins so its
+// global-memory tables run on small inputs) against reference::spgemm on fresh random values,
+// f32 and f64: power-law (R-MAT), banded and uniform A·A, empty rows and columns, a row with
+// thousands of products, rectangular A·B, unsorted rows with duplicates. C's new arrays are
+// poisoned before the kernels write them (variants::set_poison_outputs), so the pattern must
+// equal the reference's exactly and the values agree to rounding. Also: the plan is reused,
+// new values are followed, C feeds another op, empty operands, a caller's stream, and errors.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "sparsejit/error.hpp"
+#include "sparsejit/io.hpp"
+#include "support/gpu_suite.hpp"
+#include "variants/spgemm/spgemm_variant.hpp"
+
+namespace sparsejit {
+namespace {
+
+using test::GpuSuite;
+
+class SpgemmGpu : public GpuSuite {
+ protected:
+  void SetUp() override {
+    GpuSuite::SetUp();
+    variants::set_poison_outputs(true);
+  }
+  void TearDown() override { variants::set_poison_outputs(false); }
+};
+
+template <class T>
+Csr<T> with_values(const Csr<double>& pattern, uint64_t seed) {
+  Csr<T> m = cast<T>(pattern);
+  generate::fill_random(m.values, seed);
+  return m;
+}
+
+// The options of every way the tests run a product: auto, each variant, and row_hash with the
+// largest shared bin at 16 and 256 products (longer rows in global-memory tables).
+std::vector<Options> every_variant() {
+  std::vector<Options> all(1);
+  for (const std::string& v : plan::spgemm_variants()) {
+    Options o;
+    o.variant = v;
+    all.push_back(o);
+  }
+  for (int limit : {16, 256}) {
+    Options o;
+    o.variant = "row_hash";
+    o.params = {{"max_shared_row", limit}, {"global_blocks", 7}};
+    all.push_back(o);
+  }
+  return all;
+}
+
+std::string label(const Options& o) { return (o.variant.empty() ? std::string("auto") : o.variant) + o.params.dump(); }
+
+template <class T>
+void expect_same_product(const Csr<T>& got, const Csr<T>& want) {
+  ASSERT_EQ(got.rows, want.rows);
+  ASSERT_EQ(got.cols, want.cols);
+  ASSERT_EQ(got.row_ptr, want.row_ptr);
+  ASSERT_EQ(got.col_idx, want.col_idx);
+  EXPECT_LE(test::relative_error(test::as_double(got.values), test::as_double(want.values)), test::gpu_tolerance<T>());
+}
+
+// C = A·B with `options` on fresh values of the patterns, against the reference.
+template <class T>
+void check_product(Runtime& rt, const std::string& name, const Csr<double>& a_pattern, const Csr<double>& b_pattern,
+                   const Options& options, uint64_t seed) {
+  SCOPED_TRACE(name + " " + std::string(to_string(dtype_of<T>::value)) + " " + label(options) + " seed=" + std::to_string(seed));
+  const Csr<T> a = with_values<T>(a_pattern, seed);
+  const Csr<T> b = with_values<T>(b_pattern, seed + 1);
+  const Csr<T> want = reference::spgemm(a, b);
+  const DeviceCsr<T> da(rt.context(), a), db(rt.context(), b);
+  CallInfo info;
+  const DeviceCsr<T> c = rt.spgemm(da, db, options, &info);
+  ASSERT_TRUE(info.decision);
+  if (!options.variant.empty()) {
+    EXPECT_EQ(info.decision->variant, options.variant);
+  }
+  EXPECT_EQ(c.rows(), a.rows);
+  EXPECT_EQ(c.cols(), b.cols);
+  EXPECT_EQ(c.nnz(), want.nnz());
+  expect_same_product(c.download(), want);
+}
+
+template <class T>
+void check_every_variant(Runtime& rt, const std::string& name, const Csr<double>& a, const Csr<double>& b, uint64_t seed) {
+  for (const Options& o : every_variant()) {
+    if (o.variant == "cusparse" && !spgemm_features(a.pattern(), b.pattern()).a_sorted) continue;  // rejected: unsorted
+    check_product<T>(rt, name, a, b, o, seed);
+  }
+}
+
+// Removes every entry of every `step`-th column: truly empty columns.
+Csr<double> empty_columns(const Csr<double>& m, int32_t step) {
+  Csr<double> out;
+  out.rows = m.rows;
+  out.cols = m.cols;
+  for (int32_t r = 0; r < m.rows; ++r) {
+    for (int32_t e = m.row_ptr[r]; e < m.row_ptr[r + 1]; ++e) {
+      if (m.col_idx[e] % step == 0) continue;
+      out.col_idx.push_back(m.col_idx[e]);
+      out.values.push_back(m.values[e]);
+    }
+    out.row_ptr.push_back(int32_t(out.col_idx.size()));
+  }
+  return out;
+}
+
+// uniform rows x cols with `per_row` entries, row 0 replaced by `long_row` consecutive columns.
+Csr<double> with_long_first_row(int32_t rows, int32_t cols, int32_t per_row, int32_t long_row, uint64_t seed) {
+  const Csr<double> base = generate::uniform(rows, cols, per_row, seed);
+  Csr<double> out;
+  out.rows = rows;
+  out.cols = cols;
+  for (int32_t c = 0; c < long_row; ++c) {
+    out.col_idx.push_back(c);
+    out.values.push_back(0.5);
+  }
+  out.row_ptr.push_back(long_row);
+  for (int32_t r = 1; r < rows; ++r) {
+    for (int32_t e = base.row_ptr[r]; e < base.row_ptr[r + 1]; ++e) {
+      out.col_idx.push_back(base.col_idx[e]);
+      out.values.push_back(base.values[e]);
+    }
+    out.row_ptr.push_back(int32_t(out.col_idx.size()));
+  }
+  return out;
+}
+
+template <class T>
+void every_shape(Runtime& rt, uint64_t seed) {
+  const Csr<double> rmat = generate::from_spec("rmat:4096:40000", seed);
+  check_every_variant<T>(rt, "rmat A·A", rmat, rmat, seed);
+  const Csr<double> band = generate::from_spec("band:3000:12:40", seed);
+  check_every_variant<T>(rt, "band A·A", band, band, seed);
+  const Csr<double> uniform = generate::from_spec("uniform:2500:8", seed);
+  check_every_variant<T>(rt, "uniform A·A", uniform, uniform, seed);
+  const Csr<double> holes = empty_columns(test::empty_every(generate::from_spec("uniform:900:10", seed), 3), 4);
+  check_every_variant<T>(rt, "empty rows and columns", holes, holes, seed);
+  // Row 0: 1500 entries times B rows of 8 = 12000 products over 5000 columns (a global table
+  // at the default bins); the other rows 48.
+  const Csr<double> long_a = with_long_first_row(300, 2000, 6, 1500, seed);
+  const Csr<double> wide_b = generate::uniform(2000, 5000, 8, seed + 5);
+  check_every_variant<T>(rt, "a row of 12000 products", long_a, wide_b, seed);
+  const Csr<double> rect_a = generate::uniform(700, 1300, 9, seed);
+  const Csr<double> rect_b = generate::uniform(1300, 450, 5, seed + 7);
+  check_every_variant<T>(rt, "rectangular 700x1300 · 1300x450", rect_a, rect_b, seed);
+}
+
+TEST_F(SpgemmGpu, EveryVariantAndShapeF32) { every_shape<float>(rt(), next_seed()); }
+
+TEST_F(SpgemmGpu, EveryVariantAndShapeF64) { every_shape<double>(rt(), next_seed()); }
+
+// Unsorted rows with a duplicate column: row_hash takes any order and adds the duplicates.
+TEST_F(SpgemmGpu, UnsortedRowsWithDuplicatesAddUp) {
+  Csr<double> a = generate::uniform(400, 400, 7, next_seed());
+  for (int32_t r = 0; r < a.rows; ++r) std::reverse(a.col_idx.begin() + a.row_ptr[r], a.col_idx.begin() + a.row_ptr[r + 1]);
+  a.col_idx[1] = a.col_idx[0];  // row 0 names one column twice
+  Options o;
+  o.variant = "row_hash";
+  for (int limit : {4096, 16}) {
+    o.params = {{"max_shared_row", limit}};
+    check_product<float>(rt(), "unsorted", a, a, o, next_seed());
+    check_product<double>(rt(), "unsorted", a, a, o, next_seed());
+  }
+}
+
+// A product that cancels: A = [1 1], B = [[1], [-1]] gives C = [0], kept as an explicit zero.
+TEST_F(SpgemmGpu, CancellationKeepsAnExplicitZero) {
+  Csr<double> a;
+  a.rows = 1;
+  a.cols = 2;
+  a.row_ptr = {0, 2};
+  a.col_idx = {0, 1};
+  a.values = {1.0, 1.0};
+  Csr<double> b;
+  b.rows = 2;
+  b.cols = 1;
+  b.row_ptr = {0, 1, 2};
+  b.col_idx = {0, 0};
+  b.values = {1.0, -1.0};
+  for (const Options& o : every_variant()) {
+    SCOPED_TRACE(label(o));
+    const DeviceCsr<double> da(rt().context(), a), db(rt().context(), b);
+    const Csr<double> c = rt().spgemm(da, db, o).download();
+    EXPECT_EQ(c.row_ptr, (std::vector<int32_t>{0, 1}));
+    EXPECT_EQ(c.col_idx, (std::vector<int32_t>{0}));
+    EXPECT_EQ(c.values, (std::vector<double>{0.0}));
+  }
+}
+
+TEST_F(SpgemmGpu, ThePlanIsReusedAndNewValuesAreFollowed) {
+  const Csr<double> pattern = generate::from_spec("rmat:2048:20000", next_seed());
+  Csr<float> a = with_values<float>(pattern, next_seed());
+  DeviceCsr<float> da(rt().context(), a);
+  std::shared_ptr<const Decision> first;
+  for (int round = 0; round < 3; ++round) {
+    if (round > 0) {
+      generate::fill_random(a.values, next_seed());
+      da.update_values(a.values);
+    }
+    CallInfo info;
+    const Csr<float> c = rt().spgemm(da, da, {}, &info).download();
+    EXPECT_EQ(info.plan_reused, round > 0);
+    if (round == 0) first = info.decision;
+    EXPECT_EQ(info.decision, first);
+    expect_same_product(c, reference::spgemm(a, a));
+  }
+}
+
+// C's host pattern comes from the device on first use; C then feeds SpMM like any handle.
+TEST_F(SpgemmGpu, TheProductFeedsAnotherOperation) {
+  const Csr<double> pattern = generate::from_spec("band:1500:10:30", next_seed());
+  const Csr<float> a = with_values<float>(pattern, next_seed());
+  const DeviceCsr<float> da(rt().context(), a);
+  const DeviceCsr<float> c = rt().spgemm(da, da);
+  const Csr<float> want = reference::spgemm(a, a);
+  const PatternView p = c.host_pattern();
+  ASSERT_EQ(p.nnz(), want.nnz());
+  EXPECT_TRUE(std::equal(want.col_idx.begin(), want.col_idx.end(), p.col_idx));
+  Dense<float> b(c.cols(), 32);
+  generate::fill_random(b, next_seed());
+  DeviceDense<float> db(rt().context(), b), dc(rt().context(), c.rows(), 32);
+  dc.buffer().fill_bytes(0xFF);
+  rt().spmm(c, db, dc);
+  Dense<float> expected;
+  reference::spmm(want, b, expected);
+  EXPECT_LE(test::relative_error(test::as_double(dc.download().data), test::as_double(expected.data)), 1e-5);
+}
+
+TEST_F(SpgemmGpu, ACallersStreamOrdersTheWork) {
+  const Csr<double> pattern = generate::from_spec("uniform:3000:9", next_seed());
+  const Csr<double> a = with_values<double>(pattern, next_seed());
+  const DeviceCsr<double> da(rt().context(), a);
+  const Stream stream = Stream::non_blocking(rt().context());
+  for (const Options& base : every_variant()) {
+    Options o = base;
+    o.stream = stream.handle();
+    SCOPED_TRACE(label(o));
+    const DeviceCsr<double> c = rt().spgemm(da, da, o);
+    expect_same_product(c.download(), reference::spgemm(a, a));
+  }
+}
+
+TEST_F(SpgemmGpu, EmptyOperandsGiveAnEmptyProduct) {
+  const Csr<double> full = generate::uniform(50, 40, 5, next_seed());
+  Csr<double> empty;
+  empty.rows = 40;
+  empty.cols = 30;
+  empty.row_ptr.assign(41, 0);
+  for (const Options& o : every_variant()) {
+    SCOPED_TRACE(label(o));
+    const DeviceCsr<double> da(rt().context(), full), db(rt().context(), empty);
+    const DeviceCsr<double> c = rt().spgemm(da, db, o);
+    EXPECT_EQ(c.rows(), 50);
+    EXPECT_EQ(c.cols(), 30);
+    EXPECT_EQ(c.nnz(), 0);
+    EXPECT_EQ(c.download().row_ptr, std::vector<int32_t>(51, 0));
+    Csr<double> none;
+    none.rows = 0;
+    none.cols = 50;
+    const DeviceCsr<double> d0(rt().context(), none);
+    EXPECT_EQ(rt().spgemm(d0, da, o).rows(), 0);
+  }
+}
+
+TEST_F(SpgemmGpu, MismatchedShapesAndTooManyProductsAreRefused) {
+  const Csr<float> a = with_values<float>(generate::uniform(30, 20, 3, 1), 2);
+  const DeviceCsr<float> da(rt().context(), a);
+  try {
+    rt().spgemm(da, da);
+    ADD_FAILURE() << "a 30x20 A·A ran";
+  } catch (const InvalidInputError& e) {
+    EXPECT_NE(std::string(e.what()).find("A is 30x20 but B has 30 rows"), std::string::npos) << e.what();
+  }
+  Csr<float> dup;
+  dup.rows = 1;
+  dup.cols = 1;
+  dup.col_idx.assign(50000, 0);
+  dup.values.assign(50000, 1.0f);
+  dup.row_ptr = {0, 50000};
+  Csr<float> wide;
+  wide.rows = 1;
+  wide.cols = 50000;
+  for (int32_t c = 0; c < 50000; ++c) wide.col_idx.push_back(c);
+  wide.values.assign(50000, 1.0f);
+  wide.row_ptr = {0, 50000};
+  const DeviceCsr<float> dd(rt().context(), dup), dw(rt().context(), wide);
+  EXPECT_THROW(rt().spgemm(dd, dw), InvalidInputError);  // 2.5e9 products
+}
+
+TEST_F(SpgemmGpu, SharedMatricesSquared) {
+  const auto files = test::shared_matrix_files();
+  if (files.empty()) GTEST_SKIP() << "no shared matrices";
+  int checked = 0;
+  for (const std::string& file : files) {
+    const Csr<double> m = io::read_csr<double>(file);
+    if (m.rows != m.cols || m.nnz() > 300000) continue;  // A·A of the smaller square ones
+    const bool sorted = spgemm_features(m.pattern(), m.pattern()).a_sorted;
+    for (const char* variant : {"row_hash", "cusparse"}) {
+      if (!sorted && std::string(variant) == "cusparse") continue;
+      Options o;
+      o.variant = variant;
+      check_product<float>(rt(), file, m, m, o, next_seed());
+    }
+    if (++checked == 8) break;
+  }
+}
+
+}  // namespace
+}  // namespace sparsejit

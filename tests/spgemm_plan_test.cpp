@@ -1,0 +1,291 @@
+// SpGEMM without a GPU: the pair's features on hand-built patterns, the planner over the
+// registered variants (model choice, forced choice, refused parameters naming the value, the
+// int32 overflow refusal, unsorted operands), the kernels a decision lists, and explain.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "plan/planner.hpp"
+#include "sparsejit/error.hpp"
+#include "sparsejit/features.hpp"
+#include "sparsejit/generate.hpp"
+#include "sparsejit/runtime.hpp"
+#include "variants/spgemm/spgemm_variant.hpp"
+
+namespace sparsejit {
+namespace {
+
+Csr<double> csr(int32_t rows, int32_t cols, const std::vector<std::vector<int32_t>>& columns) {
+  Csr<double> m;
+  m.rows = rows;
+  m.cols = cols;
+  for (const auto& row : columns) {
+    for (int32_t c : row) {
+      m.col_idx.push_back(c);
+      m.values.push_back(1.0);
+    }
+    m.row_ptr.push_back(int32_t(m.col_idx.size()));
+  }
+  return m;
+}
+
+// A 3x4 with rows {0, 1}, {}, {1, 2, 3}; B 4x5 with rows of 2, 3, 0 and 1 entries.
+const Csr<double>& small_a() {
+  static const Csr<double> a = csr(3, 4, {{0, 1}, {}, {1, 2, 3}});
+  return a;
+}
+const Csr<double>& small_b() {
+  static const Csr<double> b = csr(4, 5, {{0, 4}, {1, 2, 3}, {}, {2}});
+  return b;
+}
+
+plan::SpgemmProblem problem_of(const Csr<double>& a, const Csr<double>& b, DType dtype = DType::F32) {
+  return {dtype, a.rows, a.cols, b.cols};
+}
+
+Decision plan(const Csr<double>& a, const Csr<double>& b, const Options& o = {}, DType dtype = DType::F32) {
+  return plan::plan_spgemm(spgemm_features(a.pattern(), b.pattern()), problem_of(a, b, dtype), {}, o);
+}
+
+template <class E, class F>
+void expect_error_naming(F&& f, const std::string& needle) {
+  try {
+    f();
+    ADD_FAILURE() << "no error; expected one naming '" << needle << "'";
+  } catch (const E& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+}
+
+const Candidate* candidate(const Decision& d, const std::string& variant) {
+  for (const Candidate& c : d.candidates)
+    if (c.variant == variant) return &c;
+  return nullptr;
+}
+
+TEST(SpgemmFeatures, CountsProductsPerRowAndBucketsThem) {
+  const SpgemmFeatures f = spgemm_features(small_a().pattern(), small_b().pattern());
+  EXPECT_EQ(f.a.nnz, 5);
+  EXPECT_DOUBLE_EQ(f.a.row_mean, 5.0 / 3.0);  // RowA
+  EXPECT_EQ(f.b.nnz, 6);
+  EXPECT_EQ(f.products, 9);  // row 0: 2 + 3, row 2: 3 + 0 + 1
+  EXPECT_EQ(f.max_row_products, 5);
+  EXPECT_EQ(f.product_rows, 2);
+  EXPECT_EQ(f.rows_by_products[0], 1);  // row 1
+  EXPECT_EQ(f.rows_by_products[3], 1);  // p = 4: 1 + ceil(log2 4)
+  EXPECT_EQ(f.rows_by_products[4], 1);  // p = 5: 1 + ceil(log2 5)
+  EXPECT_EQ(f.products_by_bucket[4], 5);
+  EXPECT_EQ(rows_with_products_up_to(f, 4), 1);
+  EXPECT_EQ(rows_with_products_up_to(f, 8), 2);
+  EXPECT_EQ(products_of_rows_up_to(f, 4), 4);
+  EXPECT_EQ(products_of_rows_up_to(f, 1 << 20), 9);
+  EXPECT_TRUE(f.a_sorted);
+  EXPECT_TRUE(f.b_sorted);
+  EXPECT_EQ(element_products(small_a().pattern(), small_b().pattern()), f.products);
+
+  const nlohmann::json j = to_json(f);
+  EXPECT_EQ(j.at("products"), 9);
+  EXPECT_EQ(j.at("nnz_a"), 5);
+  EXPECT_EQ(j.at("max_row_products"), 5);
+  EXPECT_EQ(j.at("rows_by_products"), (std::vector<int64_t>{1, 0, 0, 1, 1}));
+}
+
+TEST(SpgemmFeatures, UnsortedAndDuplicateEntriesCountAsStored) {
+  const Csr<double> a = csr(2, 4, {{3, 1, 3}, {2}});  // row 0 unsorted, column 3 twice
+  const SpgemmFeatures f = spgemm_features(a.pattern(), small_b().pattern());
+  EXPECT_FALSE(f.a_sorted);
+  EXPECT_TRUE(f.b_sorted);
+  EXPECT_EQ(f.products, 1 + 3 + 1 + 0);
+  EXPECT_EQ(f.max_row_products, 5);
+}
+
+TEST(SpgemmFeatures, MismatchedShapesAreRefusedNamingBoth) {
+  expect_error_naming<InvalidInputError>([] { spgemm_features(small_b().pattern(), small_a().pattern()); }, "A is 4x5 but B has 3 rows");
+}
+
+TEST(SpgemmPlan, TheModelChoosesRowHashForASmallProductAndPricesEveryVariant) {
+  const Csr<double> a = generate::from_spec("rmat:2048:16000", 3);
+  const Decision d = plan(a, a);
+  EXPECT_EQ(d.op, Op::SpGEMM);
+  EXPECT_EQ(d.variant, "row_hash");
+  EXPECT_EQ(d.source, DecisionSource::Model);
+  EXPECT_EQ(d.model_id, "spgemm-default");
+  EXPECT_EQ(d.params.at("max_shared_row"), 4096);
+  ASSERT_NE(candidate(d, "cusparse"), nullptr);
+  EXPECT_GT(candidate(d, "cusparse")->predicted_ms, candidate(d, "row_hash")->predicted_ms);
+  for (const char* key : {"products", "nnz_a", "row_a", "max_row_products", "rows_by_products", "value_bytes"})
+    EXPECT_TRUE(d.features.contains(key)) << key;
+  EXPECT_EQ(d.features.at("products"), element_products(a.pattern(), a.pattern()));
+  EXPECT_EQ(describe(d).find("spgemm: row_hash"), 0u) << describe(d);
+}
+
+TEST(SpgemmPlan, CusparseIsChosenWhenMostProductsLieInVeryLongRows) {
+  // 100 rows of a million products each, B 2^20 columns wide: all in global-memory tables.
+  SpgemmFeatures f;
+  f.a.rows = 100;
+  f.a.cols = 1000;
+  f.a.nnz = 100000;
+  f.b.rows = 1000;
+  f.b.cols = 1 << 20;
+  f.products = 100 * 1000000LL;
+  f.max_row_products = 1000000;
+  f.product_rows = 100;
+  f.rows_by_products[21] = 100;  // 1 + ceil(log2 1e6)
+  f.products_by_bucket[21] = f.products;
+  f.a_sorted = f.b_sorted = true;
+  const Decision d = plan::plan_spgemm(f, {DType::F64, 100, 1000, 1 << 20}, {}, {});
+  EXPECT_EQ(d.variant, "cusparse") << describe(d);
+  EXPECT_EQ(candidate(d, "row_hash")->terms.at("global_products"), double(f.products));
+}
+
+TEST(SpgemmPlan, AForcedVariantRunsWithItsParameters) {
+  Options o;
+  o.variant = "cusparse";
+  Decision d = plan(small_a(), small_b(), o);
+  EXPECT_EQ(d.variant, "cusparse");
+  EXPECT_EQ(d.source, DecisionSource::Forced);
+  EXPECT_EQ(d.params, nlohmann::json({{"alg", 1}}));
+  o.variant = "row_hash";
+  o.params = {{"max_shared_row", 256}, {"global_blocks", 3}};
+  d = plan(small_a(), small_b(), o, DType::F64);
+  EXPECT_EQ(d.variant, "row_hash");
+  EXPECT_EQ(d.params.at("max_shared_row"), 256);
+  EXPECT_EQ(d.params.at("global_blocks"), 3);
+}
+
+TEST(SpgemmPlan, BadForcedChoicesAreRefusedNamingTheValue) {
+  Options o;
+  o.variant = "no_such";
+  expect_error_naming<InvalidInputError>([&] { plan(small_a(), small_b(), o); }, "unknown spgemm variant 'no_such'");
+  o.variant = "row_hash";
+  o.params = {{"max_shared_row", 100}};
+  expect_error_naming<InvalidInputError>([&] { plan(small_a(), small_b(), o); }, "max_shared_row = 100");
+  o.params = {{"global_blocks", 0}};
+  expect_error_naming<InvalidInputError>([&] { plan(small_a(), small_b(), o); }, "global_blocks = 0");
+  o.params = {{"tile", 8}};
+  expect_error_naming<InvalidInputError>([&] { plan(small_a(), small_b(), o); }, "no parameter 'tile'");
+  o.variant = "cusparse";
+  o.params = {{"alg", 2}};
+  expect_error_naming<InvalidInputError>([&] { plan(small_a(), small_b(), o); }, "alg = 2");
+}
+
+TEST(SpgemmPlan, TheLargestSharedBinMustFitTheDevicesSharedMemory) {
+  plan::DeviceTarget small_device;
+  small_device.name = "small part";
+  small_device.shared_per_block_optin = 48 * 1024;
+  const SpgemmFeatures f = spgemm_features(small_a().pattern(), small_b().pattern());
+  const Decision d = plan::plan_spgemm(f, problem_of(small_a(), small_b(), DType::F64), small_device, {});
+  EXPECT_EQ(d.params.at("max_shared_row"), 1024);  // 4096's f64 tables need 115 KB
+  Options o;
+  o.variant = "row_hash";
+  o.params = {{"max_shared_row", 4096}};
+  expect_error_naming<InvalidInputError>(
+      [&] { plan::plan_spgemm(f, problem_of(small_a(), small_b(), DType::F64), small_device, o); }, "more than the 49152 of small part");
+}
+
+TEST(SpgemmPlan, MoreThanInt32ProductsAreRefusedBeforeAnythingRuns) {
+  // A: one row holding column 0 50000 times; B: row 0 with 50000 entries: 2.5e9 products.
+  Csr<double> a = csr(1, 1, {std::vector<int32_t>(50000, 0)});
+  std::vector<int32_t> all(50000);
+  for (int32_t i = 0; i < 50000; ++i) all[std::size_t(i)] = i;
+  const Csr<double> b = csr(1, 50000, {all});
+  expect_error_naming<InvalidInputError>([&] { plan(a, b); }, "2500000000 scalar products");
+  expect_error_naming<InvalidInputError>([&] { explain_spgemm(a.pattern(), b.pattern(), DType::F32); }, "more than 2^31-1");
+}
+
+TEST(SpgemmPlan, ProblemAndFeaturesMustDescribeTheSamePair) {
+  const SpgemmFeatures f = spgemm_features(small_a().pattern(), small_b().pattern());
+  expect_error_naming<InvalidInputError>([&] { plan::plan_spgemm(f, {DType::F32, 3, 4, 6}, {}, {}); }, "B 4x5");
+}
+
+TEST(SpgemmPlan, OtherValueTypesAndTransposeAreUnsupported) {
+  EXPECT_THROW(plan(small_a(), small_b(), {}, DType::F16), UnsupportedError);
+  Options o;
+  o.transpose_a = true;
+  EXPECT_THROW(explain_spgemm(small_a().pattern(), small_b().pattern(), DType::F32, o), UnsupportedError);
+}
+
+TEST(SpgemmPlan, UnsortedOperandsGoToRowHashOnly) {
+  const Csr<double> a = csr(2, 4, {{3, 1}, {2}});
+  const Decision d = plan(a, small_b());
+  EXPECT_EQ(d.variant, "row_hash");
+  EXPECT_NE(candidate(d, "cusparse")->rejected_because.find("sorted"), std::string::npos);
+  Options o;
+  o.variant = "cusparse";
+  EXPECT_THROW(plan(a, small_b(), o), UnsupportedError);
+}
+
+TEST(SpgemmPlan, EverySearchSpaceEntryRunsForced) {
+  const Csr<double> a = generate::from_spec("band:3000:12:40", 2);
+  const SpgemmFeatures f = spgemm_features(a.pattern(), a.pattern());
+  const plan::SpgemmProblem problem = problem_of(a, a, DType::F64);
+  const auto space = plan::spgemm_search_space(f, problem, {});
+  std::set<std::string> seen;
+  for (const auto& [variant, params] : space) {
+    Options o;
+    o.variant = variant;
+    o.params = params;
+    EXPECT_EQ(plan::plan_spgemm(f, problem, {}, o).params, params) << variant;
+    seen.insert(variant);
+  }
+  EXPECT_EQ(seen, (std::set<std::string>{"cusparse", "row_hash"}));
+}
+
+// The kernels a decision lists follow its rows' bins: 64x64 with 4 of 64 columns per row
+// gives 16 products per row, all in the first bin.
+TEST(SpgemmPlan, RowHashListsTheKernelsOfTheBinsItsRowsUse) {
+  const Csr<double> a = generate::uniform(64, 64, 4, 1);
+  const Decision d = plan(a, a);
+  ASSERT_EQ(d.variant, "row_hash");
+  const auto specs = variants::SpgemmRegistry::find("row_hash")->kernel_specs(d, problem_of(a, a));
+  std::vector<std::string> names;
+  for (const jit::KernelSpec& s : specs) names.push_back(s.kernel_name);
+  EXPECT_EQ(names, (std::vector<std::string>{"sj_spgemm_hash_bin_symbolic", "sj_spgemm_hash_bin_numeric",
+                                             "sj_spgemm_hash_symbolic_16", "sj_spgemm_hash_numeric_16"}));
+}
+
+// A row's table needs at most min(products, n) slots: with B 4096 columns wide, R-MAT's hub
+// rows of up to 24000 products stay in the 4096 bin (8 products per slot at most), so no row
+// needs a global-memory table.
+TEST(SpgemmPlan, RowsLongerThanBsWidthStayInSharedBinsWhileTheirWorkFits) {
+  const Csr<double> a = generate::from_spec("rmat:4096:40000", 3);
+  const Decision d = plan(a, a);
+  ASSERT_EQ(d.variant, "row_hash");
+  EXPECT_GT(d.features.at("max_row_products").get<int64_t>(), 4096);
+  EXPECT_EQ(candidate(d, "row_hash")->terms.at("global_products"), 0.0);
+  for (const jit::KernelSpec& s : variants::SpgemmRegistry::find("row_hash")->kernel_specs(d, problem_of(a, a)))
+    EXPECT_EQ(s.kernel_name.find("global"), std::string::npos) << s.kernel_name;
+}
+
+TEST(SpgemmPlan, VariantsAreRegisteredInOrderWithOneVendor) {
+  EXPECT_EQ(plan::spgemm_variants(), (std::vector<std::string>{"row_hash", "cusparse"}));
+  int vendors = 0;
+  for (const variants::SpgemmVariant* v : variants::SpgemmRegistry::all()) {
+    EXPECT_FALSE(v->summary.empty()) << v->name;
+    vendors += v->traits.vendor;
+  }
+  EXPECT_EQ(vendors, 1);
+  EXPECT_EQ(parse_op("spgemm"), Op::SpGEMM);
+  EXPECT_STREQ(to_string(Op::SpGEMM), "spgemm");
+}
+
+// explain compiles the chosen kernels without a GPU (NVRTC for the nominal sm_90) and an empty
+// product plans without compiling.
+TEST(SpgemmExplain, CompilesTheChosenKernelsWithoutAGpu) {
+  const Csr<double> a = generate::uniform(200, 200, 6, 4);
+  const Decision d = explain_spgemm(a.pattern(), a.pattern(), DType::F32);
+  EXPECT_EQ(d.variant, "row_hash");
+  EXPECT_NE(d.kernel_origin, KernelOrigin::None);
+  Csr<double> empty = a;
+  empty.row_ptr.assign(201, 0);
+  empty.col_idx.clear();
+  empty.values.clear();
+  const Decision none = explain_spgemm(empty.pattern(), a.pattern(), DType::F64);
+  EXPECT_EQ(none.features.at("products"), 0);
+  EXPECT_EQ(none.kernel_origin, KernelOrigin::None);
+}
+
+}  // namespace
+}  // namespace sparsejit

@@ -1,0 +1,115 @@
+// The SpGEMM row_hash kernel templates (spgemm_hash_bin, spgemm_hash_rows): every kernel a
+// decision can list, rendered from a forced plan whose rows fill every bin, compiled with
+// NVRTC for sm_80 and sm_90 (no GPU needed), f32 and f64; and the rendered source carries the
+// bins' shapes.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+#include <string>
+
+#include "jit/nvrtc_compiler.hpp"
+#include "jit/render.hpp"
+#include "plan/planner.hpp"
+#include "sparsejit/features.hpp"
+#include "variants/spgemm/spgemm_variant.hpp"
+
+namespace sparsejit {
+namespace {
+
+bool is_elf(const std::vector<char>& bytes) {
+  return bytes.size() > 4 && bytes[0] == 0x7f && bytes[1] == 'E' && bytes[2] == 'L' && bytes[3] == 'F';
+}
+
+bool contains(const std::vector<char>& bytes, const std::string& needle) {
+  return std::search(bytes.begin(), bytes.end(), needle.begin(), needle.end()) != bytes.end();
+}
+
+// A 100000² pair with one row in every bin (16, 64, 256, 1024 and 4096 products) and one of
+// 100000 products past them (global-memory tables).
+SpgemmFeatures every_bin() {
+  SpgemmFeatures f;
+  f.a.rows = f.a.cols = f.b.rows = f.b.cols = 100000;
+  for (int64_t p : {16, 64, 256, 1024, 4096, 100000}) {
+    int bucket = 1;
+    while ((int64_t(1) << (bucket - 1)) < p) ++bucket;
+    ++f.rows_by_products[std::size_t(bucket)];
+    f.products_by_bucket[std::size_t(bucket)] += p;
+    f.products += p;
+    ++f.product_rows;
+  }
+  f.rows_by_products[0] = f.a.rows - f.product_rows;
+  f.max_row_products = 100000;
+  f.a_sorted = f.b_sorted = true;
+  return f;
+}
+
+std::vector<jit::KernelSpec> row_hash_specs(DType dtype, int max_shared_row = 4096) {
+  const SpgemmFeatures f = every_bin();
+  const plan::SpgemmProblem problem{dtype, 100000, 100000, 100000};
+  Options o;
+  o.variant = "row_hash";
+  o.params = {{"max_shared_row", max_shared_row}};
+  const Decision d = plan::plan_spgemm(f, problem, {}, o);
+  return variants::SpgemmRegistry::find("row_hash")->kernel_specs(d, problem);
+}
+
+void expect_compiles(const jit::KernelSpec& spec, const std::string& label) {
+  const std::string source = jit::render(spec);
+  EXPECT_EQ(source.find("{{"), std::string::npos) << label;
+  EXPECT_NE(source.find("extern \"C\" __global__"), std::string::npos) << label;
+  for (int sm : {80, 90}) {
+    const jit::CompileResult result = jit::compile_to_cubin(source, spec.template_name, sm, jit::normalize_options({}));
+    EXPECT_TRUE(is_elf(result.cubin)) << label << " sm_" << sm;
+    EXPECT_TRUE(contains(result.cubin, spec.kernel_name)) << label << ": entry point missing from cubin";
+  }
+}
+
+TEST(SpgemmTemplates, BothTemplatesAreKnown) {
+  const auto names = jit::template_names();
+  for (const char* expected : {"spgemm_hash_bin.cu", "spgemm_hash_rows.cu"})
+    EXPECT_NE(std::find(names.begin(), names.end(), expected), names.end()) << expected;
+}
+
+TEST(SpgemmTemplates, ADecisionWithRowsInEveryBinListsEveryKernel) {
+  const auto specs = row_hash_specs(DType::F32);
+  std::set<std::string> names;
+  for (const auto& s : specs) names.insert(s.kernel_name);
+  EXPECT_EQ(specs.size(), 14u);  // 2 binning kernels, 6 bins x 2 passes
+  for (const char* name : {"sj_spgemm_hash_bin_symbolic", "sj_spgemm_hash_bin_numeric", "sj_spgemm_hash_symbolic_16",
+                           "sj_spgemm_hash_numeric_4096", "sj_spgemm_hash_symbolic_global", "sj_spgemm_hash_numeric_global"})
+    EXPECT_TRUE(names.count(name)) << name;
+  // A smaller largest shared bin sends the longer rows to the global bin.
+  EXPECT_EQ(row_hash_specs(DType::F32, 64).size(), 2u + 3 * 2);
+}
+
+void compile_every_kernel(DType dtype) {
+  for (const jit::KernelSpec& spec : row_hash_specs(dtype))
+    expect_compiles(spec, std::string(to_string(dtype)) + " " + spec.kernel_name);
+}
+
+TEST(SpgemmTemplates, F32KernelsCompileForSm80AndSm90) { compile_every_kernel(DType::F32); }
+
+TEST(SpgemmTemplates, F64KernelsCompileForSm80AndSm90) { compile_every_kernel(DType::F64); }
+
+TEST(SpgemmTemplates, RenderedSourceCarriesTheBinShapes) {
+  for (const jit::KernelSpec& spec : row_hash_specs(DType::F64)) {
+    const std::string source = jit::render(spec);
+    if (spec.kernel_name == "sj_spgemm_hash_bin_symbolic") {
+      EXPECT_NE(source.find("constexpr int kLimits[kSharedBins] = { 16, 64, 256, 1024, 4096 };"), std::string::npos) << source;
+      EXPECT_NE(source.find("row_products[row] = products;"), std::string::npos);
+    } else if (spec.kernel_name == "sj_spgemm_hash_numeric_16") {
+      // 8 threads per row, 32 rows per block, 32-slot tables in shared memory, f64 sums.
+      for (const char* line : {"constexpr int kGroup = 8;", "constexpr int kBlock = 256;", "constexpr int kSlots = 32;",
+                               "typedef double acc_t;", "__syncwarp(mask);", "atomicAdd(&vals[slot]"})
+        EXPECT_NE(source.find(line), std::string::npos) << line;
+    } else if (spec.kernel_name == "sj_spgemm_hash_symbolic_global") {
+      EXPECT_NE(source.find("table_keys + blockIdx.x * table_stride"), std::string::npos);
+      EXPECT_NE(source.find("__syncthreads();"), std::string::npos);
+      EXPECT_EQ(source.find("atomicAdd(&vals[slot]"), std::string::npos);  // keys only
+    }
+  }
+}
+
+}  // namespace
+}  // namespace sparsejit
