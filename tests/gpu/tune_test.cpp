@@ -3,7 +3,6 @@
 // the planner (explain and the Runtime) then uses the records of this device.
 #include <gtest/gtest.h>
 
-#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -39,22 +38,8 @@ const std::string kCacheDir = [] {
   return dir.string();
 }();
 
-struct CliResult {
-  int status = -1;
-  std::string out;
-};
-
-CliResult run_tune(const std::string& args) {
-  CliResult r;
-  const std::string cmd = "SPARSEJIT_CACHE_DIR='" + kCacheDir + "' " + test::cli_path() + " tune " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (pipe == nullptr) return r;
-  std::array<char, 4096> buf{};
-  std::size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.out.append(buf.data(), n);
-  const int raw = pclose(pipe);
-  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  return r;
+test::CliResult run_tune(const std::string& args) {
+  return test::run_cli("tune " + args, "SPARSEJIT_CACHE_DIR='" + kCacheDir + "'");
 }
 
 std::vector<cache::TuningRecord> records_of(const std::string& op) {
@@ -109,7 +94,7 @@ class TuneGpu : public ::testing::Test {
 
 TEST_F(TuneGpu, QuickSpmmTuneRecordsResumesAndIsUsedByThePlanner) {
   const std::string models_dir = kCacheDir + "/models";
-  const CliResult first = run_tune("--op spmm --quick --k 32 --write-models '" + models_dir + "'");
+  const test::CliResult first = run_tune("--op spmm --quick --k 32 --write-models '" + models_dir + "'");
   ASSERT_EQ(first.status, 0) << first.out;
   const std::vector<std::size_t> sizes = quick_space_sizes(Op::SpMM);
   expect_case_lines(first.out, sizes);
@@ -145,7 +130,7 @@ TEST_F(TuneGpu, QuickSpmmTuneRecordsResumesAndIsUsedByThePlanner) {
   EXPECT_EQ(nlohmann::json::parse(file)["id"], model->json["id"]);
 
   // Nothing new is measured the second time.
-  const CliResult again = run_tune("--op spmm --quick --k 32");
+  const test::CliResult again = run_tune("--op spmm --quick --k 32");
   ASSERT_EQ(again.status, 0) << again.out;
   EXPECT_NE(again.out.find("measured 0 candidates"), std::string::npos) << again.out;
   EXPECT_NE(again.out.find("reused " + std::to_string(total)), std::string::npos) << again.out;
@@ -185,7 +170,7 @@ TEST_F(TuneGpu, QuickSpmmTuneRecordsResumesAndIsUsedByThePlanner) {
 }
 
 TEST_F(TuneGpu, QuickSddmmTuneReportsTheDensityThreshold) {
-  const CliResult r = run_tune("--op sddmm --quick --k 32 --restart");
+  const test::CliResult r = run_tune("--op sddmm --quick --k 32 --restart");
   ASSERT_EQ(r.status, 0) << r.out;
   const std::vector<std::size_t> sizes = quick_space_sizes(Op::SDDMM);
   expect_case_lines(r.out, sizes);
