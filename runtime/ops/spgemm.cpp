@@ -59,6 +59,40 @@ std::shared_ptr<PreparedSpgemm<T>> prepare_spgemm(detail::RuntimeState& rt, cons
   return prepared;
 }
 
+// The vendor's SpGEMM can fail for want of memory of its own where our kernels still run
+// (ALG1's work estimation on power-law products: CUSPARSE_STATUS_INSUFFICIENT_RESOURCES). An
+// automatic choice of it then falls back to the cheapest-predicted eligible variant of ours,
+// which replaces the plan on A's handle; the Decision's vendor candidate says why. A forced
+// choice, or a failure of our own, is the caller's error.
+template <class T>
+variants::SpgemmOutput run_or_fall_back(detail::RuntimeState& rt, const DeviceCsr<T>& a, const DeviceCsr<T>& b,
+                                        const SpgemmFeatures& f, const plan::SpgemmProblem& problem, const std::string& key,
+                                        std::shared_ptr<PreparedSpgemm<T>>& prepared, const variants::SpgemmOperands<T>& operands) {
+  try {
+    return prepared->execution->run(rt, operands);
+  } catch (const CudaError& e) {
+    if constexpr (!kFloatOrDouble<T>) throw;  // no variant runs other value types
+    const Decision& failed = *prepared->decision;
+    if (failed.source == DecisionSource::Forced || !variants::SpgemmRegistry::find(failed.variant)->traits.vendor) throw;
+    const Candidate* ours = nullptr;
+    for (const Candidate& c : failed.candidates)
+      if (c.variant != failed.variant && c.rejected_because.empty() && (ours == nullptr || c.predicted_ms < ours->predicted_ms)) ours = &c;
+    if (ours == nullptr) throw;
+    Decision d = failed;
+    d.variant = ours->variant;
+    d.params = ours->params;
+    for (Candidate& c : d.candidates)
+      if (c.variant == failed.variant) c.rejected_because = std::string("failed when run: ") + e.what();
+    auto replacement = std::make_shared<PreparedSpgemm<T>>();
+    if constexpr (kFloatOrDouble<T>)
+      replacement->execution = variants::SpgemmRegistry::find(d.variant)->prepare(variants::SpgemmPreparation<T>{rt, a, b, f, problem, d});
+    replacement->decision = std::make_shared<const Decision>(std::move(d));
+    a.attach(key, replacement);
+    prepared = std::move(replacement);
+    return prepared->execution->run(rt, operands);
+  }
+}
+
 // An m×n product without entries, complete when returned.
 template <class T>
 DeviceCsr<T> empty_product(const Context& context, int32_t m, int32_t n) {
@@ -84,14 +118,18 @@ DeviceCsr<T> Runtime::spgemm(const DeviceCsr<T>& a, const DeviceCsr<T>& b, const
       "spgemm_features" + b_tag, [&] { return std::make_shared<SpgemmFeatures>(spgemm_features(a.host_pattern(), b.host_pattern())); });
   const std::string key = ops::plan_key(Op::SpGEMM, problem.dtype, 0, false, options, rt.id) + b_tag;
   bool reused = true;
-  const std::shared_ptr<PreparedSpgemm<T>> prepared = a.template get_or_create<PreparedSpgemm<T>>(key, [&] {
+  std::shared_ptr<PreparedSpgemm<T>> prepared = a.template get_or_create<PreparedSpgemm<T>>(key, [&] {
     reused = false;
     return prepare_spgemm<T>(rt, a, b, *features, problem, options);
   });
-  if (info != nullptr) *info = CallInfo{prepared->decision, reused};
-  if (!prepared->execution) return empty_product<T>(rt.context, a.rows(), b.cols());
+  if (!prepared->execution) {
+    if (info != nullptr) *info = CallInfo{prepared->decision, reused};
+    return empty_product<T>(rt.context, a.rows(), b.cols());
+  }
   const CUstream stream = static_cast<CUstream>(options.stream);
-  variants::SpgemmOutput c = prepared->execution->run(rt, variants::SpgemmOperands<T>{a, b, stream, ops::launches_early(options, rt.target.sm)});
+  const variants::SpgemmOperands<T> operands{a, b, stream, ops::launches_early(options, rt.target.sm)};
+  variants::SpgemmOutput c = run_or_fall_back(rt, a, b, *features, problem, key, prepared, operands);
+  if (info != nullptr) *info = CallInfo{prepared->decision, reused};
   Event ready(rt.context);
   ready.record(stream);
   return DeviceCsr<T>(rt.context, a.rows(), b.cols(), c.nnz, std::move(c.row_ptr), std::move(c.col_idx), std::move(c.values),
