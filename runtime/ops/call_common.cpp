@@ -11,7 +11,7 @@ namespace sparsejit::ops {
 std::string plan_key(Op op, DType dtype, int32_t k, bool transpose, const Options& options, uint64_t runtime_id) {
   std::string key = std::string("plan:") + to_string(op) + ":" + to_string(dtype) + ":k" + std::to_string(k) +
                     (transpose ? ":t" : ":n") + ":rt" + std::to_string(runtime_id);
-  if (!options.variant.empty() && options.variant != "auto") key += ":force=" + options.variant + options.params.dump();
+  if (options.forces_variant()) key += ":force=" + options.variant + options.params.dump();
   if (!options.measure) key += ":unmeasured";
   if (const char* env = std::getenv("SPARSEJIT_FORCE"); env != nullptr && *env != '\0') key += ":env=" + std::string(env);
   return key;

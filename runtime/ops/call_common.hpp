@@ -5,6 +5,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <type_traits>
 
 #include "ops/kernel_loader.hpp"
 #include "sparsejit/decision.hpp"
@@ -35,6 +36,11 @@ void record_kernel(Decision& decision, const LoadedKernel& loaded);
 // when `call` cannot be captured. Returns after the device has finished.
 inline constexpr int kMeasureCalls = 12;
 double time_device_calls(const Context& context, CUstream stream, const std::function<void()>& call);
+
+// The value types the kernels and the vendor wrappers are built for; the planners reject the
+// others before anything is prepared.
+template <class T>
+constexpr bool kFloatOrDouble = std::is_same_v<T, float> || std::is_same_v<T, double>;
 
 // Whether a call's kernels launch early (Options::early_launch; the attribute exists from sm_90 on).
 inline bool launches_early(const Options& options, int sm) { return options.early_launch && sm >= 90; }

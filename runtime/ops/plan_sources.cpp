@@ -96,7 +96,7 @@ plan::PlanSources plan_sources(Op op, const plan::DeviceTarget& device) {
 }
 
 Options with_environment_force(Op op, const Options& options) {
-  if (!options.variant.empty() && options.variant != "auto") return options;
+  if (options.forces_variant()) return options;
   const char* env = std::getenv("SPARSEJIT_FORCE");
   if (env == nullptr || *env == '\0') return options;
   const ForcedChoice choice = parse_force(env);

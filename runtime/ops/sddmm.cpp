@@ -59,7 +59,7 @@ std::shared_ptr<PreparedSddmm<T>> prepare_sddmm(detail::RuntimeState& rt, const 
                                 ops::plan_sources(Op::SDDMM, rt.target));
   const bool took_times = measured && plan::take_fastest(d, *measured, variants::vendor_variant(Op::SDDMM), plan::kSddmmVendorMargin);
   if (d.source == DecisionSource::Forced || took_times) prepared->settled = true;
-  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+  if constexpr (ops::kFloatOrDouble<T>) {
     prepared->execution = variants::sddmm_variant(d.variant).prepare(variants::SddmmPreparation<T>{rt, s, f, problem, d});
   } else {
     // Unreachable: every variant rejects other value types, so the planner has thrown.

@@ -19,9 +19,6 @@ namespace sparsejit {
 
 namespace {
 
-template <class T>
-constexpr bool kFloatOrDouble = std::is_same_v<T, float> || std::is_same_v<T, double>;
-
 // A plan ready to run: the decision and the chosen variant's execution (none when the pair
 // has no products: nothing runs).
 template <class T>
@@ -51,7 +48,7 @@ std::shared_ptr<PreparedSpgemm<T>> prepare_spgemm(detail::RuntimeState& rt, cons
   auto prepared = std::make_shared<PreparedSpgemm<T>>();
   Decision d = plan::plan_spgemm(f, problem, rt.target, ops::with_environment_force(Op::SpGEMM, options),
                                  ops::plan_sources(Op::SpGEMM, rt.target));
-  if constexpr (kFloatOrDouble<T>) {  // the planner offers no variant for other value types
+  if constexpr (ops::kFloatOrDouble<T>) {  // the planner offers no variant for other value types
     if (f.products > 0)
       prepared->execution = variants::SpgemmRegistry::find(d.variant)->prepare(variants::SpgemmPreparation<T>{rt, a, b, f, problem, d});
   }
@@ -71,7 +68,7 @@ variants::SpgemmOutput run_or_fall_back(detail::RuntimeState& rt, const DeviceCs
   try {
     return prepared->execution->run(rt, operands);
   } catch (const CudaError& e) {
-    if constexpr (!kFloatOrDouble<T>) throw;  // no variant runs other value types
+    if constexpr (!ops::kFloatOrDouble<T>) throw;  // no variant runs other value types
     const Decision& failed = *prepared->decision;
     if (failed.source == DecisionSource::Forced || !variants::SpgemmRegistry::find(failed.variant)->traits.vendor) throw;
     const Candidate* ours = nullptr;
@@ -84,7 +81,7 @@ variants::SpgemmOutput run_or_fall_back(detail::RuntimeState& rt, const DeviceCs
     for (Candidate& c : d.candidates)
       if (c.variant == failed.variant) c.rejected_because = std::string("failed when run: ") + e.what();
     auto replacement = std::make_shared<PreparedSpgemm<T>>();
-    if constexpr (kFloatOrDouble<T>)
+    if constexpr (ops::kFloatOrDouble<T>)
       replacement->execution = variants::SpgemmRegistry::find(d.variant)->prepare(variants::SpgemmPreparation<T>{rt, a, b, f, problem, d});
     replacement->decision = std::make_shared<const Decision>(std::move(d));
     a.attach(key, replacement);
@@ -108,7 +105,7 @@ DeviceCsr<T> empty_product(const Context& context, int32_t m, int32_t n) {
 template <class T>
 DeviceCsr<T> Runtime::spgemm(const DeviceCsr<T>& a, const DeviceCsr<T>& b, const Options& options, CallInfo* info) {
   check_spgemm_call(a.rows(), a.cols(), b.rows(), b.cols(), options);
-  if constexpr (!kFloatOrDouble<T>)
+  if constexpr (!ops::kFloatOrDouble<T>)
     throw UnsupportedError(std::string("spgemm: value type ") + to_string(dtype_of<T>::value) + " not supported (f32 and f64)");
   detail::RuntimeState& rt = *state_;
   const plan::SpgemmProblem problem{dtype_of<T>::value, a.rows(), a.cols(), b.cols()};

@@ -23,10 +23,6 @@ namespace sparsejit {
 
 namespace {
 
-// The value types the variants are built for; the planner rejects the others.
-template <class T>
-constexpr bool kFloatOrDouble = std::is_same_v<T, float> || std::is_same_v<T, double>;
-
 // A plan ready to launch: the decision and the chosen variant's execution.
 template <class T>
 struct PreparedSpmm {
@@ -79,7 +75,7 @@ std::shared_ptr<PreparedSpmm<T>> prepare_spmm(detail::RuntimeState& rt, const De
                                ops::plan_sources(Op::SpMM, rt.target));
   const bool took_times = measured && plan::take_fastest(d, *measured, variants::vendor_variant(Op::SpMM), plan::kSpmmVendorMargin);
   if (d.source == DecisionSource::Forced || took_times) prepared->settled = true;
-  if constexpr (kFloatOrDouble<T>) {  // the planner offers no variant for other value types
+  if constexpr (ops::kFloatOrDouble<T>) {  // the planner offers no variant for other value types
     const variants::SpmmVariant* variant = variants::SpmmRegistry::find(d.variant);
     prepared->execution = variant->prepare(variants::SpmmPreparation<T>{rt, a, f, problem, d});
   }

@@ -11,7 +11,7 @@
 namespace sparsejit::plan {
 
 std::optional<ForcedChoice> forced_from_options(Op op, const Options& options) {
-  if (options.variant.empty() || options.variant == "auto") return std::nullopt;
+  if (!options.forces_variant()) return std::nullopt;
   return ForcedChoice{op, options.variant, options.params};
 }
 

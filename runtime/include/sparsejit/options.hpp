@@ -28,6 +28,9 @@ struct Options {
   // "" or "auto": the planner chooses. Otherwise the name of a variant of the op
   // (`sparsejit explain --list` prints them), e.g. "csr_rowwarp" or "cusparse".
   std::string variant;
+  // Whether `variant` names one (neither "" nor "auto").
+  bool forces_variant() const { return !variant.empty() && variant != kAutomatic; }
+  static constexpr const char* kAutomatic = "auto";
   // Parameters forced on the variant (merged over the planner's own), e.g. {"warps_per_block": 8}.
   nlohmann::json params = nlohmann::json::object();
   // CUstream / cudaStream_t to launch on; nullptr is the legacy default stream.
