@@ -211,5 +211,39 @@ TEST(BenchReport, FirstCallSummaryPerK) {
   EXPECT_EQ(out.str().find("K=64 first call"), std::string::npos) << out.str();
 }
 
+ordered_json spgemm_record(const std::string& matrix, double auto_ms, const ordered_json& vendor_ms, double oracle_ms) {
+  ordered_json r;
+  r["op"] = "spgemm";
+  r["matrix"] = matrix;
+  r["nnz"] = 100;
+  r["products"] = 1000;
+  r["nnz_c"] = 400;
+  r["auto"] = {{"variant", "row_hash"}, {"ms", auto_ms}, {"gflops", 2e-3 / auto_ms}};
+  if (vendor_ms.is_number()) {
+    r["vendor"] = {{"name", "cusparse:alg1"}, {"best", vendor_ms}};
+    r["speedup"] = vendor_ms.get<double>() / auto_ms;
+  } else {
+    r["vendor"] = {{"name", "cusparse:alg1"}, {"best", nullptr}, {"failed", "out of resources"}};
+    r["speedup"] = nullptr;
+  }
+  r["auto_over_oracle"] = auto_ms / oracle_ms;
+  return r;
+}
+
+// SpGEMM records: speedups 4x, 1x and 0.5x -> geomean 1.26x, min 0.50x (m3), one under 0.95x;
+// auto/oracle 1, 1.5, 1 -> median 1.00, worst 1.50 (m2); a failed vendor is named, not counted.
+TEST(BenchReport, SpgemmSummary) {
+  const std::vector<ordered_json> records = {spgemm_record("m1", 0.25, 1.0, 0.25), spgemm_record("m2", 1.5, 1.5, 1.0),
+                                             spgemm_record("m3", 2.0, 1.0, 2.0), spgemm_record("m4", 3.0, nullptr, 3.0)};
+  std::ostringstream out;
+  print_report(out, records);
+  EXPECT_NE(out.str().find("spgemm: 3 matrices, speedup over cuSPARSE's whole call geomean 1.26x, min 0.50x (m3), 1 under "
+                           "0.95x; auto/oracle median 1.00, worst 1.50 (m2)\n"),
+            std::string::npos)
+      << out.str();
+  EXPECT_NE(out.str().find("spgemm: cuSPARSE failed on 1: m4\n"), std::string::npos) << out.str();
+  EXPECT_EQ(out.str().find("K="), std::string::npos) << out.str();
+}
+
 }  // namespace
 }  // namespace sparsejit::cli::bench

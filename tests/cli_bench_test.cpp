@@ -35,7 +35,12 @@ TEST(CliBench, HelpListsEveryOption) {
     EXPECT_NE(r.out.find(option), std::string::npos) << option << " missing from: " << r.out;
 }
 
-TEST(CliBench, UnknownOp) { expect_one_line_error("gen:uniform:100:4 --op spgemm", {"--op", "spgemm"}); }
+TEST(CliBench, UnknownOp) { expect_one_line_error("gen:uniform:100:4 --op gemm", {"--op", "gemm"}); }
+
+TEST(CliBench, SpgemmTakesNoSpmmOrSddmmOptions) {
+  expect_one_line_error("gen:uniform:100:4 --op spgemm --transpose", {"--transpose applies to --op spmm only"});
+  expect_one_line_error("gen:uniform:100:4 --op spgemm --no-reuse", {"--no-reuse applies to --op sddmm only"});
+}
 
 TEST(CliBench, KMustBePositiveIntegers) {
   expect_one_line_error("gen:uniform:100:4 -k 0", {"-k 0"});

@@ -73,6 +73,7 @@ TEST(SpgemmFeatures, CountsProductsPerRowAndBucketsThem) {
   EXPECT_EQ(f.products, 9);  // row 0: 2 + 3, row 2: 3 + 0 + 1
   EXPECT_EQ(f.max_row_products, 5);
   EXPECT_EQ(f.product_rows, 2);
+  EXPECT_EQ(f.max_row_span, 5);  // row 0 reaches columns 0 to 4 (row 2: 1 to 3)
   EXPECT_EQ(f.rows_by_products[0], 1);  // row 1
   EXPECT_EQ(f.rows_by_products[3], 1);  // p = 4: 1 + ceil(log2 4)
   EXPECT_EQ(f.rows_by_products[4], 1);  // p = 5: 1 + ceil(log2 5)
@@ -99,6 +100,7 @@ TEST(SpgemmFeatures, UnsortedAndDuplicateEntriesCountAsStored) {
   EXPECT_TRUE(f.b_sorted);
   EXPECT_EQ(f.products, 1 + 3 + 1 + 0);
   EXPECT_EQ(f.max_row_products, 5);
+  EXPECT_EQ(f.max_row_span, 3);  // columns 1 to 3, whatever the order
 }
 
 TEST(SpgemmFeatures, MismatchedShapesAreRefusedNamingBoth) {
@@ -134,6 +136,7 @@ TEST(SpgemmPlan, CusparseIsChosenWhenMostProductsLieInVeryLongRows) {
   f.product_rows = 100;
   f.rows_by_products[21] = 100;  // 1 + ceil(log2 1e6)
   f.products_by_bucket[21] = f.products;
+  f.max_row_span = 1 << 20;  // wider than a dense accumulator holds
   f.a_sorted = f.b_sorted = true;
   const Decision d = plan::plan_spgemm(f, {DType::F64, 100, 1000, 1 << 20}, {}, {});
   EXPECT_EQ(d.variant, "cusparse") << describe(d);

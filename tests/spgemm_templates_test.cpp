@@ -1,4 +1,5 @@
-// The SpGEMM row_hash kernel templates (spgemm_hash_bin, spgemm_hash_rows): every kernel a
+// The SpGEMM row_hash kernel templates (spgemm_hash_bin, spgemm_hash_rows, spgemm_dense_rows):
+// every kernel a
 // decision can list, rendered from a forced plan whose rows fill every bin, compiled with
 // NVRTC for sm_80 and sm_90 (no GPU needed), f32 and f64; and the rendered source carries the
 // bins' shapes.
@@ -11,6 +12,7 @@
 #include "jit/nvrtc_compiler.hpp"
 #include "jit/render.hpp"
 #include "plan/planner.hpp"
+#include "sparsejit/error.hpp"
 #include "sparsejit/features.hpp"
 #include "variants/spgemm/spgemm_variant.hpp"
 
@@ -26,7 +28,8 @@ bool contains(const std::vector<char>& bytes, const std::string& needle) {
 }
 
 // A 100000² pair with one row in every bin (16, 64, 256, 1024 and 4096 products) and one of
-// 100000 products past them (global-memory tables).
+// 100000 products past them (global-memory tables); the widest row spans all 100000 columns,
+// wider than any dense span, so the long rows may go dense or stay hashed.
 SpgemmFeatures every_bin() {
   SpgemmFeatures f;
   f.a.rows = f.a.cols = f.b.rows = f.b.cols = 100000;
@@ -40,16 +43,19 @@ SpgemmFeatures every_bin() {
   }
   f.rows_by_products[0] = f.a.rows - f.product_rows;
   f.max_row_products = 100000;
+  f.max_row_span = 100000;
   f.a_sorted = f.b_sorted = true;
   return f;
 }
 
-std::vector<jit::KernelSpec> row_hash_specs(DType dtype, int max_shared_row = 4096) {
-  const SpgemmFeatures f = every_bin();
+std::vector<jit::KernelSpec> row_hash_specs(DType dtype, int max_shared_row = 4096, int dense_span = 4096,
+                                            int64_t max_row_span = 100000) {
+  SpgemmFeatures f = every_bin();
+  f.max_row_span = max_row_span;
   const plan::SpgemmProblem problem{dtype, 100000, 100000, 100000};
   Options o;
   o.variant = "row_hash";
-  o.params = {{"max_shared_row", max_shared_row}};
+  o.params = {{"max_shared_row", max_shared_row}, {"dense_span", dense_span}};
   const Decision d = plan::plan_spgemm(f, problem, {}, o);
   return variants::SpgemmRegistry::find("row_hash")->kernel_specs(d, problem);
 }
@@ -67,7 +73,7 @@ void expect_compiles(const jit::KernelSpec& spec, const std::string& label) {
 
 TEST(SpgemmTemplates, BothTemplatesAreKnown) {
   const auto names = jit::template_names();
-  for (const char* expected : {"spgemm_hash_bin.cu", "spgemm_hash_rows.cu"})
+  for (const char* expected : {"spgemm_hash_bin.cu", "spgemm_hash_rows.cu", "spgemm_dense_rows.cu"})
     EXPECT_NE(std::find(names.begin(), names.end(), expected), names.end()) << expected;
 }
 
@@ -75,12 +81,54 @@ TEST(SpgemmTemplates, ADecisionWithRowsInEveryBinListsEveryKernel) {
   const auto specs = row_hash_specs(DType::F32);
   std::set<std::string> names;
   for (const auto& s : specs) names.insert(s.kernel_name);
-  EXPECT_EQ(specs.size(), 14u);  // 2 binning kernels, 6 bins x 2 passes
+  EXPECT_EQ(specs.size(), 16u);  // 2 binning kernels, 6 hash bins and the dense bin x 2 passes
   for (const char* name : {"sj_spgemm_hash_bin_symbolic", "sj_spgemm_hash_bin_numeric", "sj_spgemm_hash_symbolic_16",
-                           "sj_spgemm_hash_numeric_4096", "sj_spgemm_hash_symbolic_global", "sj_spgemm_hash_numeric_global"})
+                           "sj_spgemm_hash_numeric_4096", "sj_spgemm_hash_symbolic_global", "sj_spgemm_hash_numeric_global",
+                           "sj_spgemm_dense_symbolic_4096", "sj_spgemm_dense_numeric_4096"})
     EXPECT_TRUE(names.count(name)) << name;
   // A smaller largest shared bin sends the longer rows to the global bin.
-  EXPECT_EQ(row_hash_specs(DType::F32, 64).size(), 2u + 3 * 2);
+  EXPECT_EQ(row_hash_specs(DType::F32, 64).size(), 2u + 3 * 2 + 2);
+  // Dense off: the hash bins only.
+  EXPECT_EQ(row_hash_specs(DType::F32, 4096, 0).size(), 2u + 6 * 2);
+  // Every row within the dense span: the long rows (past 256 columns) all go dense, so the hash
+  // bins past 256 and the global one launch nothing.
+  EXPECT_EQ(row_hash_specs(DType::F32, 4096, 4096, 3000).size(), 2u + 3 * 2 + 2);
+  // ... but with the largest shared bin at 64, rows of 65 to 256 columns stay in the global bin.
+  EXPECT_EQ(row_hash_specs(DType::F32, 64, 4096, 3000).size(), 2u + 3 * 2 + 2);
+}
+
+TEST(SpgemmTemplates, TheDenseSpanDefaultsToTheWidestRowWithinSharedMemory) {
+  SpgemmFeatures f = every_bin();
+  const plan::SpgemmProblem problem{DType::F32, 100000, 100000, 100000};
+  Options o;
+  o.variant = "row_hash";
+  f.max_row_span = 3000;  // the next multiple of 1024
+  EXPECT_EQ(plan::plan_spgemm(f, problem, {}, o).params.at("dense_span"), 3072);
+  f.max_row_span = 200;  // the next power of two below 1024
+  EXPECT_EQ(plan::plan_spgemm(f, problem, {}, o).params.at("dense_span"), 256);
+  // Wider than 227 KiB holds: 4.125 bytes a column in f32 (value and bit) next to 1024 threads'
+  // staging, so 53248 columns; 8.125 in f64, 25600.
+  f.max_row_span = 100000;
+  EXPECT_EQ(plan::plan_spgemm(f, problem, {}, o).params.at("dense_span"), 53248);
+  EXPECT_EQ(plan::plan_spgemm(f, {DType::F64, 100000, 100000, 100000}, {}, o).params.at("dense_span"), 25600);
+  f.b_sorted = false;  // the span is read from B's row ends
+  EXPECT_EQ(plan::plan_spgemm(f, problem, {}, o).params.at("dense_span"), 0);
+}
+
+TEST(SpgemmTemplates, ADenseSpanOutsideItsRangeIsRefusedNamingIt) {
+  const SpgemmFeatures f = every_bin();
+  const plan::SpgemmProblem problem{DType::F64, 100000, 100000, 100000};
+  for (int span : {16, 3000, 26624}) {
+    Options o;
+    o.variant = "row_hash";
+    o.params = {{"dense_span", span}};
+    try {
+      plan::plan_spgemm(f, problem, {}, o);
+      ADD_FAILURE() << span << " accepted";
+    } catch (const InvalidInputError& e) {
+      EXPECT_NE(std::string(e.what()).find("dense_span = " + std::to_string(span)), std::string::npos) << e.what();
+    }
+  }
 }
 
 void compile_every_kernel(DType dtype) {
@@ -107,6 +155,11 @@ TEST(SpgemmTemplates, RenderedSourceCarriesTheBinShapes) {
       EXPECT_NE(source.find("table_keys + blockIdx.x * table_stride"), std::string::npos);
       EXPECT_NE(source.find("__syncthreads();"), std::string::npos);
       EXPECT_EQ(source.find("atomicAdd(&vals[slot]"), std::string::npos);  // keys only
+    } else if (spec.kernel_name == "sj_spgemm_dense_numeric_4096") {
+      // A block of 512 threads per row, a 4096-column dense f64 accumulator and its bitmap.
+      for (const char* line : {"constexpr int kBlock = 512;", "constexpr int kSpan = 4096;", "constexpr int kValueSlots = 4096;",
+                               "atomicAdd(&vals[c]"})
+        EXPECT_NE(source.find(line), std::string::npos) << line;
     }
   }
 }

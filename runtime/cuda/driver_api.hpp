@@ -32,7 +32,7 @@ namespace sparsejit::cuda {
   X(cuEventDestroy_v2)                                                                    \
   X(cuStreamBeginCapture_v2) X(cuStreamEndCapture) X(cuGraphInstantiateWithFlags)       \
   X(cuGraphLaunch) X(cuGraphExecDestroy) X(cuGraphDestroy)                                \
-  X(cuMemPoolCreate) X(cuMemPoolDestroy) X(cuMemPoolSetAttribute)                        \
+  X(cuMemPoolCreate) X(cuMemPoolDestroy) X(cuMemPoolSetAttribute) X(cuMemPoolTrimTo)    \
   X(cuMemAllocFromPoolAsync) X(cuMemFreeAsync)
 
 struct DriverApi {

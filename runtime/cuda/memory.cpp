@@ -12,10 +12,16 @@ DeviceBuffer::DeviceBuffer(const Context& context, std::size_t bytes) : context_
   if (bytes > 0) SPARSEJIT_CU(cuMemAlloc_v2, &ptr_, bytes);
 }
 
+DeviceBuffer::DeviceBuffer(const Context& context, CUdeviceptr pooled, std::size_t bytes)
+    : context_(context), ptr_(pooled), bytes_(bytes), pooled_(true) {}
+
 DeviceBuffer::~DeviceBuffer() { release(); }
 
 DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept
-    : context_(std::move(other.context_)), ptr_(std::exchange(other.ptr_, 0)), bytes_(std::exchange(other.bytes_, 0)) {}
+    : context_(std::move(other.context_)),
+      ptr_(std::exchange(other.ptr_, 0)),
+      bytes_(std::exchange(other.bytes_, 0)),
+      pooled_(std::exchange(other.pooled_, false)) {}
 
 DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
   if (this != &other) {
@@ -23,21 +29,27 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
     context_ = std::move(other.context_);
     ptr_ = std::exchange(other.ptr_, 0);
     bytes_ = std::exchange(other.bytes_, 0);
+    pooled_ = std::exchange(other.pooled_, false);
   }
   return *this;
 }
 
 void DeviceBuffer::release() noexcept {
   if (ptr_ != 0) {
-    // A destructor cannot report; a failing free means the context is already gone.
+    // A destructor cannot report; a failing free means the context is already gone. Pool
+    // memory goes back to its pool, the rest to the device. cuMemFree does not wait for the
+    // work queued on pool memory (the device faulted on a result dropped while its kernels
+    // ran), so that wait is the context synchronization, as cudaFree's is for its memory.
     try {
       context_->make_current();
+      if (pooled_) cuda::driver().cuCtxSynchronize();
       cuda::driver().cuMemFree_v2(ptr_);
     } catch (const Error&) {
     }
   }
   ptr_ = 0;
   bytes_ = 0;
+  pooled_ = false;
 }
 
 void DeviceBuffer::check_range(const char* what, std::size_t bytes, std::size_t offset) const {

@@ -1,6 +1,8 @@
 #include "cuda/scratch_pool.hpp"
 
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <string>
 #include <utility>
 
@@ -9,7 +11,7 @@
 
 namespace sparsejit::cuda {
 
-ScratchPool::ScratchPool(const Context& context) : context_(context) {
+ScratchPool::ScratchPool(const Context& context, uint64_t keep_bytes) : context_(context) {
   context_.make_current();
   CUmemPoolProps props = {};
   props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
@@ -17,9 +19,9 @@ ScratchPool::ScratchPool(const Context& context) : context_(context) {
   props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
   props.location.id = context_.ordinal();
   SPARSEJIT_CU(cuMemPoolCreate, &pool_, &props);
-  // Keep every reserved byte at synchronizations (the default, 0, would return the memory to
-  // the device at each one and make the next call reserve it again).
-  cuuint64_t keep = UINT64_MAX;
+  // Keep reserved bytes at synchronizations (the default, 0, would return the memory to the
+  // device at each one and make the next call reserve it again).
+  cuuint64_t keep = keep_bytes;
   try {
     SPARSEJIT_CU(cuMemPoolSetAttribute, pool_, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep);
   } catch (...) {
@@ -37,17 +39,36 @@ ScratchPool::~ScratchPool() {
   }
 }
 
+// The pool keeps what it reserved: when the device is out of memory, the reserve no block
+// uses goes back to the device and the allocation is tried once more.
+CUresult ScratchPool::allocate_from_pool(CUdeviceptr* ptr, std::size_t bytes, CUstream stream) {
+  CUresult result = driver().cuMemAllocFromPoolAsync(ptr, bytes, pool_, stream);
+  if (result == CUDA_ERROR_OUT_OF_MEMORY && driver().cuMemPoolTrimTo(pool_, 0) == CUDA_SUCCESS)
+    result = driver().cuMemAllocFromPoolAsync(ptr, bytes, pool_, stream);
+  return result;
+}
+
 ScratchPool::Block ScratchPool::allocate(std::size_t bytes, CUstream stream) {
   context_.make_current();
   Block block;
   const std::size_t size = bytes > 0 ? bytes : 1;
-  const CUresult result = driver().cuMemAllocFromPoolAsync(&block.ptr_, size, pool_, stream);
+  const CUresult result = allocate_from_pool(&block.ptr_, size, stream);
   if (result != CUDA_SUCCESS)
     throw CudaError("cuMemAllocFromPoolAsync of " + std::to_string(size) + " bytes of scratch failed: " + describe(result));
   block.context_ = &context_;
   block.bytes_ = size;
   block.stream_ = stream;
   return block;
+}
+
+DeviceBuffer ScratchPool::allocate_buffer(std::size_t bytes, CUstream stream) {
+  if (bytes == 0) return DeviceBuffer(context_, 0);
+  context_.make_current();
+  CUdeviceptr ptr = 0;
+  const CUresult result = allocate_from_pool(&ptr, bytes, stream);
+  if (result != CUDA_SUCCESS)
+    throw CudaError("cuMemAllocFromPoolAsync of " + std::to_string(bytes) + " bytes for a result failed: " + describe(result));
+  return DeviceBuffer(context_, ptr, bytes);
 }
 
 ScratchPool::Block::~Block() { release(); }
@@ -79,6 +100,15 @@ void ScratchPool::Block::release() noexcept {
   }
   ptr_ = 0;
   bytes_ = 0;
+}
+
+ScratchPool& result_pool(const Context& context) {
+  static std::mutex mutex;
+  static std::map<int, ScratchPool*> pools;  // never destroyed: results may live until exit
+  const std::lock_guard<std::mutex> lock(mutex);
+  ScratchPool*& pool = pools[context.ordinal()];
+  if (pool == nullptr) pool = new ScratchPool(context, kResultPoolKeep);
+  return *pool;
 }
 
 }  // namespace sparsejit::cuda

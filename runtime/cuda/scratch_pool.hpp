@@ -1,5 +1,5 @@
 // Stream-ordered device scratch owned by a Runtime, for ops whose calls need temporary memory
-// (SpGEMM's row bins, hash tables and scan): a CUDA memory pool on the runtime's device that
+// (SpGEMM's row bins, hash tables and scan) or return new arrays (SpGEMM's C): a CUDA memory pool on the runtime's device that
 // keeps what it has reserved (release threshold: unlimited), so once the pool has grown to the
 // calls' high-water mark a call's scratch is a sub-allocation, not a cuMemAlloc. Allocation
 // and free are ordered on a stream (cuMemAllocFromPoolAsync, cuMemFreeAsync): memory freed on
@@ -11,6 +11,7 @@
 #include <cuda.h>
 
 #include <cstddef>
+#include <cstdint>
 
 #include "sparsejit/device.hpp"
 
@@ -18,7 +19,9 @@ namespace sparsejit::cuda {
 
 class ScratchPool {
  public:
-  explicit ScratchPool(const Context& context);
+  // keep_bytes: what the pool keeps reserved across synchronizations (the rest goes back to
+  // the device at each); by default everything it has reserved.
+  explicit ScratchPool(const Context& context, uint64_t keep_bytes = UINT64_MAX);
   ~ScratchPool();
   ScratchPool(const ScratchPool&) = delete;
   ScratchPool& operator=(const ScratchPool&) = delete;
@@ -48,10 +51,23 @@ class ScratchPool {
   // `bytes` of scratch (at least 1: a valid address), usable on `stream` in stream order;
   // CudaError naming the size when the device has not that much memory.
   Block allocate(std::size_t bytes, CUstream stream);
+  // `bytes` from the pool as a DeviceBuffer, usable on `stream` in stream order; empty for 0
+  // bytes. The buffer must not outlive the pool (result_pool's never ends). A reused block
+  // costs no cuMemAlloc and no page mapping, which on the device cost 3 to 60 us each,
+  // growing with the size, and as much again for the cuMemFree.
+  DeviceBuffer allocate_buffer(std::size_t bytes, CUstream stream);
 
  private:
+  CUresult allocate_from_pool(CUdeviceptr* ptr, std::size_t bytes, CUstream stream);
   Context context_;
   CUmemoryPool pool_ = nullptr;
 };
+
+// The pool of a device that operations' results (SpGEMM's C) are allocated from: one per
+// device for the life of the process, since a result may outlive the Runtime that made it (on
+// the H100, a result freed after its Runtime's pool was destroyed left later calls faulting).
+// It keeps up to kResultPoolKeep bytes reserved across synchronizations. Thread-safe.
+constexpr uint64_t kResultPoolKeep = uint64_t(1) << 30;
+ScratchPool& result_pool(const Context& context);
 
 }  // namespace sparsejit::cuda

@@ -1,6 +1,8 @@
 // SpGEMM features (features.hpp): one pass over A's entries for the products, one over each
 // pattern for its row statistics and sortedness.
 #include <algorithm>
+#include <limits>
+#include <vector>
 
 #include "inspect/unchecked.hpp"
 
@@ -12,6 +14,23 @@ int product_bucket(int64_t p) {
   int bits = 0;
   while ((int64_t(1) << bits) < p) ++bits;
   return 1 + bits;
+}
+
+// The smallest and largest column of a row; empty: first > last.
+struct ColumnRange {
+  int32_t first = std::numeric_limits<int32_t>::max();
+  int32_t last = -1;
+  void cover(ColumnRange other) {
+    first = std::min(first, other.first);
+    last = std::max(last, other.last);
+  }
+};
+
+std::vector<ColumnRange> column_ranges(PatternView p) {
+  std::vector<ColumnRange> ranges(std::size_t(p.rows));
+  for (int32_t r = 0; r < p.rows; ++r)
+    for (int32_t e = p.row_ptr[r]; e < p.row_ptr[r + 1]; ++e) ranges[std::size_t(r)].cover({p.col_idx[e], p.col_idx[e]});
+  return ranges;
 }
 
 bool rows_sorted(PatternView p) {
@@ -33,15 +52,21 @@ SpgemmFeatures spgemm_features(PatternView a, PatternView b) {
   SpgemmFeatures f;
   f.a = inspect_detail::basic_stats(a);
   f.b = inspect_detail::basic_stats(b);
+  const std::vector<ColumnRange> b_ranges = column_ranges(b);
   for (int32_t r = 0; r < a.rows; ++r) {
     int64_t p = 0;
+    ColumnRange span;
     for (int32_t e = a.row_ptr[r]; e < a.row_ptr[r + 1]; ++e) {
       const int32_t k = a.col_idx[e];
       p += int64_t(b.row_ptr[k + 1]) - b.row_ptr[k];
+      span.cover(b_ranges[std::size_t(k)]);
     }
     f.products += p;
     f.max_row_products = std::max(f.max_row_products, p);
-    if (p > 0) ++f.product_rows;
+    if (p > 0) {
+      ++f.product_rows;
+      f.max_row_span = std::max(f.max_row_span, int64_t(span.last) - span.first + 1);
+    }
     const std::size_t bucket = std::size_t(p == 0 ? 0 : product_bucket(p));
     ++f.rows_by_products[bucket];
     f.products_by_bucket[bucket] += p;
@@ -79,6 +104,7 @@ nlohmann::json to_json(const SpgemmFeatures& f) {
   j["products"] = f.products;
   j["max_row_products"] = f.max_row_products;
   j["product_rows"] = f.product_rows;
+  j["max_row_span"] = f.max_row_span;
   j["products_per_row"] = f.a.rows > 0 ? double(f.products) / double(f.a.rows) : 0.0;
   j["a_sorted"] = f.a_sorted;
   j["b_sorted"] = f.b_sorted;

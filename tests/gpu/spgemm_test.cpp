@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,8 +38,9 @@ Csr<T> with_values(const Csr<double>& pattern, uint64_t seed) {
   return m;
 }
 
-// The options of every way the tests run a product: auto, each variant, and row_hash with the
-// largest shared bin at 16 and 256 products (longer rows in global-memory tables).
+// The options of every way the tests run a product: auto, each variant, row_hash with the
+// largest shared bin at 16 and 256 products (longer rows in global-memory tables), without the
+// dense bin, and with a dense span of 64 columns (long rows of wider spans stay hashed).
 std::vector<Options> every_variant() {
   std::vector<Options> all(1);
   for (const std::string& v : plan::spgemm_variants()) {
@@ -50,6 +52,12 @@ std::vector<Options> every_variant() {
     Options o;
     o.variant = "row_hash";
     o.params = {{"max_shared_row", limit}, {"global_blocks", 7}};
+    all.push_back(o);
+  }
+  for (int span : {0, 64}) {
+    Options o;
+    o.variant = "row_hash";
+    o.params = {{"dense_span", span}};
     all.push_back(o);
   }
   return all;
@@ -168,6 +176,15 @@ TEST_F(SpgemmGpu, UnsortedRowsWithDuplicatesAddUp) {
     check_product<float>(rt(), "unsorted", a, a, o, next_seed());
     check_product<double>(rt(), "unsorted", a, a, o, next_seed());
   }
+  // The dense bin reads a row's span from B's row ends: refused for unsorted rows, by name.
+  o.params = {{"dense_span", 64}};
+  const DeviceCsr<float> da(rt().context(), cast<float>(a));
+  try {
+    rt().spgemm(da, da, o);
+    ADD_FAILURE() << "dense_span on unsorted B accepted";
+  } catch (const InvalidInputError& e) {
+    EXPECT_NE(std::string(e.what()).find("dense_span = 64 needs B's rows sorted"), std::string::npos) << e.what();
+  }
 }
 
 // A product that cancels: A = [1 1], B = [[1], [-1]] gives C = [0], kept as an explicit zero.
@@ -245,6 +262,21 @@ TEST_F(SpgemmGpu, ACallersStreamOrdersTheWork) {
     const DeviceCsr<double> c = rt().spgemm(da, da, o);
     expect_same_product(c.download(), reference::spgemm(a, a));
   }
+}
+
+// C's arrays come from the runtime's stream-ordered pool: they stay valid, and free cleanly,
+// after the runtime that made them is gone.
+TEST_F(SpgemmGpu, TheProductOutlivesItsRuntime) {
+  const Csr<double> pattern = generate::from_spec("band:2000:8:30", next_seed());
+  const Csr<float> a = with_values<float>(pattern, next_seed());
+  std::optional<DeviceCsr<float>> c;
+  {
+    Runtime own;
+    const DeviceCsr<float> da(own.context(), a);
+    c.emplace(own.spgemm(da, da));
+  }
+  expect_same_product(c->download(), reference::spgemm(a, a));
+  c.reset();
 }
 
 TEST_F(SpgemmGpu, EmptyOperandsGiveAnEmptyProduct) {

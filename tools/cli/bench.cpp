@@ -1,5 +1,6 @@
-// `sparsejit bench INPUT... --op spmm|sddmm -k 32,128,512`: our runtime (auto and each variant
-// forced) against cuSPARSE, one JSON line per (matrix, K) on stdout (and appended to
+// `sparsejit bench INPUT... --op spmm|sddmm|spgemm -k 32,128,512`: our runtime (auto and each
+// variant forced) against cuSPARSE, one JSON line per (matrix, K) (SpGEMM: per matrix, C = A·A)
+// on stdout (and appended to
 // --json-out), then a table and a per-K summary on stderr. Progress and failures go to stderr
 // too, so stdout holds nothing but JSON lines.
 //
@@ -94,11 +95,10 @@ std::vector<int32_t> parse_ks(const std::string& text) {
 
 bench::Config validated(const BenchArgs& args) {
   bench::Config config;
-  if (args.op == "spgemm") throw UnsupportedError("bench: --op spgemm is not benchmarked yet (`sparsejit run --op spgemm` times one matrix)");
-  if (args.op != "spmm" && args.op != "sddmm")
-    throw InvalidInputError("bench: unknown --op '" + args.op + "' (expected spmm or sddmm)");
+  if (args.op != "spmm" && args.op != "sddmm" && args.op != "spgemm")
+    throw InvalidInputError("bench: unknown --op '" + args.op + "' (expected spmm, sddmm or spgemm)");
   config.op = parse_op(args.op);
-  config.ks = parse_ks(args.ks);
+  config.ks = config.op == Op::SpGEMM ? std::vector<int32_t>{} : parse_ks(args.ks);
   if (args.dtype != "f32" && args.dtype != "f64")
     throw InvalidInputError("bench: --dtype '" + args.dtype + "' not measured (expected f32 or f64)");
   config.dtype = parse_dtype(args.dtype);
@@ -211,6 +211,10 @@ class BenchRun {
     }
     std::cerr << "bench: [" << index + 1 << "/" << count << "] " << source.name << ": " << a.rows << "x" << a.cols << ", "
               << a.nnz() << " nonzeros" << std::endl;
+    if (config_.op == Op::SpGEMM) {
+      measure_product(source, a);
+      return;
+    }
     for (const int32_t k : config_.ks) {
       try {
         std::vector<std::string> failures;
@@ -220,6 +224,27 @@ class BenchRun {
       } catch (const Error& e) {
         fail(source.name + " k=" + std::to_string(k), std::string(to_string(e.category())) + " error: " + e.what());
       }
+    }
+  }
+
+  // SpGEMM: C = A·A once per matrix (no K); a matrix that is not square is skipped, not failed.
+  template <class T>
+  void measure_product(const MatrixSource& source, const Csr<T>& a) {
+    if (a.rows != a.cols) {
+      std::cerr << "bench: " << source.name << ": skipped (C = A·A needs a square matrix)" << std::endl;
+      return;
+    }
+    try {
+      std::vector<std::string> failures;
+      const ordered_json measured = bench::measure_spgemm(rt_, a, config_, failures);
+      ordered_json header = record_header(source, a.rows, a.cols, a.nnz(), 0);
+      header.erase("k");
+      header.erase("transpose");
+      header["clock"] = tuner::to_string(tuner::Clock::Events);  // SpGEMM calls synchronize: no graph
+      emit(header, measured);
+      for (const std::string& failure : failures) fail(source.name, failure);
+    } catch (const Error& e) {
+      fail(source.name, std::string(to_string(e.category())) + " error: " + e.what());
     }
   }
 
@@ -274,20 +299,20 @@ void run_bench(const BenchArgs& args) {
 }  // namespace
 
 void add_bench_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("bench", "Time our SpMM/SDDMM (auto and every variant) against cuSPARSE; JSON lines out");
+  auto* cmd = app.add_subcommand("bench", "Time our SpMM/SDDMM/SpGEMM (auto and every variant) against cuSPARSE; JSON lines out");
   static BenchArgs args;
   cmd->add_option("inputs", args.inputs,
                   "Matrix files (.mtx/.smtx, optionally .gz), directories (searched recursively) or generator specs "
                   "prefixed with gen: (e.g. gen:uniform:200000:50). Specs:\n" + without_final_newline(generate::spec_help()));
-  cmd->add_option("--op", args.op, "spmm (C = A·B) or sddmm (P = S ∘ (A·Bᵀ))")->capture_default_str();
-  cmd->add_option("-k", args.ks, "Comma-separated dense widths K")->capture_default_str();
+  cmd->add_option("--op", args.op, "spmm (C = A·B), sddmm (P = S ∘ (A·Bᵀ)) or spgemm (C = A·A, square matrices)")->capture_default_str();
+  cmd->add_option("-k", args.ks, "Comma-separated dense widths K (SpMM and SDDMM)")->capture_default_str();
   cmd->add_option("--dtype", args.dtype, "f32 or f64")->capture_default_str();
   cmd->add_option("--repeat", args.repeat, "Timed runs; the median is reported")->capture_default_str();
   cmd->add_option("--warmup", args.warmup, "Untimed runs before timing")->capture_default_str();
   cmd->add_option("--clock", args.clock,
                   "graph: the calls captured in a CUDA graph, replays timed (device time of a call, ours and the vendor's "
                   "alike); events: an event pair around each call as the host makes it (includes host launch cost when "
-                  "the device work is shorter)")
+                  "the device work is shorter). SpGEMM always uses events (its calls synchronize)")
       ->capture_default_str();
   cmd->add_option("--variants", args.variants, "auto: the planner's choice and the vendor; all: also every variant forced (oracle)")
       ->capture_default_str();

@@ -73,6 +73,13 @@ template <class T>
 nlohmann::ordered_json measure(Runtime& rt, const vendor::CusparseHandle& handle, const Csr<T>& a, int32_t k,
                        const Config& config, std::vector<std::string>& failures);
 
+// SpGEMM C = A·A for a square `a` (bench_spgemm.cpp): auto, the forced variants (with
+// --variants all) and cuSPARSE's whole call, each an event pair around the host's call (the
+// call synchronizes once, so no graph), with products, NNZ(C), GFLOP/s at 2 flops a product,
+// and the check with --check. UnsupportedError when `a` is not square.
+template <class T>
+nlohmann::ordered_json measure_spgemm(Runtime& rt, const Csr<T>& a, const Config& config, std::vector<std::string>& failures);
+
 // SDDMM pattern reuse (bench_reuse.cpp; pure, so tests check it on hand-made numbers).
 //
 // The variant that needs a per-pattern preprocessing, admitted only for reused patterns: the

@@ -231,11 +231,61 @@ void print_first_call_summary(std::ostream& out, const std::vector<ordered_json>
   }
 }
 
+// SpGEMM records (one per matrix, no K): the table, then the geometric-mean and worst speedup
+// over cuSPARSE's whole call, where it failed, and auto against the oracle.
+void print_spgemm_report(std::ostream& out, const std::vector<ordered_json>& records) {
+  char line[256];
+  std::snprintf(line, sizeof line, "%-28s %10s %12s %12s %9s %-10s %8s %9s %7s %6s\n", "matrix", "nnz", "products", "nnz(C)",
+                "auto ms", "variant", "GFLOP/s", "vendor ms", "speedup", "a/orc");
+  out << line;
+  std::vector<Named> speedups, gaps;
+  std::vector<std::string> vendor_failed;
+  for (const ordered_json& r : records) {
+    const bool check_failed = r["check"].is_object() && !r["check"]["ok"].get<bool>();
+    const std::string name = r["matrix"].get<std::string>();
+    const bool vendor_failure = r["vendor"].contains("failed");
+    std::snprintf(line, sizeof line, "%-28s %10lld %12lld %12lld %9s %-10s %8s %9s %7s %6s%s\n", fit(name, kNameWidth).c_str(),
+                  r["nnz"].get<long long>(), r["products"].get<long long>(), r["nnz_c"].get<long long>(),
+                  cell(nested_number(r, "auto", "ms"), "%.4f").c_str(), fit(r["auto"]["variant"].get<std::string>(), 10).c_str(),
+                  cell(nested_number(r, "auto", "gflops"), "%.1f").c_str(),
+                  vendor_failure ? "failed" : cell(nested_number(r, "vendor", "best"), "%.4f").c_str(),
+                  cell(number(r, "speedup"), "%.2fx").c_str(), cell(number(r, "auto_over_oracle"), "%.2f").c_str(),
+                  check_failed ? "  CHECK FAILED" : "");
+    out << line;
+    if (const auto s = number(r, "speedup")) speedups.push_back({*s, name});
+    if (const auto g = number(r, "auto_over_oracle")) gaps.push_back({*g, name});
+    if (vendor_failure) vendor_failed.push_back(name);
+  }
+  const auto by_value = [](const Named& x, const Named& y) { return x.value < y.value; };
+  if (speedups.empty()) {
+    out << "spgemm: no speedup measured";
+  } else {
+    const Named& slowest = *std::min_element(speedups.begin(), speedups.end(), by_value);
+    out << "spgemm: " << speedups.size() << (speedups.size() == 1 ? " matrix" : " matrices")
+        << ", speedup over cuSPARSE's whole call geomean " << cell(geomean(speedups), "%.2fx") << ", min "
+        << cell(slowest.value, "%.2fx") << " (" << slowest.matrix << "), " << under_0_95(speedups) << " under 0.95x";
+  }
+  if (!gaps.empty()) {
+    const Named& worst = *std::max_element(gaps.begin(), gaps.end(), by_value);
+    out << "; auto/oracle median " << cell(median(gaps), "%.2f") << ", worst " << cell(worst.value, "%.2f") << " (" << worst.matrix << ")";
+  }
+  out << "\n";
+  if (!vendor_failed.empty()) {
+    out << "spgemm: cuSPARSE failed on " << vendor_failed.size() << ":";
+    for (const std::string& name : vendor_failed) out << " " << name;
+    out << "\n";
+  }
+}
+
 }  // namespace
 
 void print_report(std::ostream& out, const std::vector<ordered_json>& records) {
   if (records.empty()) {
     out << "no (matrix, K) was measured\n";
+    return;
+  }
+  if (records.front().value("op", "") == to_string(Op::SpGEMM)) {
+    print_spgemm_report(out, records);
     return;
   }
   print_table(out, records);

@@ -126,7 +126,15 @@ class Event {
 // Milliseconds between two recorded events; waits for `end` first.
 float elapsed_ms(const Event& start, const Event& end);
 
-// Device memory, move-only. A zero-byte buffer allocates nothing and has ptr() == 0.
+namespace cuda {
+class ScratchPool;
+}
+
+// Device memory, move-only. A zero-byte buffer allocates nothing and has ptr() == 0. Made by
+// cuMemAlloc, or, for the results operations allocate (SpGEMM's C), taken from the device's
+// stream-ordered result pool. Either way a buffer may be dropped while kernels that use it are
+// still queued: its release waits for the device's work first (cuMemFree does for its own
+// memory; for pool memory it does not, so the release synchronizes the context itself).
 // Blocking transfers run on the legacy default stream and have completed when they return;
 // the _async ones are ordered on the given stream only (the host memory must stay valid, and be
 // pinned for a truly asynchronous copy). Offsets and sizes are in bytes and bounds-checked.
@@ -171,11 +179,14 @@ class DeviceBuffer {
   }
 
  private:
+  friend class cuda::ScratchPool;  // hands out pool memory as buffers
+  DeviceBuffer(const Context& context, CUdeviceptr pooled, std::size_t bytes);
   void check_range(const char* what, std::size_t bytes, std::size_t offset) const;
   void release() noexcept;
   std::optional<Context> context_;  // empty for a default-constructed buffer
   CUdeviceptr ptr_ = 0;
   std::size_t bytes_ = 0;
+  bool pooled_ = false;  // from a stream-ordered pool
 };
 
 }  // namespace sparsejit

@@ -131,6 +131,10 @@ struct SpgemmFeatures {
   int64_t products = 0;          // NNZ(Ĉ)
   int64_t max_row_products = 0;  // the most products of one row
   int64_t product_rows = 0;      // rows with at least one product (the rows of C that can be non-empty)
+  // The widest column span of a row of C's pattern: max over rows with products of
+  // (largest column - smallest column + 1) of the B rows the row reaches (0 without products).
+  // A row of C fits a dense accumulator of its span.
+  int64_t max_row_span = 0;
   // Rows by their products p: [0] counts the rows with p = 0, [1 + ceil(log2(p))] the others
   // (p = 1 in [1], 2 in [2], 3..4 in [3], 5..8 in [4], ...), so the rows with 1 <= p <= 2^j
   // are buckets 1 to 1 + j: the power-of-two row bins of the row-wise kernels count exactly.
@@ -146,7 +150,7 @@ SpgemmFeatures spgemm_features(PatternView a, PatternView b);
 int64_t rows_with_products_up_to(const SpgemmFeatures& features, int64_t limit);
 int64_t products_of_rows_up_to(const SpgemmFeatures& features, int64_t limit);
 // Flat keys: rows_a cols_a nnz_a row_a (RowA) row_a_max rows_b cols_b nnz_b row_b row_b_max
-// products max_row_products product_rows products_per_row a_sorted b_sorted, and the arrays
+// products max_row_products product_rows max_row_span products_per_row a_sorted b_sorted, and the arrays
 // rows_by_products and products_by_bucket (up to the last non-empty bucket).
 nlohmann::json to_json(const SpgemmFeatures& features);
 

@@ -19,7 +19,7 @@ class VendorExecution final : public SpgemmExecution<T> {
     std::lock_guard<std::mutex> lock(rt.cusparse_mutex);
     vendor::CusparseSpgemmResult r = vendor::cusparse_spgemm(
         rt.cusparse, o.a, o.b, vendor::SpgemmAlgorithm::Alg1, o.stream,
-        [&](std::size_t bytes) { return new_output_array(rt.context, bytes, o.stream); });
+        [&](std::size_t bytes) { return new_output_array(rt.context, nullptr, bytes, o.stream); });
     SpgemmOutput c;
     c.row_ptr = std::move(r.row_ptr);
     c.col_idx = std::move(r.col_idx);

@@ -8,14 +8,19 @@
 //                columns in a table of 2 x the bin's limit slots (shared memory), or, for the
 //                rows past the largest shared bin, of the smallest power of two >= 2 min(p, n)
 //                slots in global memory (a few blocks that loop over the rows, their tables
-//                reused row by row)
+//                reused row by row). The dense bin (B's rows sorted): a long row (key past
+//                kDenseMinKey) whose columns lie within dense_span columns is counted in a
+//                bitmap of its span instead (spgemm_dense_rows.cu)
 //   scan         CUB's exclusive scan: the counts become C's row offsets
 //   numeric bins the rows binned again by max(nnz, p / kSlotProducts): the table holds the
 //                row's nnz columns and the group has threads for its work
 //   sync         the one synchronization: NNZ(C) and the numeric bins' sizes come to the host;
 //                C's columns and values are allocated
 //   numeric      per bin: the products added into the table (in the value type), the row sorted
-//                by column (bitonic) and written to C
+//                by column (bitonic, the occupied slots only) and written to C; dense rows add
+//                into a dense array of their span and are written in column order, unsorted
+// The bins' kernels read their row counts on the device, so a launch is sized by the bin's
+// capacity (from the features) and the one synchronization is the only one.
 // Every column the patterns produce is kept, a sum that cancels to zero included (the
 // reference's structural product). f32 accumulates in f32 (atomic adds in the table: the order
 // of a row's additions varies from run to run, so results may differ in the last bits); f64 in f64.
@@ -46,7 +51,7 @@ struct Bin {
   int group_threads;
   int block_threads;
 };
-constexpr std::array<Bin, 5> kBins = {{{16, 8, 256}, {64, 32, 256}, {256, 64, 64}, {1024, 256, 256}, {4096, 1024, 1024}}};
+constexpr std::array<Bin, 5> kBins = {{{16, 8, 256}, {64, 32, 256}, {256, 32, 256}, {1024, 256, 256}, {4096, 1024, 1024}}};
 constexpr int kMaxSharedBins = int(kBins.size());
 // The rows past the largest shared bin: a block each (tables in global memory).
 constexpr Bin kGlobalBin = {0, 1024, 1024};
@@ -54,9 +59,17 @@ constexpr Bin kGlobalBin = {0, 1024, 1024};
 // key bounds a row's work as well as its table.
 constexpr int kSlotProducts = 8;
 constexpr int kBinThreads = 256;
+// Rows whose symbolic key passes this (those of the bins past 256 columns) may go dense: their
+// span is cleared and read once per row, which pays against hashing and sorting only for rows
+// with that many columns or products.
+constexpr int kDenseMinKey = 256;
+// The dense bin's index: after the shared bins and the global one.
+constexpr int kBinSlots = kMaxSharedBins + 2;
 // The global tables of all blocks together stay within this (fewer blocks when the widest
 // row's table is large); at least one block runs whatever its table needs.
 constexpr double kGlobalTableBudget = double(512LL << 20);
+// The dense bin's blocks loop over its rows past this many (one row each below it).
+constexpr int kDenseMaxBlocks = 65535;
 // Device scratch is cut into pieces at this alignment.
 constexpr std::size_t kAlign = 256;
 
@@ -88,11 +101,13 @@ int64_t pow2_at_least(int64_t x) {
 
 // How a call's rows fall into the bins, from the features' product buckets.
 struct BinCounts {
-  int bins = 0;                                // shared bins (the global one is index bins)
-  std::array<int64_t, kMaxSharedBins + 1> symbolic{};  // rows per symbolic bin (exact)
-  std::array<int64_t, kMaxSharedBins + 1> capacity{};  // most rows a numeric bin can get
-  int64_t global_products = 0;                 // products of the global bin's rows
-  int64_t table_slots = 0;                     // a global table's slots (0 without global rows)
+  int bins = 0;                             // shared bins (the global one is index bins, dense bins + 1)
+  int dense_span = 0;                       // the dense bin's span (0: off)
+  std::array<int64_t, kBinSlots> symbolic{};  // most rows a symbolic bin can get (exact without dense)
+  std::array<int64_t, kBinSlots> capacity{};  // most rows a numeric bin can get
+  int64_t global_products = 0;              // products of the global bin's rows (at most)
+  int64_t table_slots = 0;                  // a global table's slots (0 without global rows)
+  int dense() const { return bins + 1; }
 };
 
 // The symbolic key max(min(p, n), ceil(p / kSlotProducts)) grows with p, so a row's key is at
@@ -100,9 +115,10 @@ struct BinCounts {
 // power of two, which the features' buckets count exactly.
 int64_t products_limit(int limit, int32_t n) { return limit < n ? int64_t(limit) : int64_t(kSlotProducts) * limit; }
 
-BinCounts bin_counts(const SpgemmFeatures& f, int32_t n, int bins) {
+BinCounts bin_counts(const SpgemmFeatures& f, int32_t n, int bins, int dense_span) {
   BinCounts c;
   c.bins = bins;
+  c.dense_span = dense_span;
   int64_t below = 0;  // rows in the bins before
   for (int b = 0; b < bins; ++b) {
     const int64_t up_to = rows_with_products_up_to(f, products_limit(kBins[std::size_t(b)].limit, n));
@@ -115,6 +131,20 @@ BinCounts bin_counts(const SpgemmFeatures& f, int32_t n, int bins) {
   c.symbolic[std::size_t(bins)] = f.product_rows - below;
   c.capacity[std::size_t(bins)] = c.symbolic[std::size_t(bins)];
   c.global_products = f.products - products_of_rows_up_to(f, products_limit(kBins[std::size_t(bins - 1)].limit, n));
+  if (dense_span > 0) {
+    const int64_t long_rows = f.product_rows - rows_with_products_up_to(f, products_limit(kDenseMinKey, n));
+    c.symbolic[std::size_t(c.dense())] = c.capacity[std::size_t(c.dense())] = long_rows;
+    if (f.max_row_span <= dense_span) {
+      // Every long row goes dense: a row left hashed has a symbolic key, and so a numeric key,
+      // of at most kDenseMinKey, so the bins whose keys all pass it (the previous bin's limit
+      // at least kDenseMinKey) stay empty.
+      for (int b = 1; b <= bins; ++b) {
+        if (kBins[std::size_t(b - 1)].limit < kDenseMinKey) continue;
+        c.symbolic[std::size_t(b)] = c.capacity[std::size_t(b)] = 0;
+        if (b == bins) c.global_products = 0;
+      }
+    }
+  }
   if (c.symbolic[std::size_t(bins)] > 0) c.table_slots = pow2_at_least(2 * std::min<int64_t>(f.max_row_products, n));
   return c;
 }
@@ -131,6 +161,7 @@ SpgemmFeatures bucket_features(const nlohmann::json& values) {
   f.products = values.at("products").get<int64_t>();
   f.product_rows = values.at("product_rows").get<int64_t>();
   f.max_row_products = values.at("max_row_products").get<int64_t>();
+  f.max_row_span = values.at("max_row_span").get<int64_t>();
   return f;
 }
 
@@ -140,11 +171,50 @@ std::string limits_text(int bins) {
   return text;
 }
 
-jit::KernelSpec bin_spec(bool symbolic, int bins) {
+jit::KernelSpec bin_spec(bool symbolic, int bins, int dense_span) {
   const std::string name = std::string("sj_spgemm_hash_bin_") + (symbolic ? "symbolic" : "numeric");
   return {"spgemm_hash_bin.cu", name,
           {{"symbolic", symbolic}, {"shared_bins", bins}, {"limits", limits_text(bins)}, {"slot_products", kSlotProducts},
-           {"block_threads", kBinThreads}},
+           {"block_threads", kBinThreads}, {"dense", dense_span > 0}, {"dense_min_key", kDenseMinKey}, {"dense_span", dense_span}},
+          {}};
+}
+
+// The dense bin's block: a whole row per block; the widest spans (one block per multiprocessor
+// in the numeric pass, for its shared memory) get the most threads.
+int dense_block_threads(int span) { return span >= 16384 ? 1024 : 512; }
+
+// Dynamic shared memory of a dense block (the layout of spgemm_dense_rows.cu).
+int64_t dense_shared_bytes(int span, bool numeric, int acc) {
+  const int64_t block = dense_block_threads(span);
+  return acc * ((numeric ? span : 0) + block) + 4 * (span / 32) + 4 * (2 * block + 32 + 1);
+}
+
+// Dense spans are multiples of 32 columns (bitmap words); the planner's are powers of two up
+// to kDenseGranule and multiples of it above, so few distinct kernels are compiled.
+constexpr int kDenseGranule = 1024;
+
+// The widest dense span (a multiple of kDenseGranule) whose numeric pass fits a block's shared
+// memory, at least kDenseGranule.
+int widest_dense_span(int acc, const plan::DeviceTarget& device) {
+  int span = kDenseGranule;
+  while (dense_shared_bytes(span + kDenseGranule, true, acc) <= device.shared_per_block_optin && span < (1 << 22))
+    span += kDenseGranule;
+  return span;
+}
+
+// The planner's span for rows reaching `columns` columns: the next power of two up to
+// kDenseGranule, the next multiple of kDenseGranule above it.
+int64_t dense_span_for(int64_t columns) {
+  const int64_t granule = std::min<int64_t>(kDenseGranule, pow2_at_least(std::max<int64_t>(columns, 32)));
+  return (std::max<int64_t>(columns, 1) + granule - 1) / granule * granule;
+}
+
+jit::KernelSpec dense_spec(DType dtype, bool numeric, int span) {
+  const std::string value_t = dtype == DType::F64 ? "double" : "float";
+  const std::string name = std::string("sj_spgemm_dense_") + (numeric ? "numeric_" : "symbolic_") + std::to_string(span);
+  return {"spgemm_dense_rows.cu", name,
+          {{"value_t", value_t}, {"acc_t", value_t}, {"symbolic", !numeric}, {"numeric", numeric}, {"warp_groups", false},
+           {"block_threads", dense_block_threads(span)}, {"span_slots", span}, {"numeric_slots", numeric ? span : 0}},
           {}};
 }
 
@@ -163,13 +233,13 @@ jit::KernelSpec rows_spec(DType dtype, bool numeric, bool shared_table, const Bi
 
 // The kernels of one pass and bin: which bins a call can use follow from its counts.
 struct PassKernels {
-  std::array<bool, kMaxSharedBins + 1> symbolic{};
-  std::array<bool, kMaxSharedBins + 1> numeric{};
+  std::array<bool, kBinSlots> symbolic{};
+  std::array<bool, kBinSlots> numeric{};
 };
 
 PassKernels kernels_needed(const BinCounts& c) {
   PassKernels k;
-  for (int b = 0; b <= c.bins; ++b) {
+  for (int b = 0; b <= c.dense(); ++b) {
     k.symbolic[std::size_t(b)] = c.symbolic[std::size_t(b)] > 0;
     k.numeric[std::size_t(b)] = c.capacity[std::size_t(b)] > 0;
   }
@@ -178,13 +248,18 @@ PassKernels kernels_needed(const BinCounts& c) {
 
 const Bin& bin_shape(const BinCounts& c, int b) { return b < c.bins ? kBins[std::size_t(b)] : kGlobalBin; }
 
+// The kernel of one bin and pass.
+jit::KernelSpec bin_kernel_spec(const BinCounts& c, int b, DType dtype, bool numeric) {
+  if (b == c.dense()) return dense_spec(dtype, numeric, c.dense_span);
+  return rows_spec(dtype, numeric, b < c.bins, bin_shape(c, b));
+}
+
 std::vector<jit::KernelSpec> all_specs(const BinCounts& c, DType dtype) {
-  std::vector<jit::KernelSpec> specs{bin_spec(true, c.bins), bin_spec(false, c.bins)};
+  std::vector<jit::KernelSpec> specs{bin_spec(true, c.bins, c.dense_span), bin_spec(false, c.bins, c.dense_span)};
   const PassKernels needed = kernels_needed(c);
   for (bool numeric : {false, true})
-    for (int b = 0; b <= c.bins; ++b)
-      if ((numeric ? needed.numeric : needed.symbolic)[std::size_t(b)])
-        specs.push_back(rows_spec(dtype, numeric, b < c.bins, bin_shape(c, b)));
+    for (int b = 0; b <= c.dense(); ++b)
+      if ((numeric ? needed.numeric : needed.symbolic)[std::size_t(b)]) specs.push_back(bin_kernel_spec(c, b, dtype, numeric));
   return specs;
 }
 
@@ -198,8 +273,8 @@ int default_global_blocks(int64_t slots, int acc, const plan::DeviceTarget& devi
 
 // Where each piece of a call's scratch lies (byte offsets into one block).
 struct ScratchLayout {
-  std::size_t counts = 0, row_products = 0, fill = 0, symbolic_rows = 0, numeric_rows = 0, table_keys = 0, table_vals = 0,
-              scan = 0, scan_bytes = 0, total = 0;
+  std::size_t counts = 0, row_products = 0, row_lo = 0, fill = 0, symbolic_rows = 0, numeric_rows = 0, table_keys = 0,
+              table_vals = 0, scan = 0, scan_bytes = 0, total = 0;
   std::array<int64_t, 8> symbolic_offset{};  // in rows, from symbolic_rows
   std::array<int64_t, 8> numeric_offset{};
 };
@@ -214,9 +289,10 @@ ScratchLayout layout_for(const BinCounts& c, int64_t m, int64_t global_blocks, i
   };
   l.counts = take(std::size_t(m + 1) * 4);
   l.row_products = take(std::size_t(m) * 4);
-  l.fill = take(std::size_t(2 * (kMaxSharedBins + 1)) * 4);
+  l.row_lo = take(c.dense_span > 0 ? std::size_t(m) * 4 : 0);
+  l.fill = take(std::size_t(2 * kBinSlots) * 4);
   int64_t symbolic_rows = 0, numeric_rows = 0;
-  for (int b = 0; b <= c.bins; ++b) {
+  for (int b = 0; b <= c.dense(); ++b) {
     l.symbolic_offset[std::size_t(b)] = symbolic_rows;
     l.numeric_offset[std::size_t(b)] = numeric_rows;
     symbolic_rows += c.symbolic[std::size_t(b)];
@@ -242,102 +318,122 @@ struct Launchable {
 
 // The host copy of what the one synchronization reads.
 struct Readback {
-  int32_t numeric_fill[kMaxSharedBins + 1] = {};
+  int32_t numeric_fill[kBinSlots] = {};
   int32_t nnz = 0;
 };
+
+using BinKernels = std::array<std::optional<Launchable>, kBinSlots>;
 
 template <class T>
 class RowHashExecution final : public SpgemmExecution<T> {
  public:
-  RowHashExecution(BinCounts counts, ScratchLayout layout, int global_blocks, cuda::Kernel bin_symbolic, cuda::Kernel bin_numeric,
-                   std::array<std::optional<Launchable>, kMaxSharedBins + 1> symbolic,
-                   std::array<std::optional<Launchable>, kMaxSharedBins + 1> numeric)
-      : counts_(counts), layout_(layout), global_blocks_(global_blocks), bin_symbolic_(std::move(bin_symbolic)),
-        bin_numeric_(std::move(bin_numeric)), symbolic_(std::move(symbolic)), numeric_(std::move(numeric)) {}
+  RowHashExecution(BinCounts counts, ScratchLayout layout, int global_blocks, int dense_blocks, cuda::Kernel bin_symbolic,
+                   cuda::Kernel bin_numeric, BinKernels symbolic, BinKernels numeric)
+      : counts_(counts), layout_(layout), global_blocks_(global_blocks), dense_blocks_(dense_blocks),
+        bin_symbolic_(std::move(bin_symbolic)), bin_numeric_(std::move(bin_numeric)), symbolic_(std::move(symbolic)),
+        numeric_(std::move(numeric)) {}
 
   SpgemmOutput run(detail::RuntimeState& rt, const SpgemmOperands<T>& o) const override {
     const Context& context = rt.context;
     context.make_current();
     const CUstream stream = o.stream;
-    const int m = o.a.rows(), n = o.b.cols();
+    const int m = o.a.rows();
     SpgemmOutput c;
-    c.row_ptr = new_output_array(context, (std::size_t(m) + 1) * 4, stream);
+    cuda::ScratchPool& results = cuda::result_pool(context);
+    c.row_ptr = new_output_array(context, &results, (std::size_t(m) + 1) * 4, stream);
     const cuda::ScratchPool::Block scratch = rt.scratch_pool().allocate(layout_.total, stream);
     const CUdeviceptr base = scratch.ptr();
-    const CUdeviceptr counts = base + layout_.counts, row_products = base + layout_.row_products, fill = base + layout_.fill;
-    const CUdeviceptr numeric_fill = fill + 4 * (kMaxSharedBins + 1);
-    SPARSEJIT_CU(cuMemsetD32Async, fill, 0, std::size_t(2 * (kMaxSharedBins + 1)), stream);
+    const CUdeviceptr counts = base + layout_.counts, fill = base + layout_.fill;
+    const CUdeviceptr numeric_fill = fill + 4 * kBinSlots;
+    SPARSEJIT_CU(cuMemsetD32Async, fill, 0, std::size_t(2 * kBinSlots), stream);
 
     // Symbolic: bins, then each bin's distinct columns into counts.
-    bin_rows(bin_symbolic_, m, o, 0, row_products, counts, fill, base + layout_.symbolic_rows, layout_.symbolic_offset, stream, o.early);
-    for (int b = 0; b <= counts_.bins; ++b) {
-      const int64_t rows = counts_.symbolic[std::size_t(b)];
-      if (rows == 0) continue;
-      const CUdeviceptr list = base + layout_.symbolic_rows + 4 * std::size_t(layout_.symbolic_offset[std::size_t(b)]);
-      launch_rows(*symbolic_[std::size_t(b)], b == counts_.bins, list, rows, n, o, counts, 0, 0, base, stream);
-    }
+    bin_rows(bin_symbolic_, o, 0, base, fill, layout_.symbolic_rows, layout_.symbolic_offset, stream);
+    const Pass symbolic{base, layout_.symbolic_rows, layout_.symbolic_offset, fill, counts, 0, 0};
+    for (int b = 0; b <= counts_.dense(); ++b)
+      if (counts_.symbolic[std::size_t(b)] > 0) launch_bin(*symbolic_[std::size_t(b)], b, counts_.symbolic[std::size_t(b)], symbolic, o, stream);
     ops::exclusive_scan(reinterpret_cast<const int32_t*>(counts), c.row_ptr.template as<int32_t>(), int64_t(m) + 1,
                         reinterpret_cast<void*>(base + layout_.scan), layout_.scan_bytes, stream);
 
     // Numeric bins, then the one synchronization: NNZ(C) and the bins' sizes.
-    bin_rows(bin_numeric_, m, o, c.row_ptr.ptr(), row_products, counts, numeric_fill, base + layout_.numeric_rows,
-             layout_.numeric_offset, stream, o.early);
+    bin_rows(bin_numeric_, o, c.row_ptr.ptr(), base, numeric_fill, layout_.numeric_rows, layout_.numeric_offset, stream);
     Readback back;
     SPARSEJIT_CU(cuMemcpyDtoHAsync_v2, back.numeric_fill, numeric_fill, sizeof(back.numeric_fill), stream);
     SPARSEJIT_CU(cuMemcpyDtoHAsync_v2, &back.nnz, c.row_ptr.ptr() + 4 * std::size_t(m), sizeof(back.nnz), stream);
     SPARSEJIT_CU(cuStreamSynchronize, stream);
-    for (int b = 0; b <= counts_.bins; ++b)
+    for (int b = 0; b <= counts_.dense(); ++b)
       if (back.numeric_fill[b] < 0 || back.numeric_fill[b] > counts_.capacity[std::size_t(b)])
         throw CudaError("row_hash: numeric bin " + std::to_string(b) + " received " + std::to_string(back.numeric_fill[b]) +
                         " rows, more than its " + std::to_string(counts_.capacity[std::size_t(b)]) + " (a kernel fault)");
     if (back.nnz < 0) throw CudaError("row_hash: NNZ(C) came back as " + std::to_string(back.nnz) + " (a kernel fault)");
     c.nnz = back.nnz;
-    c.col_idx = new_output_array(context, std::size_t(c.nnz) * 4, stream);
-    c.values = new_output_array(context, std::size_t(c.nnz) * sizeof(T), stream);
+    c.col_idx = new_output_array(context, &results, std::size_t(c.nnz) * 4, stream);
+    c.values = new_output_array(context, &results, std::size_t(c.nnz) * sizeof(T), stream);
 
-    for (int b = 0; b <= counts_.bins; ++b) {
-      const int64_t rows = back.numeric_fill[b];
-      if (rows == 0) continue;
-      const CUdeviceptr list = base + layout_.numeric_rows + 4 * std::size_t(layout_.numeric_offset[std::size_t(b)]);
-      launch_rows(*numeric_[std::size_t(b)], b == counts_.bins, list, rows, n, o, c.row_ptr.ptr(), c.col_idx.ptr(),
-                  c.values.ptr(), base, stream);
-    }
+    const Pass numeric{base, layout_.numeric_rows, layout_.numeric_offset, numeric_fill, c.row_ptr.ptr(), c.col_idx.ptr(),
+                       c.values.ptr()};
+    for (int b = 0; b <= counts_.dense(); ++b)
+      if (back.numeric_fill[b] > 0) launch_bin(*numeric_[std::size_t(b)], b, back.numeric_fill[b], numeric, o, stream);
     return c;  // the scratch block is freed on the stream after the kernels above
   }
 
  private:
-  void bin_rows(const cuda::Kernel& kernel, int m, const SpgemmOperands<T>& o, CUdeviceptr c_row_ptr, CUdeviceptr row_products,
-                CUdeviceptr counts, CUdeviceptr fill, CUdeviceptr rows, const std::array<int64_t, 8>& offsets, CUstream stream,
-                bool early) const {
-    CUdeviceptr a_row_ptr = o.a.row_ptr().ptr(), a_col = o.a.col_idx().ptr(), b_row_ptr = o.b.row_ptr().ptr();
+  // Where one pass's bins find their rows and counts, and what they write.
+  struct Pass {
+    CUdeviceptr base;            // the call's scratch
+    std::size_t rows;            // the pass's row lists (offset into the scratch)
+    const std::array<int64_t, 8>& offsets;  // each bin's first row in them
+    CUdeviceptr fill;            // each bin's row count (the bin kernel's)
+    CUdeviceptr c_row_ptr;       // symbolic: the counts; numeric: C's offsets
+    CUdeviceptr c_col, c_val;    // numeric: C's arrays
+  };
+
+  void bin_rows(const cuda::Kernel& kernel, const SpgemmOperands<T>& o, CUdeviceptr c_row_ptr, CUdeviceptr base, CUdeviceptr fill,
+                std::size_t rows_at, const std::array<int64_t, 8>& offsets, CUstream stream) const {
+    int m = o.a.rows(), n = o.b.cols();
+    CUdeviceptr a_row_ptr = o.a.row_ptr().ptr(), a_col = o.a.col_idx().ptr();
+    CUdeviceptr b_row_ptr = o.b.row_ptr().ptr(), b_col = o.b.col_idx().ptr();
+    CUdeviceptr row_products = base + layout_.row_products, row_lo = base + layout_.row_lo, counts = base + layout_.counts;
+    CUdeviceptr rows = base + rows_at;
     struct {
       long long at[8];
     } bin_offsets;
     for (std::size_t i = 0; i < 8; ++i) bin_offsets.at[i] = offsets[i];
-    int n = o.b.cols();
-    void* args[] = {&m, &n, &a_row_ptr, &a_col, &b_row_ptr, &c_row_ptr, &row_products, &counts, &fill, &rows, &bin_offsets};
-    kernel.launch({ops::blocks_for(m, kBinThreads), 1, 1}, {unsigned(kBinThreads), 1, 1}, 0, stream, args, early);
+    void* args[] = {&m, &n, &a_row_ptr, &a_col, &b_row_ptr, &b_col, &c_row_ptr, &row_products, &row_lo, &counts, &fill, &rows,
+                    &bin_offsets};
+    kernel.launch({ops::blocks_for(m, kBinThreads), 1, 1}, {unsigned(kBinThreads), 1, 1}, 0, stream, args, o.early);
   }
 
-  void launch_rows(const Launchable& l, bool global, CUdeviceptr rows, int64_t row_count, int n, const SpgemmOperands<T>& o,
-                   CUdeviceptr c_row_ptr, CUdeviceptr c_col, CUdeviceptr c_val, CUdeviceptr base, CUstream stream) const {
-    int count = int(row_count);
+  // Bin b's kernel over at most `most_rows` rows (it reads their count on the device).
+  void launch_bin(const Launchable& l, int b, int64_t most_rows, const Pass& pass, const SpgemmOperands<T>& o, CUstream stream) const {
+    CUdeviceptr rows = pass.base + pass.rows + 4 * std::size_t(pass.offsets[std::size_t(b)]);
+    CUdeviceptr row_count = pass.fill + 4 * std::size_t(b);
     CUdeviceptr a_row_ptr = o.a.row_ptr().ptr(), a_col = o.a.col_idx().ptr(), a_val = o.a.values().ptr();
     CUdeviceptr b_row_ptr = o.b.row_ptr().ptr(), b_col = o.b.col_idx().ptr(), b_val = o.b.values().ptr();
-    CUdeviceptr keys = global ? base + layout_.table_keys : 0, vals = global ? base + layout_.table_vals : 0;
+    CUdeviceptr c_row_ptr = pass.c_row_ptr, c_col = pass.c_col, c_val = pass.c_val;
+    const cuda::Dim3 block{unsigned(l.block_threads), 1, 1};
+    if (b == counts_.dense()) {
+      CUdeviceptr row_lo = pass.base + layout_.row_lo;
+      void* args[] = {&rows, &row_count, &row_lo, &a_row_ptr, &a_col, &a_val, &b_row_ptr, &b_col, &b_val, &c_row_ptr, &c_col, &c_val};
+      l.kernel.launch({unsigned(std::min<int64_t>(dense_blocks_, most_rows)), 1, 1}, block, l.shared_bytes, stream, args, o.early);
+      return;
+    }
+    const bool global = b == counts_.bins;
+    int n = o.b.cols();
+    CUdeviceptr keys = global ? pass.base + layout_.table_keys : 0, vals = global ? pass.base + layout_.table_vals : 0;
     long long stride = global ? counts_.table_slots : 0;
-    void* args[] = {&rows, &count, &n, &a_row_ptr, &a_col, &a_val, &b_row_ptr, &b_col, &b_val,
+    void* args[] = {&rows, &row_count, &n, &a_row_ptr, &a_col, &a_val, &b_row_ptr, &b_col, &b_val,
                     &c_row_ptr, &c_col, &c_val, &keys, &vals, &stride};
-    const unsigned blocks = global ? unsigned(std::min<int64_t>(global_blocks_, row_count))
-                                   : ops::blocks_for(row_count, l.groups_per_block);
-    l.kernel.launch({blocks, 1, 1}, {unsigned(l.block_threads), 1, 1}, l.shared_bytes, stream, args, o.early);
+    const unsigned blocks = global ? unsigned(std::min<int64_t>(global_blocks_, most_rows)) : ops::blocks_for(most_rows, l.groups_per_block);
+    l.kernel.launch({blocks, 1, 1}, block, l.shared_bytes, stream, args, o.early);
   }
 
   BinCounts counts_;
   ScratchLayout layout_;
   int global_blocks_;
+  int dense_blocks_;
   cuda::Kernel bin_symbolic_, bin_numeric_;
-  std::array<std::optional<Launchable>, kMaxSharedBins + 1> symbolic_, numeric_;
+  BinKernels symbolic_, numeric_;
 };
 
 ops::LoadedKernel load(detail::RuntimeState& rt, Decision& d, const jit::KernelSpec& spec) {
@@ -356,17 +452,23 @@ class RowHash final : public SpgemmVariantOf<RowHash> {
   RowHash()
       : SpgemmVariantOf("row_hash", 10,
                         "Gustavson row by row: rows binned by products, a hash table per row (shared memory, global "
-                        "for the longest), symbolic count, scan, numeric fill and sort") {}
+                        "for the longest) or a dense accumulator for long rows of a narrow span, symbolic count, scan, "
+                        "numeric fill and sort") {}
 
   // max_shared_row: the largest shared bin whose numeric tables fit a block's shared memory on
-  // this device; global_blocks: see default_global_blocks.
+  // this device; global_blocks: see default_global_blocks; dense_span: the widest row span
+  // rounded up (dense_span_for), at most the widest the numeric pass fits (longer spans stay
+  // hashed), 0 (off) when B's rows are not sorted (the span comes from their ends).
   nlohmann::json defaults(const SpgemmPlanInputs& in, std::vector<DecisionStep>&) const override {
     const int acc = acc_bytes(in.problem.dtype);
     int limit = kBins[0].limit;
     for (const Bin& bin : kBins)
       if (shared_bytes(bin, true, true, acc) <= in.device.shared_per_block_optin) limit = bin.limit;
     const int64_t slots = pow2_at_least(2 * std::min<int64_t>(in.features.max_row_products, in.problem.n));
-    return {{"max_shared_row", limit}, {"global_blocks", default_global_blocks(slots, acc, in.device)}};
+    const int64_t span = std::min<int64_t>(dense_span_for(in.features.max_row_span), widest_dense_span(acc, in.device));
+    return {{"max_shared_row", limit},
+            {"global_blocks", default_global_blocks(slots, acc, in.device)},
+            {"dense_span", in.features.b_sorted ? span : 0}};
   }
 
   void check(const plan::SpgemmProblem& problem, const plan::DeviceTarget& device, const nlohmann::json& params) const override {
@@ -380,18 +482,24 @@ class RowHash final : public SpgemmVariantOf<RowHash> {
     const int blocks = params.at("global_blocks").get<int>();
     if (blocks < 1 || blocks > 65535)
       throw InvalidInputError("row_hash: global_blocks = " + std::to_string(blocks) + " must be in [1, 65535]");
+    const int span = params.at("dense_span").get<int>();
+    const int widest = widest_dense_span(acc_bytes(problem.dtype), device);
+    if (span != 0 && (span < 32 || span > widest || span % 32 != 0))
+      throw InvalidInputError("row_hash: dense_span = " + std::to_string(span) + " must be 0 (off) or a multiple of 32 in [32, " +
+                              std::to_string(widest) + "] (the widest whose " + to_string(problem.dtype) +
+                              " accumulator fits a block's shared memory on " + device.name + ")");
   }
 
   // launch: kernels and the memset (the bins, each bin's two passes, the scan's two);
   // sync: the one synchronization and C's two allocations after it; rows: the binning passes
   // over every row; products: each product is inserted twice (symbolic, numeric);
   // global_products: those of rows in global-memory tables (L2 atomics, one block per row,
-  // the row sorted in global memory).
+  // the row sorted in global memory), at most (rows that go dense leave it).
   nlohmann::json cost_terms(const SpgemmPlanInputs& in, const nlohmann::json& params) const override {
-    const BinCounts c = bin_counts(in.features, in.problem.n, bin_count(params));
+    const BinCounts c = counts_for(in.features, in.problem.n, params);
     const PassKernels k = kernels_needed(c);
     double launches = 2 + 2 + 1;
-    for (int b = 0; b <= c.bins; ++b) launches += k.symbolic[std::size_t(b)] + k.numeric[std::size_t(b)];
+    for (int b = 0; b <= c.dense(); ++b) launches += k.symbolic[std::size_t(b)] + k.numeric[std::size_t(b)];
     return {{"launch", launches},
             {"sync", 1.0},
             {"rows", double(in.problem.m)},
@@ -403,43 +511,61 @@ class RowHash final : public SpgemmVariantOf<RowHash> {
     std::vector<nlohmann::json> space;
     std::vector<DecisionStep> path;
     const nlohmann::json base = defaults(in, path);
-    for (int limit : {1024, 4096}) {
-      nlohmann::json params = base;
-      params["max_shared_row"] = limit;
-      space.push_back(params);
-    }
+    for (int limit : {1024, 4096})
+      for (int span : {0, base.at("dense_span").get<int>()}) {
+        nlohmann::json params = base;
+        params["max_shared_row"] = limit;
+        params["dense_span"] = span;
+        if (std::find(space.begin(), space.end(), params) == space.end()) space.push_back(params);
+      }
     return space;
   }
 
   std::vector<jit::KernelSpec> kernel_specs(const Decision& d, const plan::SpgemmProblem& problem) const override {
-    return all_specs(bin_counts(bucket_features(d.features), problem.n, bin_count(d.params)), problem.dtype);
+    return all_specs(counts_for(bucket_features(d.features), problem.n, d.params), problem.dtype);
   }
 
   template <class T>
   std::unique_ptr<SpgemmExecution<T>> make(const SpgemmPreparation<T>& p) const {
     Decision& d = p.decision;
     const DType dtype = p.problem.dtype;
-    const BinCounts c = bin_counts(p.features, p.problem.n, bin_count(d.params));
+    const int span = d.params.at("dense_span").template get<int>();
+    if (span > 0 && !p.features.b_sorted)
+      throw InvalidInputError("row_hash: dense_span = " + std::to_string(span) +
+                              " needs B's rows sorted (a row's span comes from their first and last columns); use 0");
+    const BinCounts c = counts_for(p.features, p.problem.n, d.params);
     const int global_blocks = d.params.at("global_blocks").template get<int>();
     const PassKernels needed = kernels_needed(c);
-    std::array<std::optional<Launchable>, kMaxSharedBins + 1> symbolic, numeric;
-    for (bool is_numeric : {false, true}) {
-      for (int b = 0; b <= c.bins; ++b) {
-        if (!(is_numeric ? needed.numeric : needed.symbolic)[std::size_t(b)]) continue;
-        const bool shared_table = b < c.bins;
-        const Bin& shape = bin_shape(c, b);
-        const ops::LoadedKernel loaded = load(p.rt, d, rows_spec(dtype, is_numeric, shared_table, shape));
-        const int64_t bytes = shared_bytes(shape, is_numeric, shared_table, acc_bytes(dtype));
-        if (bytes > 48 * 1024) loaded.kernel.set_max_dynamic_shared(int(bytes));
-        (is_numeric ? numeric : symbolic)[std::size_t(b)] =
-            Launchable{loaded.kernel, unsigned(bytes), shape.block_threads / shape.group_threads, shape.block_threads};
-      }
-    }
-    const ops::LoadedKernel bin_symbolic = load(p.rt, d, bin_spec(true, c.bins));
-    const ops::LoadedKernel bin_numeric = load(p.rt, d, bin_spec(false, c.bins));
+    BinKernels symbolic, numeric;
+    for (bool is_numeric : {false, true})
+      for (int b = 0; b <= c.dense(); ++b)
+        if ((is_numeric ? needed.numeric : needed.symbolic)[std::size_t(b)])
+          (is_numeric ? numeric : symbolic)[std::size_t(b)] = launchable(p.rt, d, c, b, dtype, is_numeric);
+    const ops::LoadedKernel bin_symbolic = load(p.rt, d, bin_spec(true, c.bins, c.dense_span));
+    const ops::LoadedKernel bin_numeric = load(p.rt, d, bin_spec(false, c.bins, c.dense_span));
     const ScratchLayout layout = layout_for(c, p.problem.m, global_blocks, acc_bytes(dtype));
-    return std::make_unique<RowHashExecution<T>>(c, layout, global_blocks, bin_symbolic.kernel, bin_numeric.kernel, std::move(symbolic),
-                                                  std::move(numeric));
+    return std::make_unique<RowHashExecution<T>>(c, layout, global_blocks, kDenseMaxBlocks, bin_symbolic.kernel,
+                                                  bin_numeric.kernel, std::move(symbolic), std::move(numeric));
+  }
+
+ private:
+  static BinCounts counts_for(const SpgemmFeatures& f, int32_t n, const nlohmann::json& params) {
+    return bin_counts(f, n, bin_count(params), params.at("dense_span").get<int>());
+  }
+
+  // Bin b's kernel of one pass, loaded, with its launch shape.
+  static Launchable launchable(detail::RuntimeState& rt, Decision& d, const BinCounts& c, int b, DType dtype, bool numeric) {
+    const ops::LoadedKernel loaded = load(rt, d, bin_kernel_spec(c, b, dtype, numeric));
+    const int acc = acc_bytes(dtype);
+    if (b == c.dense()) {
+      const int64_t bytes = dense_shared_bytes(c.dense_span, numeric, acc);
+      if (bytes > 48 * 1024) loaded.kernel.set_max_dynamic_shared(int(bytes));
+      return Launchable{loaded.kernel, unsigned(bytes), 1, dense_block_threads(c.dense_span)};
+    }
+    const Bin& shape = bin_shape(c, b);
+    const int64_t bytes = shared_bytes(shape, numeric, b < c.bins, acc);
+    if (bytes > 48 * 1024) loaded.kernel.set_max_dynamic_shared(int(bytes));
+    return Launchable{loaded.kernel, unsigned(bytes), shape.block_threads / shape.group_threads, shape.block_threads};
   }
 };
 

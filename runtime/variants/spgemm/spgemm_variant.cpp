@@ -17,8 +17,8 @@ void SpgemmVariant::check(const plan::SpgemmProblem&, const plan::DeviceTarget&,
 
 std::vector<jit::KernelSpec> SpgemmVariant::kernel_specs(const Decision&, const plan::SpgemmProblem&) const { return {}; }
 
-DeviceBuffer new_output_array(const Context& context, std::size_t bytes, CUstream stream) {
-  DeviceBuffer buffer(context, bytes);
+DeviceBuffer new_output_array(const Context& context, cuda::ScratchPool* pool, std::size_t bytes, CUstream stream) {
+  DeviceBuffer buffer = pool != nullptr ? pool->allocate_buffer(bytes, stream) : DeviceBuffer(context, bytes);
   if (poison_outputs.load(std::memory_order_relaxed) && bytes > 0) buffer.fill_bytes_async(0xFF, stream);
   return buffer;
 }

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cuda/driver_api.hpp"
+#include "cuda/scratch_pool.hpp"
 #include "jit/kernel_spec.hpp"
 #include "plan/planner.hpp"
 #include "sparsejit/decision.hpp"
@@ -125,10 +126,11 @@ class SpgemmVariantOf : public SpgemmVariant {
 
 using SpgemmRegistry = Registry<SpgemmVariant>;
 
-// A new array of C (bytes, on `context`). When poisoning is on (tests only: set_poison_outputs)
-// its bytes are set to 0xFF on `stream` first, so an element no kernel writes reads as NaN or
-// as column -1 and a comparison with the reference fails.
-DeviceBuffer new_output_array(const Context& context, std::size_t bytes, CUstream stream);
+// A new array of C (bytes, on `context`): from `pool` in stream order on `stream`, or, with no
+// pool, from cuMemAlloc (what the vendor's documented sequence does). When poisoning is on
+// (tests only: set_poison_outputs) its bytes are set to 0xFF on `stream` first, so an element
+// no kernel writes reads as NaN or as column -1 and a comparison with the reference fails.
+DeviceBuffer new_output_array(const Context& context, cuda::ScratchPool* pool, std::size_t bytes, CUstream stream);
 // Turns the poisoning of new output arrays on or off for the whole process (tests: C's arrays
 // are fresh allocations, which may reuse memory holding a previous, identical answer).
 void set_poison_outputs(bool on);

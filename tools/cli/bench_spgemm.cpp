@@ -1,0 +1,147 @@
+// `bench --op spgemm`: C = A·A for one square matrix, our whole call (auto and, with
+// --variants all, every variant of ours forced) against cuSPARSE's whole call (the cusparse
+// variant: its documented sequence with its buffers and C allocated, released after), in one
+// process on one stream. Each SpGEMM call learns NNZ(C) on the host before allocating C, so a
+// call cannot be captured in a graph: every time here is an event pair around the host's call
+// (what a caller waits for), the median of --repeat after --warmup and one untimed first run.
+// GFLOP/s counts 2 flops per product (2·NNZ(Ĉ)).
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <optional>
+
+#include "cli/bench.hpp"
+#include "sparsejit/error.hpp"
+#include "sparsejit/reference.hpp"
+
+namespace sparsejit::cli::bench {
+
+using nlohmann::ordered_json;
+
+namespace {
+
+// A ratio, or null when either side is missing or not positive.
+ordered_json spgemm_ratio(double numerator, double denominator) {
+  const double r = numerator / denominator;
+  return std::isfinite(r) && r > 0 ? ordered_json(r) : ordered_json(nullptr);
+}
+
+template <class T>
+class SpgemmTimer {
+ public:
+  SpgemmTimer(Runtime& rt, const DeviceCsr<T>& a, const Config& config) : rt_(rt), a_(a), config_(config), stream_(rt.context()) {}
+
+  // One untimed call (plan, kernel loads and any failure surface there), then the median.
+  // Returns the call's info and its median ms.
+  std::pair<CallInfo, double> time(Options options) {
+    options.stream = stream_.handle();
+    CallInfo info;
+    rt_.spgemm(a_, a_, options, &info);
+    tuner::TimingOptions timing = config_.timing;
+    timing.clock = tuner::Clock::Events;
+    const double ms = tuner::time_on_stream(rt_.context(), stream_.handle(), 1, timing, [&](int, CUstream) {
+                        rt_.spgemm(a_, a_, options);
+                      }).median_ms;
+    return {info, ms};
+  }
+
+  // Host wall-clock ms of the first call on a fresh handle of A (features, plan, the call),
+  // kernels already loaded by the runs before.
+  double first_call_ms(const Csr<T>& host, const Options& options) {
+    const DeviceCsr<T> fresh(rt_.context(), host);
+    rt_.context().synchronize();
+    const auto start = std::chrono::steady_clock::now();
+    Options o = options;
+    o.stream = stream_.handle();
+    rt_.spgemm(fresh, fresh, o);
+    rt_.context().synchronize();
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  }
+
+ private:
+  Runtime& rt_;
+  const DeviceCsr<T>& a_;
+  const Config& config_;
+  Stream stream_;
+};
+
+// {ok, relative_error} of `got` against the reference: the same pattern and values within
+// the value type's tolerance.
+template <class T>
+ordered_json check_against(const Csr<T>& got, const Csr<T>& want) {
+  const bool same_pattern = got.row_ptr == want.row_ptr && got.col_idx == want.col_idx;
+  const double error = same_pattern ? reference::relative_error(got.values, want.values) : std::numeric_limits<double>::infinity();
+  return {{"ok", same_pattern && error <= reference::check_tolerance<T>()},
+          {"relative_error", same_pattern ? ordered_json(error) : ordered_json(nullptr)},
+          {"same_pattern", same_pattern}};
+}
+
+}  // namespace
+
+template <class T>
+ordered_json measure_spgemm(Runtime& rt, const Csr<T>& a, const Config& config, std::vector<std::string>& failures) {
+  if (a.rows != a.cols)
+    throw UnsupportedError("bench --op spgemm squares each matrix (C = A·A); this one is " + std::to_string(a.rows) + "x" +
+                           std::to_string(a.cols));
+  const DeviceCsr<T> da(rt.context(), a);
+  SpgemmTimer<T> timer(rt, da, config);
+  ordered_json record;
+
+  const auto [auto_info, auto_ms] = timer.time(Options{});
+  const Decision& d = *auto_info.decision;
+  const double products = d.features.at("products").get<double>();
+  const auto gflops = [&](double ms) { return 2.0 * products / (ms * 1e6); };
+  record["products"] = int64_t(products);
+  record["nnz_c"] = rt.spgemm(da, da).nnz();
+  record["auto"] = {{"variant", d.variant}, {"params", d.params}, {"ms", auto_ms}, {"gflops", gflops(auto_ms)},
+                    {"first_call_ms", timer.first_call_ms(a, Options{})}};
+
+  Fastest oracle;
+  ordered_json variants = ordered_json::object();
+  if (config.all_variants) {
+    for (const ForcedCandidate& candidate : forced_candidates(Op::SpGEMM)) {
+      Options forced;
+      forced.variant = candidate.variant;
+      try {
+        const double ms = timer.time(forced).second;
+        variants[candidate.label()] = ms;
+        oracle.offer(candidate.label(), ms);
+      } catch (const UnsupportedError&) {
+        variants[candidate.label()] = "unsupported";
+      } catch (const Error& e) {
+        variants[candidate.label()] = "failed";
+        failures.push_back(candidate.label() + ": " + e.what());
+      }
+    }
+  }
+  oracle.offer("auto", auto_ms);
+  record["variants"] = variants;
+
+  Options vendor;
+  vendor.variant = "cusparse";
+  try {
+    const double vendor_ms = timer.time(vendor).second;
+    record["vendor"] = {{"name", "cusparse:alg1"}, {"best", vendor_ms}, {"gflops", gflops(vendor_ms)}};
+    oracle.offer("cusparse", vendor_ms);
+    record["speedup"] = spgemm_ratio(vendor_ms, auto_ms);
+  } catch (const CudaError& e) {
+    // cuSPARSE's call can fail where ours runs (ALG1 out of resources): a fact to record.
+    record["vendor"] = {{"name", "cusparse:alg1"}, {"best", nullptr}, {"failed", e.what()}};
+    record["speedup"] = nullptr;
+  }
+  record["oracle"] = {{"name", oracle.name}, {"ms", oracle.ms}};
+  record["auto_over_oracle"] = spgemm_ratio(auto_ms, oracle.ms);
+
+  if (config.check) {
+    Options checked;
+    const Csr<T> got = rt.spgemm(da, da, checked).download();
+    record["check"] = check_against(got, reference::spgemm(a, a));
+    if (!record["check"]["ok"].get<bool>()) failures.push_back("check of auto (" + d.variant + ") failed");
+  }
+  return record;
+}
+
+template ordered_json measure_spgemm<float>(Runtime&, const Csr<float>&, const Config&, std::vector<std::string>&);
+template ordered_json measure_spgemm<double>(Runtime&, const Csr<double>&, const Config&, std::vector<std::string>&);
+
+}  // namespace sparsejit::cli::bench
