@@ -10,6 +10,7 @@
 //   run         the chosen variant's execution (prepared once per plan key on the runtime)
 // The norm maps, the results and the copies live in the runtime's stream-ordered scratch pool.
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -130,7 +131,9 @@ class DeviceSelection {
     s.ratio = s.triples == 0 ? 0.0 : double(s.valid) / double(s.triples);
     s.error_bound = std::sqrt(back.bound_squared);
     s.max_product = from_bits(back.max_bits);
-    s.min_positive_product = back.min_bits == ~0ull ? 0.0 : from_bits(back.min_bits);
+    // No positive product leaves the minimum at +inf (or untouched without tiles): 0, as on the CPU.
+    const double smallest = back.min_bits == ~0ull ? 0.0 : from_bits(back.min_bits);
+    s.min_positive_product = std::isfinite(smallest) ? smallest : 0.0;
     return s;
   }
 

@@ -24,6 +24,8 @@ const char* to_string(GemmPrecision precision) {
     case GemmPrecision::TF32: return "TF32 GEMM";
     case GemmPrecision::F16: return "HGEMM (f32 accumulation)";
     case GemmPrecision::BF16: return "BF16 GEMM (f32 accumulation)";
+    case GemmPrecision::F32_FAST_F16: return "f32 GEMM on fp16 tensor cores (FAST_16F)";
+    case GemmPrecision::F32_FAST_BF16: return "f32 GEMM on bf16 tensor cores (FAST_16BF)";
   }
   return "?";
 }
@@ -42,6 +44,8 @@ void gemm_row_major(CublasHandle& handle, GemmPrecision precision, const GemmOpe
     case GemmPrecision::TF32: compute = CUBLAS_COMPUTE_32F_FAST_TF32; break;
     case GemmPrecision::F16: operand_type = CUDA_R_16F; break;
     case GemmPrecision::BF16: operand_type = CUDA_R_16BF; break;
+    case GemmPrecision::F32_FAST_F16: compute = CUBLAS_COMPUTE_32F_FAST_16F; break;
+    case GemmPrecision::F32_FAST_BF16: compute = CUBLAS_COMPUTE_32F_FAST_16BF; break;
   }
   const float one_f = 1, zero_f = 0;
   const double one_d = 1, zero_d = 0;

@@ -6,6 +6,9 @@
 //   TF32  f32 operands on TF32 tensor cores (CUBLAS_COMPUTE_32F_FAST_TF32), C f32
 //   F16   fp16 A and B, f32 accumulation and C (cublasGemmEx, CUBLAS_COMPUTE_32F)
 //   BF16  bf16 A and B, likewise
+//   F32_FAST_F16, F32_FAST_BF16  f32 A, B and C, cuBLAS converting the operands to fp16/bf16
+//         itself (CUBLAS_COMPUTE_32F_FAST_16F / _16BF): the class's GEMM as a caller holding
+//         f32 data runs it, conversion included
 // The caller holds the handle's lock (RuntimeState::cublas_mutex).
 #pragma once
 #include <cstdint>
@@ -14,7 +17,7 @@
 
 namespace sparsejit::vendor {
 
-enum class GemmPrecision { F32, F64, TF32, F16, BF16 };
+enum class GemmPrecision { F32, F64, TF32, F16, BF16, F32_FAST_F16, F32_FAST_BF16 };
 const char* to_string(GemmPrecision precision);
 
 struct GemmOperands {

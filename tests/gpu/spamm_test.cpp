@@ -194,7 +194,7 @@ TEST_F(SpammGpu, EveryTileOnNearSparseInputs) {
 TEST_F(SpammGpu, ALargerDecayProductKeepsFivePercent) {
   SpammOptions o;
   o.valid_ratio = 0.05;
-  for (const std::string& variant : {"", "simt", "mma"}) {
+  for (const char* variant : {"", "simt", "mma"}) {
     o.variant = variant;
     const SpammInfo info = check_call<float>(rt(), {1024, 1024, 1024}, Input::Algebraic, o, next_seed());
     EXPECT_EQ(info.tile, 64);
@@ -233,7 +233,7 @@ TEST_F(SpammGpu, ErrorTargetKeepsTheBoundUnderIt) {
 TEST_F(SpammGpu, TauZeroIsTheExactProductAndEarlyLaunchOffRuns) {
   SpammOptions o;
   o.early_launch = false;
-  for (const std::string& variant : {"simt", "mma"}) {
+  for (const char* variant : {"simt", "mma"}) {
     o.variant = variant;
     const SpammInfo info = check_call<float>(rt(), {96, 80, 72}, Input::NearSparse, o, next_seed());
     EXPECT_EQ(info.valid_products, info.tile_products);

@@ -6,13 +6,13 @@ namespace sparsejit::cli {
 
 namespace {
 
-vendor::GemmPrecision class_of(DType dtype, SpammPrecision precision) {
+vendor::GemmPrecision class_of(DType dtype, SpammPrecision precision, bool from_f32) {
   if (dtype == DType::F64) return vendor::GemmPrecision::F64;
   switch (precision) {
     case SpammPrecision::Full: return vendor::GemmPrecision::F32;
     case SpammPrecision::TF32: return vendor::GemmPrecision::TF32;
-    case SpammPrecision::FP16: return vendor::GemmPrecision::F16;
-    case SpammPrecision::BF16: return vendor::GemmPrecision::BF16;
+    case SpammPrecision::FP16: return from_f32 ? vendor::GemmPrecision::F32_FAST_F16 : vendor::GemmPrecision::F16;
+    case SpammPrecision::BF16: return from_f32 ? vendor::GemmPrecision::F32_FAST_BF16 : vendor::GemmPrecision::BF16;
   }
   return vendor::GemmPrecision::F32;
 }
@@ -33,9 +33,10 @@ DeviceBuffer operand(const Context& context, const Dense<double>& m, vendor::Gem
 
 }  // namespace
 
-ClassGemm::ClassGemm(const Context& context, const Dense<double>& a, const Dense<double>& b, DType dtype, SpammPrecision precision)
+ClassGemm::ClassGemm(const Context& context, const Dense<double>& a, const Dense<double>& b, DType dtype, SpammPrecision precision,
+                     bool from_f32)
     : handle_(context),
-      precision_(class_of(dtype, precision)),
+      precision_(class_of(dtype, precision, from_f32)),
       a_(operand(context, a, precision_)),
       b_(operand(context, b, precision_)),
       c_(context, std::size_t(a.rows) * std::size_t(b.cols) * (precision_ == vendor::GemmPrecision::F64 ? 8 : 4)) {

@@ -15,7 +15,11 @@ namespace sparsejit::cli {
 
 class ClassGemm {
  public:
-  ClassGemm(const Context& context, const Dense<double>& a, const Dense<double>& b, DType dtype, SpammPrecision precision);
+  // from_f32: for fp16 and bf16, cuBLAS is given the f32 operands and converts them itself
+  // (CUBLAS_COMPUTE_32F_FAST_16F/_16BF): the class's GEMM for a caller holding f32 data, as
+  // ours is given it. Without it the operands are converted on the host first.
+  ClassGemm(const Context& context, const Dense<double>& a, const Dense<double>& b, DType dtype, SpammPrecision precision,
+            bool from_f32 = false);
   void run(CUstream stream);
   // e.g. "cuBLAS HGEMM (f32 accumulation)"
   std::string name() const;
