@@ -133,7 +133,8 @@ TEST(SpammTemplates, RenderedSourcesCarryTheShapes) {
   ASSERT_EQ(mma.size(), 1u);
   const std::string source = jit::render(mma[0]);
   for (const char* line : {"typedef __nv_bfloat16 elem_t;", "constexpr int kThreads = 256;", "constexpr int kWarpRows = 64;",
-                           "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", "constexpr int kVec = 8;", "list_kept("})
+                           "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", "constexpr int kVec = 8;", "list_kept(",
+                           "ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16"})
     EXPECT_NE(source.find(line), std::string::npos) << line;
   EXPECT_EQ(source.find("cvt.rna.tf32"), std::string::npos);  // one precision's code only
   const auto split = planned_specs("mma", problem(DType::F32, SpammPrecision::Full, 64, false));
