@@ -9,13 +9,18 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "plan/spamm.hpp"
 #include "sparsejit/error.hpp"
 #include "support/gpu_suite.hpp"
+#include "support/test_support.hpp"
 
 namespace sparsejit {
 namespace {
@@ -290,6 +295,36 @@ TEST_F(SpammGpu, ACallersStreamAndARepeatedPlan) {
   const SpammInfo second = check_call<float>(rt(), s, Input::Exponential, o, seed + 7);
   EXPECT_EQ(first.decision->variant, second.decision->variant);
   EXPECT_EQ(second.decision->kernel_origin == KernelOrigin::None || second.decision->kernel_origin == KernelOrigin::Memory, true);
+}
+
+// The CLI on the device: `run --op spamm --check` and a small `bench --op spamm` subset, every
+// JSON line parsed: one per (precision, share, path) that runs, the measured error within the
+// bound plus rounding, the kept share near its target.
+TEST_F(SpammGpu, CliRunAndBenchOnASmallSubset) {
+  const test::CliResult run = test::run_cli("run exponential:384 --op spamm --valid-ratio 0.2 --check --repeat 2");
+  ASSERT_EQ(run.status, 0) << run.out;
+  EXPECT_NE(run.out.find("check passed"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("cuBLAS SGEMM"), std::string::npos) << run.out;
+  const std::filesystem::path lines = test::fresh_dir("spamm_bench") / "records.jsonl";
+  const test::CliResult bench = test::run_cli(
+      "bench --op spamm --sizes 512 --decays exponential --ratios 10,50 --precisions full,fp16 --paths auto,simt,mma,cublas "
+      "--repeat 2 --warmup 1 --json-out '" + lines.string() + "'");
+  ASSERT_EQ(bench.status, 0) << bench.out;
+  int records = 0;
+  std::ifstream in(lines);
+  for (std::string line; std::getline(in, line);) {
+    const nlohmann::json r = nlohmann::json::parse(line);
+    ++records;
+    const std::string what = line.substr(0, 200);
+    EXPECT_GT(r.at("ms").get<double>(), 0) << what;
+    EXPECT_GT(r.at("baseline_ms").get<double>(), 0) << what;
+    const double rounding = r.at("precision") == "full" ? 1e-4 : 1e-2;
+    EXPECT_LE(r.at("relative_error").get<double>(), r.at("relative_bound").get<double>() + rounding) << what;
+    // A Toeplitz input's norm products come in ties: the share moves in steps, so only near the target.
+    EXPECT_NEAR(r.at("valid_ratio").get<double>(), r.at("target_ratio").get<double>(), 0.3 * r.at("target_ratio").get<double>()) << what;
+  }
+  // 2 shares x (full: auto, simt, mma, cublas; fp16: auto, mma, cublas; simt does not compute fp16)
+  EXPECT_EQ(records, 2 * (4 + 3)) << bench.out;
 }
 
 }  // namespace
