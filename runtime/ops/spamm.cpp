@@ -27,6 +27,7 @@ namespace sparsejit {
 
 namespace {
 
+// The block sizes spamm_norms.cu and spamm_select.cu are written for.
 constexpr int kNormThreads = 256;
 constexpr int kSelectThreads = 256;
 constexpr std::size_t kAlign = 256;
@@ -281,7 +282,7 @@ SpammInfo Runtime::spamm(const DeviceDense<T>& a, const DeviceDense<T>& b, Devic
     info.tile_products = tau.selection.triples;
     info.valid_ratio = tau.selection.ratio;
     info.error_bound = tau.selection.error_bound;
-    info.search_iterations = options.tau || (!options.valid_ratio && !options.max_error) ? 0 : tau.iterations;
+    info.search_iterations = options.valid_ratio || options.max_error ? tau.iterations : 0;
     info.search_ms = info.search_iterations > 0 ? search_ms : 0;
     return info;  // the scratch block is freed on the stream after the launches above
   }
