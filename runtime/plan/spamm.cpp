@@ -45,6 +45,12 @@ std::shared_ptr<const nlohmann::json> model_of(const PlanSources& sources) {
 // nothing but zero products' complement, so τ = 0 is the answer.
 bool has_positive_products(const SpammSelection& s) { return s.min_positive_product > 0 && s.max_product > 0; }
 
+// The bisections stop when hi / lo is this close to 1: a finer τ changes what is kept only for
+// products within the device's and the CPU's rounding of each other (their norm sums differ in
+// order), and each step costs a device round trip.
+constexpr double kResolution = 1e-9;
+bool resolved(double lo, double hi) { return !(hi > lo * (1 + kResolution)); }
+
 // Just above the largest product: nothing is kept.
 double above_every_product(double max_product) { return max_product * (1.0 + 1e-12) + std::numeric_limits<double>::denorm_min(); }
 
@@ -123,9 +129,8 @@ TauSearch search_tau_for_ratio(double target, double tolerance, int max_iteratio
   const auto miss = [&](const SpammSelection& s) { return std::abs(s.ratio - target); };
   if (miss(all) <= tolerance * target) return best;
   int evaluations = 1;
-  while (evaluations < max_iterations) {
+  while (evaluations < max_iterations && !resolved(lo, hi)) {
     const double tau = std::sqrt(lo * hi);
-    if (!(tau > lo && tau < hi)) break;  // the bracket is down to adjacent doubles
     const SpammSelection s = at(tau);
     ++evaluations;
     if (miss(s) < miss(best.selection)) {
@@ -157,9 +162,8 @@ TauSearch search_tau_for_error(double max_error, int max_iterations, const Selec
   // Below the smallest positive product only zero products are skipped: bound 0 <= max_error.
   double lo = all.min_positive_product * 0.5, hi = top;
   SpammSelection at_lo = all;
-  while (evaluations < max_iterations) {
+  while (evaluations < max_iterations && !resolved(lo, hi)) {
     const double tau = std::sqrt(lo * hi);
-    if (!(tau > lo && tau < hi)) break;
     const SpammSelection s = at(tau);
     ++evaluations;
     if (s.error_bound <= max_error) {

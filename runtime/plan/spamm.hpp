@@ -61,12 +61,13 @@ struct TauSearch {
 
 // The τ whose kept share is within tolerance · target of target (geometric bisection between
 // the smallest positive and the largest product, cuSpAMM 3.5.2's search in log space), else
-// the closest one seen in max_iterations evaluations. Shares at or above the share of positive
-// products give τ = 0.
+// the closest one seen in max_iterations evaluations or once the bracket is within a relative
+// 1e-9. Shares at or above the share of positive products give τ = 0.
 TauSearch search_tau_for_ratio(double target, double tolerance, int max_iterations, const SelectionAt& at);
 
-// The largest τ (to the bisection's resolution) whose error bound is ≤ max_error; every
-// product skipped (τ above the largest) when even that stays under it.
+// The largest τ (to the bisection's resolution, a relative 1e-9, or after max_iterations)
+// whose error bound is ≤ max_error; every product skipped (τ above the largest) when even
+// that stays under it.
 TauSearch search_tau_for_error(double max_error, int max_iterations, const SelectionAt& at);
 
 // The variant: forced (options.variant / params), else the cheapest by the model's cost
