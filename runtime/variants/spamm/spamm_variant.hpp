@@ -24,6 +24,8 @@ struct RuntimeState;
 
 namespace sparsejit::variants {
 
+// What the planning members see: the selection at τ, the call's problem, the device and the
+// op's model (models/spamm.json unless tuned).
 struct SpammPlanInputs {
   const plan::SpammFeatures& features;
   const plan::SpammProblem& problem;
@@ -45,7 +47,7 @@ struct SpammOperand {
 template <class T>
 struct SpammOperands {
   SpammOperand a, b;
-  const DeviceDense<T>& c;
+  DeviceDense<T>& c;  // written
   CUdeviceptr a_norms = 0, b_norms = 0;
   double tau = 0;
   CUstream stream = nullptr;
@@ -60,6 +62,8 @@ class SpammExecution {
   virtual void run(detail::RuntimeState& rt, const SpammOperands<T>& operands) const = 0;
 };
 
+// What preparing an execution gets: the runtime (kernel loader, device), the problem, and the
+// decision (how its kernels were obtained is recorded in it). T picks the value type.
 template <class T>
 struct SpammPreparation {
   detail::RuntimeState& rt;
