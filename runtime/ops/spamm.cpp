@@ -2,8 +2,9 @@
 // stream:
 //   checks      shapes and options, before anything is allocated or written
 //   tile        the planner's (plan::spamm_tile)
-//   norms       templates/spamm_norms.cu over A and over B (B's map transposed); for fp16 and
-//               bf16 the same pass writes the operands' converted copies, padded to whole tiles
+//   norms       templates/spamm_norms.cu over A and over B (each map in its matrix's tile
+//               order); for fp16 and bf16 the same pass writes the operands' converted copies,
+//               padded to whole tiles
 //   selection   templates/spamm_select.cu at τ: kept products, the bound, the product range,
 //               read back (one synchronization); a τ search repeats it per step
 //   plan        plan::plan_spamm over the registry (runtime/variants/spamm/), from the kept share
@@ -235,7 +236,7 @@ SpammInfo Runtime::spamm(const DeviceDense<T>& a, const DeviceDense<T>& b, Devic
     const int64_t k_padded = padded(problem.k, problem.tile), n_padded = padded(problem.n, problem.tile);
     launch_norms(front.norms, a.buffer().ptr(), problem.m, problem.k, a.ld(), base + layout.a_norms, problem.tile_inner(), 1,
                  copies ? base + layout.a_copy : 0, k_padded, problem.tile, stream, early);
-    launch_norms(front.norms, b.buffer().ptr(), problem.k, problem.n, b.ld(), base + layout.b_norms, 1, problem.tile_inner(),
+    launch_norms(front.norms, b.buffer().ptr(), problem.k, problem.n, b.ld(), base + layout.b_norms, problem.tile_cols(), 1,
                  copies ? base + layout.b_copy : 0, n_padded, problem.tile, stream, early);
 
     const DeviceSelection at(front.select, problem, base + layout.a_norms, base + layout.b_norms, base + layout.results, stream, early);

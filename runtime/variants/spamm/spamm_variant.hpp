@@ -42,8 +42,7 @@ struct SpammOperand {
 };
 
 // One call as an execution sees it. The norm maps are doubles on the device: A's
-// [tile_rows][tile_inner] and B's transposed, [tile_cols][tile_inner], so both of a C tile's
-// lists of k are contiguous.
+// [tile_rows][tile_inner] and B's [tile_inner][tile_cols], each in its matrix's tile order.
 template <class T>
 struct SpammOperands {
   SpammOperand a, b;
