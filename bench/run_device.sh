@@ -3,6 +3,8 @@
 #
 #   bench/run_device.sh MATRICES_DIR OUT_DIR [SPARSEJIT_BINARY]
 #   SETS="spmm_f32" (or "sddmm_f32") runs one set only (a device call is limited to 10 minutes)
+#   SETS="spamm_8192" or "spamm_16384": SpAMM against cuBLAS (not in the default sets; estimated
+#   at 2-3 and 4-5 minutes, not yet measured: run each in its own device call)
 #
 # MATRICES_DIR  the shared matrices (every .mtx/.smtx(.gz) below it is measured)
 # OUT_DIR       receives <set>.jsonl (one JSON line per matrix and K), <set>.txt (progress,
@@ -57,7 +59,22 @@ run() {
   [ $rc -eq 0 ] || status=1
 }
 
+# run_spamm NAME ARGS...: a SpAMM set (generated decay inputs, every result compared with the
+# exact product, so no --check).
+run_spamm() {
+  local name=$1
+  shift
+  local start=$SECONDS
+  rm -f "$out/$name.jsonl"
+  "$cli" bench --op spamm "$@" --repeat 10 --warmup 2 --json-out "$out/$name.jsonl" > /dev/null 2> "$out/$name.txt"
+  local rc=$?
+  echo "$name: exit $rc, $((SECONDS - start)) s" | tee -a "$out/device.txt"
+  [ $rc -eq 0 ] || status=1
+}
+
 sets=${SETS:-spmm_f32 sddmm_f32}
+[[ " $sets " == *" spamm_8192 "* ]] && run_spamm spamm_8192 --sizes 4096,8192 --decays algebraic,exponential --precisions full,tf32,fp16,bf16
+[[ " $sets " == *" spamm_16384 "* ]] && run_spamm spamm_16384 --sizes 16384 --decays algebraic,exponential --precisions full,tf32,fp16,bf16
 [[ " $sets " == *" spmm_f32 "* ]] && run spmm_f32 "$matrices" "${generated[@]}" --op spmm -k 32,128,512 --dtype f32
 [[ " $sets " == *" sddmm_f32 "* ]] && run sddmm_f32 "$matrices" "${generated[@]}" "${densities[@]}" --op sddmm -k 32,64,128 --dtype f32
 
@@ -65,6 +82,7 @@ sets=${SETS:-spmm_f32 sddmm_f32}
 for name in $sets; do
   echo "== $name"
   grep '^K=' "$out/$name.txt"
+  [[ $name == spamm_* ]] && grep -E '^(algebraic|exponential) ' "$out/$name.txt"
   grep -c . "$out/$name.jsonl" | sed 's/^/records: /'
 done
 exit $status

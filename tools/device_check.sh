@@ -40,6 +40,8 @@ done
 #   split_rows_spmm_test   csr_merge and csr_rowsplit on one huge row among short ones, padded rows
 #   dense_spmm_test        the dense copy (memset + scatter kernel) and cuBLAS on padded rows,
 #                          copies rebuilt for new values
+#   spamm_test             every SpAMM path and precision on odd sizes (partial tiles, padded
+#                          leading dimensions), τ = 0 without early launch, an empty inner dimension
 sanitizer_passes=(
   "runtime_test:${SANITIZER_FILTER:-RuntimeGpu.SddmmShared*:RuntimeGpu.Empty*}"
   "rs_spmm_test:RsSpmmGpu.PaddedLeadingDimensions:RsSpmmGpu.NewValuesRebuildTheSplit:RsSpmmGpu.EmptyMatrix*"
@@ -48,6 +50,7 @@ sanitizer_passes=(
   "row_segments_gpu_test:RowSegmentsGpu.DocumentedExample*:RowSegmentsGpu.EqualsTheHostBuilderForEveryValueType"
   "split_rows_spmm_test:SplitRowsGpu.PaddedLeadingDimensions:SplitRowsGpu.MergeEmptyMatrixGivesZeros"
   "dense_spmm_test:DenseSpmmGpu.PaddedLeadingDimensions:DenseSpmmGpu.NewValuesRebuildTheCopy"
+  "spamm_test:SpammGpu.EveryPathF32OnDecayInputsOfOddSizes:SpammGpu.TauZeroIsTheExactProductAndEarlyLaunchOffRuns:SpammGpu.EmptyInnerDimensionGivesZeros"
 )
 # racecheck skips cuSPARSE's own kernels (kns: substring of the kernel's mangled name, which
 # holds the cusparse namespace): the hazards it reported inside csrmv_v3_kernel and sddmm_ker

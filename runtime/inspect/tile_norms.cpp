@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "inspect/unchecked.hpp"
 
@@ -78,6 +79,31 @@ double valid_ratio(const NormMap& a, const NormMap& b, double tau) {
       valid += b_row.end() - first_valid;
     }
   return double(valid) / double(triples);
+}
+
+SpammSelection spamm_selection(const NormMap& a, const NormMap& b, double tau) {
+  valid_ratio(a, b, 0.0);  // the same argument checks
+  if (std::isnan(tau)) throw InvalidInputError("SpAMM threshold tau is NaN");
+  SpammSelection s;
+  s.triples = int64_t(a.tile_rows) * a.tile_cols * b.tile_cols;
+  double bound_squared = 0;
+  double min_positive = std::numeric_limits<double>::infinity();
+  for (int32_t i = 0; i < a.tile_rows; ++i)
+    for (int32_t j = 0; j < b.tile_cols; ++j) {
+      double skipped = 0;
+      for (int32_t k = 0; k < a.tile_cols; ++k) {
+        const double product = a.at(i, k) * b.at(k, j);
+        if (product >= tau) ++s.valid;
+        else skipped += product;
+        s.max_product = std::max(s.max_product, product);
+        if (product > 0) min_positive = std::min(min_positive, product);
+      }
+      bound_squared += skipped * skipped;
+    }
+  s.ratio = s.triples == 0 ? 0.0 : double(s.valid) / double(s.triples);
+  s.error_bound = std::sqrt(bound_squared);
+  s.min_positive_product = std::isinf(min_positive) ? 0.0 : min_positive;
+  return s;
 }
 
 template NormMap tile_norms(const Dense<float>&, int32_t);

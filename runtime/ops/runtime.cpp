@@ -42,6 +42,13 @@ cuda::ScratchPool& RuntimeState::scratch_pool() {
   return *scratch_;
 }
 
+std::shared_ptr<void> RuntimeState::prepared(const std::string& key, const std::function<std::shared_ptr<void>()>& make) {
+  std::lock_guard<std::mutex> lock(prepared_mutex_);
+  std::shared_ptr<void>& entry = prepared_[key];
+  if (!entry) entry = make();
+  return entry;
+}
+
 plan::DeviceTarget target_of(const DeviceInfo& info) {
   plan::DeviceTarget t;
   t.name = info.name;

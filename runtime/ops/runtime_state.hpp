@@ -1,6 +1,7 @@
 // What a Runtime owns, shared by the op executors (ops/spmm.cpp, ops/sddmm.cpp).
 #pragma once
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -52,6 +53,10 @@ struct RuntimeState {
   // call allocates nothing from the device (cuda/scratch_pool.hpp).
   cuda::ScratchPool& scratch_pool();
 
+  // Prepared plans of an op whose operands have no handle to keep them on (SpAMM's dense A
+  // and B), by plan key: `make` runs once per key (under the lock), later calls share its result.
+  std::shared_ptr<void> prepared(const std::string& key, const std::function<std::shared_ptr<void>()>& make);
+
  private:
   std::unique_ptr<vendor::CublasHandle> cublas_;
   std::mutex measured_mutex_;
@@ -59,6 +64,8 @@ struct RuntimeState {
   std::optional<Stream> measure_stream_;
   std::mutex scratch_mutex_;
   std::unique_ptr<cuda::ScratchPool> scratch_;
+  std::mutex prepared_mutex_;
+  std::map<std::string, std::shared_ptr<void>> prepared_;
 };
 
 // The target the planners see for a real device.

@@ -13,6 +13,7 @@ const char* to_string(Op op) {
     case Op::SpMM: return "spmm";
     case Op::SDDMM: return "sddmm";
     case Op::SpGEMM: return "spgemm";
+    case Op::SpAMM: return "spamm";
   }
   return "?";
 }
@@ -21,7 +22,8 @@ Op parse_op(const std::string& text) {
   if (text == "spmm") return Op::SpMM;
   if (text == "sddmm") return Op::SDDMM;
   if (text == "spgemm") return Op::SpGEMM;
-  throw InvalidInputError("unknown operation '" + text + "' (expected spmm, sddmm or spgemm)");
+  if (text == "spamm") return Op::SpAMM;
+  throw InvalidInputError("unknown operation '" + text + "' (expected spmm, sddmm, spgemm or spamm)");
 }
 
 const char* to_string(DecisionSource source) {

@@ -2,6 +2,7 @@
 
 #include "sparsejit/error.hpp"
 #include "variants/sddmm/sddmm_variant.hpp"
+#include "variants/spamm/spamm_variant.hpp"
 #include "variants/spgemm/spgemm_variant.hpp"
 #include "variants/spmm/spmm_variant.hpp"
 
@@ -23,6 +24,7 @@ std::vector<VariantInfo> catalog(Op op) {
     case Op::SpMM: return infos<SpmmRegistry>();
     case Op::SDDMM: return infos<SddmmRegistry>();
     case Op::SpGEMM: return infos<SpgemmRegistry>();
+    case Op::SpAMM: return infos<SpammRegistry>();
   }
   throw InvalidInputError("catalog: unknown op");
 }

@@ -17,6 +17,7 @@
 #include <type_traits>
 
 #include "cli/bench.hpp"
+#include "cli/bench_spamm.hpp"
 #include "cli/commands.hpp"
 #include "sparsejit/error.hpp"
 #include "sparsejit/generate.hpp"
@@ -44,6 +45,10 @@ struct BenchArgs {
   bool no_reuse = false;
   std::string json_out;
   uint64_t seed = 1;
+  // --op spamm (bench_spamm.hpp)
+  std::string sizes = "4096,8192,16384", decays = "algebraic,exponential", ratios = "1,5,10,25,50", precisions = "full",
+              paths = "auto,simt,mma,cublas";
+  int32_t tile = 0;
 };
 
 // One matrix to measure: a file, or a generator spec (the text after "gen:").
@@ -96,7 +101,7 @@ std::vector<int32_t> parse_ks(const std::string& text) {
 bench::Config validated(const BenchArgs& args) {
   bench::Config config;
   if (args.op != "spmm" && args.op != "sddmm" && args.op != "spgemm")
-    throw InvalidInputError("bench: unknown --op '" + args.op + "' (expected spmm, sddmm or spgemm)");
+    throw InvalidInputError("bench: unknown --op '" + args.op + "' (expected spmm, sddmm, spgemm or spamm)");
   config.op = parse_op(args.op);
   config.ks = config.op == Op::SpGEMM ? std::vector<int32_t>{} : parse_ks(args.ks);
   if (args.dtype != "f32" && args.dtype != "f64")
@@ -277,7 +282,25 @@ class BenchRun {
   bool failed_ = false;
 };
 
+// --op spamm: dense decay inputs instead of matrices (bench_spamm.cpp).
+void run_spamm_bench(const BenchArgs& args) {
+  if (!args.inputs.empty()) throw InvalidInputError("bench --op spamm takes no inputs: it generates its decay matrices (--sizes, --decays)");
+  const bench::SpammConfig config = bench::spamm_config(args.sizes, args.decays, args.ratios, args.precisions, args.paths, args.dtype,
+                                                        args.tile, {args.warmup, args.repeat, tuner::Clock::Events});
+  std::unique_ptr<std::ofstream> json_out;
+  if (!args.json_out.empty()) {
+    json_out = std::make_unique<std::ofstream>(args.json_out, std::ios::app);
+    if (!*json_out) throw IoError("bench: cannot open --json-out '" + args.json_out + "' for appending");
+  }
+  if (!driver_available()) {
+    std::cerr << "sparsejit bench: " << without_consequence(driver_unavailable_reason()) << ": nothing to measure" << std::endl;
+    throw CLI::RuntimeError(1);
+  }
+  if (!bench::run_spamm(config, json_out.get())) throw CLI::RuntimeError(1);
+}
+
 void run_bench(const BenchArgs& args) {
+  if (args.op == "spamm") return run_spamm_bench(args);
   const bench::Config config = validated(args);
   const std::vector<MatrixSource> sources = resolve_inputs(args.inputs);
   std::unique_ptr<std::ofstream> json_out;
@@ -304,7 +327,10 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("inputs", args.inputs,
                   "Matrix files (.mtx/.smtx, optionally .gz), directories (searched recursively) or generator specs "
                   "prefixed with gen: (e.g. gen:uniform:200000:50). Specs:\n" + without_final_newline(generate::spec_help()));
-  cmd->add_option("--op", args.op, "spmm (C = A·B), sddmm (P = S ∘ (A·Bᵀ)) or spgemm (C = A·A, square matrices)")->capture_default_str();
+  cmd->add_option("--op", args.op,
+                  "spmm (C = A·B), sddmm (P = S ∘ (A·Bᵀ)), spgemm (C = A·A, square matrices) or spamm (C ≈ A·A, decay "
+                  "matrices)")
+      ->capture_default_str();
   cmd->add_option("-k", args.ks, "Comma-separated dense widths K (SpMM and SDDMM)")->capture_default_str();
   cmd->add_option("--dtype", args.dtype, "f32 or f64")->capture_default_str();
   cmd->add_option("--repeat", args.repeat, "Timed runs; the median is reported")->capture_default_str();
@@ -323,6 +349,12 @@ void add_bench_command(CLI::App& app) {
                 "auto with Reuse::Many, after how many calls the preprocessing pays off)");
   cmd->add_option("--json-out", args.json_out, "Also append the JSON lines to this file");
   cmd->add_option("--seed", args.seed, "Seed of generated matrices and random values")->capture_default_str();
+  cmd->add_option("--sizes", args.sizes, "SpAMM: N of the N×N decay inputs")->capture_default_str();
+  cmd->add_option("--decays", args.decays, "SpAMM: algebraic (0.1/(|i-j|^0.1+1)) and/or exponential (0.995^|i-j|)")->capture_default_str();
+  cmd->add_option("--ratios", args.ratios, "SpAMM: target shares of kept tile products, percent (τ searched per share)")->capture_default_str();
+  cmd->add_option("--precisions", args.precisions, "SpAMM: full, tf32, fp16, bf16 (each against cuBLAS of its class)")->capture_default_str();
+  cmd->add_option("--paths", args.paths, "SpAMM: auto and forced variants")->capture_default_str();
+  cmd->add_option("--tile", args.tile, "SpAMM: tile 32, 64 or 128 (0: the planner's)")->capture_default_str();
   cmd->callback([] { run_bench(args); });
 }
 

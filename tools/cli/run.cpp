@@ -7,6 +7,8 @@
 
 #include "cli/commands.hpp"
 #include "cli/matrix_input.hpp"
+#include "cli/spamm_baseline.hpp"
+#include "cli/spamm_input.hpp"
 #include "sparsejit/error.hpp"
 #include "sparsejit/generate.hpp"
 #include "sparsejit/reference.hpp"
@@ -179,19 +181,63 @@ void run_spgemm(const RunArgs& args) {
               check.c_str());
 }
 
+// SpAMM C ≈ A·A on a decay matrix: our whole call (norms, τ, the selection read back, the
+// products) timed with events from the host's call to its end, next to cuBLAS's GEMM of the
+// same precision class on host-converted operands; --check compares with reference::spamm at
+// the call's τ (a CPU product: small N only).
+template <class T>
+void run_spamm(const RunArgs& args, const SpammArgs& spamm) {
+  const Dense<double> host = spamm_matrix(args.input);
+  const Dense<T> a = cast<T>(host);
+  const SpammOptions options = spamm_options(spamm, args.variant);
+  Runtime rt;
+  DeviceDense<T> da(rt.context(), a), dc(rt.context(), a.rows, a.cols);
+  std::string check;
+  if (args.check) {
+    dc.buffer().fill_bytes(0xFF);
+    const SpammInfo info = rt.spamm(da, da, dc, options);
+    Dense<T> want;
+    reference::spamm(a, a, want, info.tile, info.decision->variant == "cublas" ? 0.0 : info.tau);
+    const double err = reference::relative_error(dc.download().data, want.data);
+    const double limit = options.precision == SpammPrecision::Full ? reference::check_tolerance<T>() : 2e-2;
+    check = "; check " + std::string(err <= limit ? "passed" : "FAILED") + " (relative error " + std::to_string(err) + ")";
+    if (err > limit) throw Error(ErrorCategory::Cuda, "check failed" + check);
+  }
+  // τ once (a search runs here); the timed calls reuse it.
+  const SpammInfo info = rt.spamm(da, da, dc, options);
+  SpammOptions fixed = options;
+  fixed.valid_ratio.reset();
+  fixed.max_error.reset();
+  fixed.tau = info.tau;
+  const tuner::TimingOptions timing{3, args.repeat};
+  const double ms = tuner::time_on_stream(rt.context(), nullptr, 1, timing, [&](int, CUstream) { rt.spamm(da, da, dc, fixed); }).median_ms;
+  ClassGemm vendor(rt.context(), host, host, dtype_of<T>::value, options.precision);
+  const double vendor_ms = tuner::time_on_stream(rt.context(), nullptr, 1, timing, [&](int, CUstream s) { vendor.run(s); }).median_ms;
+  const Decision& d = *info.decision;
+  const double kept_flops = 2.0 * double(info.valid_products) * info.tile * info.tile * info.tile;
+  std::printf("spamm %s C ≈ A·A %s precision %s: %s %s\n", args.input.c_str(), args.dtype.c_str(), to_string(options.precision),
+              d.variant.c_str(), d.params.dump().c_str());
+  std::printf("  %s\n", describe_selection(info).c_str());
+  std::printf("  time %.4f ms (whole call: norms, selection read back, products), %.1f GFLOP/s kept\n", ms, kept_flops / ms * 1e-6);
+  std::printf("  %s %.4f ms; speedup %.2fx\n", vendor.name().c_str(), vendor_ms, vendor_ms / ms);
+  std::printf("  kernels %s, compile %.1f ms, load %.2f ms%s\n", to_string(d.kernel_origin), d.compile_ms, d.load_ms, check.c_str());
+}
+
 }  // namespace
 
 void add_run_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("run", "Run one operation on one matrix (auto unless --variant), timed next to cuSPARSE");
   static RunArgs args;
-  cmd->add_option("matrix", args.input, "Matrix file or gen:SPEC")->required();
-  cmd->add_option("--op", args.op, "spmm | sddmm | spgemm (C = A·A)")->capture_default_str();
+  static SpammArgs spamm;
+  cmd->add_option("matrix", args.input, std::string("Matrix file or gen:SPEC; for --op spamm a dense ") + kSpammSpecHelp)->required();
+  cmd->add_option("--op", args.op, "spmm | sddmm | spgemm (C = A·A) | spamm (C ≈ A·A)")->capture_default_str();
   cmd->add_option("-k", args.k, "Columns of the dense operands (not used by spgemm)")->capture_default_str();
   cmd->add_option("--dtype", args.dtype, "f32 | f64")->capture_default_str();
   cmd->add_option("--variant", args.variant, "Force a variant (`sparsejit explain --list --op OP` lists them)");
   cmd->add_option("--repeat", args.repeat, "Timed repetitions (the median is printed); `sparsejit bench` rotates operands, this does not")->capture_default_str();
   cmd->add_flag("--check", args.check, "Compare with the CPU reference first (output poisoned before the run)");
   cmd->add_flag("--transpose", args.transpose, "SpMM: C = Aᵀ·B");
+  add_spamm_options(cmd, spamm);
   cmd->callback([] {
     const Op op = parse_op(args.op);
     const DType type = parse_dtype(args.dtype);
@@ -201,7 +247,8 @@ void add_run_command(CLI::App& app) {
     if (!driver_available()) throw UnsupportedError(driver_unavailable_reason());
     if (op == Op::SpMM) type == DType::F32 ? run_spmm<float>(args) : run_spmm<double>(args);
     else if (op == Op::SDDMM) type == DType::F32 ? run_sddmm<float>(args) : run_sddmm<double>(args);
-    else type == DType::F32 ? run_spgemm<float>(args) : run_spgemm<double>(args);
+    else if (op == Op::SpGEMM) type == DType::F32 ? run_spgemm<float>(args) : run_spgemm<double>(args);
+    else type == DType::F32 ? run_spamm<float>(args, spamm) : run_spamm<double>(args, spamm);
   });
 }
 

@@ -13,9 +13,10 @@ enum class Op {
   SpMM,   // C = A·B or Aᵀ·B, A sparse, B and C dense row-major
   SDDMM,  // P = S ∘ (A·Bᵀ)
   SpGEMM, // C = A·B, A, B and C sparse CSR
+  SpAMM,  // C ≈ A·B, A and B dense (decay matrices): tile products below a norm threshold skipped
 };
 const char* to_string(Op op);
-Op parse_op(const std::string& text);  // "spmm" | "sddmm" | "spgemm"; throws InvalidInputError
+Op parse_op(const std::string& text);  // "spmm" | "sddmm" | "spgemm" | "spamm"; throws InvalidInputError
 
 // Where the choice came from, in the planner's order of precedence.
 enum class DecisionSource {

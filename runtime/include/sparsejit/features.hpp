@@ -176,6 +176,22 @@ NormMap tile_norms(const Dense<T>& matrix, int32_t tile);
 // differ, a.tile_cols != b.tile_rows, tau is NaN or a norm is NaN.
 double valid_ratio(const NormMap& a, const NormMap& b, double tau);
 
+// What a threshold tau selects from a pair of norm maps (SpAMM's feature and its a-priori
+// error bound), computed as the device computes it: a product is kept iff
+// ||A_ik|| * ||B_kj|| >= tau (the double product; a NaN product is skipped).
+struct SpammSelection {
+  int64_t valid = 0;    // kept triples (i, k, j)
+  int64_t triples = 0;  // tile_rows(a) * tile_cols(a) * tile_cols(b)
+  double ratio = 0;     // valid / triples (0 without triples)
+  // sqrt(sum over (i, j) of (sum over skipped k of ||A_ik|| * ||B_kj||)^2): by the triangle
+  // inequality and ||XY||F <= ||X||F ||Y||F, ||C - A·B||F is at most this in exact arithmetic.
+  double error_bound = 0;
+  double max_product = 0;          // the largest ||A_ik|| * ||B_kj||
+  double min_positive_product = 0; // the smallest positive one (0 when none is positive)
+};
+// Throws as valid_ratio does.
+SpammSelection spamm_selection(const NormMap& a, const NormMap& b, double tau);
+
 // ---------------------------------------------------------------------------------------
 // A 64-bit fingerprint of the shape and structure: a word-by-word hash of rows, cols, nnz,
 // row_ptr[0..rows] and col_idx[0..nnz). Equal patterns give equal fingerprints. Each step

@@ -19,6 +19,7 @@
 #include "sparsejit/device.hpp"
 #include "sparsejit/device_matrix.hpp"
 #include "sparsejit/options.hpp"
+#include "sparsejit/spamm.hpp"
 #include "sparsejit/types.hpp"
 
 namespace sparsejit {
@@ -70,6 +71,18 @@ class Runtime {
   template <class T>
   DeviceCsr<T> spgemm(const DeviceCsr<T>& a, const DeviceCsr<T>& b, const Options& options = {}, CallInfo* info = nullptr);
 
+  // SpAMM C ≈ A·B (sparsejit/spamm.hpp): A m×k, B k×n, C m×n, all row-major (any ld ≥ cols);
+  // C is overwritten. T: float or double (double: precision Full only). One call: the tile
+  // norms of A and B (one pass over each), τ (given, or searched for on the device), the kept
+  // share and the error bound read back (the call synchronizes options.stream once, more during
+  // a τ search), the plan (SpAMM kernels below the model's crossover share, cuBLAS of the same
+  // precision above it), the launches. Errors before anything is allocated or written:
+  // InvalidInputError naming the shapes or the bad option value; UnsupportedError for other
+  // value types, or a reduced precision with double. Returns τ, the kept share, the bound and
+  // the Decision.
+  template <class T>
+  SpammInfo spamm(const DeviceDense<T>& a, const DeviceDense<T>& b, DeviceDense<T>& c, const SpammOptions& options = {});
+
  private:
   std::shared_ptr<detail::RuntimeState> state_;
 };
@@ -81,5 +94,11 @@ Decision explain_spmm(PatternView a, int32_t k, DType dtype, const Options& opti
 Decision explain_sddmm(PatternView s, int32_t k, DType dtype, const Options& options = {}, int device = 0);
 // SpGEMM C = A·B (the patterns of A and B).
 Decision explain_spgemm(PatternView a, PatternView b, DType dtype, const Options& options = {}, int device = 0);
+// SpAMM C ≈ A·B on host matrices: the norms, τ, kept share and bound computed on the CPU
+// (what the device computes), then the same planner and compiles; info, when given, receives
+// them. T: float or double.
+template <class T>
+Decision explain_spamm(const Dense<T>& a, const Dense<T>& b, const SpammOptions& options = {}, SpammInfo* info = nullptr,
+                       int device = 0);
 
 }  // namespace sparsejit

@@ -1,0 +1,109 @@
+// mma: SpAMM's kept tile products on tensor cores (templates/spamm_mma.cu), mma.sync with f32
+// accumulation in the precision the caller asked for: full f32 as the 3xTF32 split (m16n8k8),
+// tf32 (one m16n8k8 product of operands rounded to TF32), fp16 or bf16 (m16n8k16 on the
+// executor's converted copies). f32 only.
+#include "sparsejit/error.hpp"
+#include "variants/spamm/spamm_variant.hpp"
+
+namespace sparsejit::variants::spamm {
+
+namespace {
+
+bool half_operands(const plan::SpammProblem& p) { return reads_converted_copies(p.precision); }
+int elem_bytes(const plan::SpammProblem& p) { return half_operands(p) ? 2 : 4; }
+int mma_k(const plan::SpammProblem& p) { return half_operands(p) ? 16 : 8; }
+// A rows 4 words past a multiple of 32 banks, B rows 8 (spamm_mma.cu's conflict-free reads).
+int pad_a(const plan::SpammProblem& p) { return half_operands(p) ? 8 : 4; }
+int pad_b(const plan::SpammProblem&) { return 8; }
+
+// A warp's part of the block's C tile: 4 warps up to tile 64, 8 for 128.
+struct WarpShape {
+  int rows, cols;
+};
+WarpShape warp_shape(int32_t tile) { return tile <= 32 ? WarpShape{16, 16} : tile == 64 ? WarpShape{32, 32} : WarpShape{64, 32}; }
+int block_threads(int32_t tile) {
+  const WarpShape w = warp_shape(tile);
+  return 32 * (tile / w.rows) * (tile / w.cols);
+}
+
+const char* precision_flag(const plan::SpammProblem& p) {
+  switch (p.precision) {
+    case SpammPrecision::Full: return "split3";
+    case SpammPrecision::TF32: return "tf32";
+    default: return "half";
+  }
+}
+
+jit::KernelSpec spec_of(const plan::SpammProblem& p, const nlohmann::json& params) {
+  const int slice = params.at("slice").get<int>(), stages = params.at("stages").get<int>(), vec = params.at("vec").get<int>();
+  const bool fp16 = p.precision == SpammPrecision::FP16, bf16 = p.precision == SpammPrecision::BF16;
+  const std::string elem_t = fp16 ? "__half" : bf16 ? "__nv_bfloat16" : "float";
+  const std::string mma_op = fp16   ? "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
+                             : bf16 ? "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
+                                    : "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32";
+  const WarpShape w = warp_shape(p.tile);
+  const std::string flag = precision_flag(p);
+  const std::string name = "sj_spamm_mma_" + std::string(to_string(p.precision)) + "_t" + std::to_string(p.tile) + "_s" +
+                           std::to_string(slice) + "x" + std::to_string(stages) + "_v" + std::to_string(vec);
+  return {"spamm_mma.cu", name,
+          {{"elem_t", elem_t}, {"mma_op", mma_op}, {"mma_k", mma_k(p)}, {"tile", p.tile}, {"slice", slice}, {"stages", stages},
+           {"vec", vec}, {"pad_a", pad_a(p)}, {"pad_b", pad_b(p)}, {"min_blocks", 1}, {"warp_rows", w.rows},
+           {"warp_cols", w.cols}, {"block_size", block_threads(p.tile)}, {"split3", flag == "split3"}, {"tf32", flag == "tf32"},
+           {"half", flag == "half"}, {"fp16", fp16}, {"bf16", bf16}},
+          {}};
+}
+
+}  // namespace
+
+class Mma final : public SpammVariantOf<Mma> {
+ public:
+  Mma()
+      : SpammVariantOf("mma", 10,
+                       "kept tile products on tensor cores (mma.sync, f32 accumulation): 3xTF32 for full f32, tf32, fp16, bf16; "
+                       "cp.async staged slices") {}
+
+  std::string rejected(const SpammPlanInputs& in) const override {
+    if (in.problem.dtype != DType::F32) return std::string("tensor-core products are for f32 operands, not ") + to_string(in.problem.dtype);
+    return "";
+  }
+
+  // slice 32 (four tf32 or two fp16 mma steps), three stages: a 64-tile stage is 18 KB (f32).
+  nlohmann::json defaults(const SpammPlanInputs& in) const override {
+    return {{"slice", 32}, {"stages", 3}, {"vec", default_vec(in.problem, elem_bytes(in.problem))}};
+  }
+
+  void check(const plan::SpammProblem& p, const plan::DeviceTarget& device, const nlohmann::json& params) const override {
+    if (device.sm < 80) throw UnsupportedError("mma: needs sm_80 or later (cp.async, TF32 and bf16 mma.sync); " + device.name + " is sm_" + std::to_string(device.sm));
+    const int slice = params.at("slice").get<int>();
+    check_tile_loop(name, p, device, params, elem_bytes(p), mma_k(p), stage_bytes(p.tile, slice, pad_a(p), pad_b(p), elem_bytes(p)));
+  }
+
+  nlohmann::json cost_terms(const SpammPlanInputs& in, const nlohmann::json&) const override {
+    const std::string rate = rate_class(in.problem, true);
+    const double flops = kept_flops(in);
+    nlohmann::json terms = {{"launch", 1.0}, {"c_tiles", double(in.problem.tile_rows()) * in.problem.tile_cols()}};
+    for (const char* r : {"3xtf32", "tf32", "f16"}) terms[std::string("mma_") + r + "_flops"] = rate == r ? flops : 0.0;
+    return terms;
+  }
+
+  std::vector<jit::KernelSpec> kernel_specs(const Decision& d, const plan::SpammProblem& p) const override { return {spec_of(p, d.params)}; }
+
+  template <class T>
+  std::unique_ptr<SpammExecution<T>> make(const SpammPreparation<T>& p) const {
+    if constexpr (!std::is_same_v<T, float>) {
+      throw UnsupportedError("mma: f32 operands only");
+    } else {
+      const nlohmann::json& params = p.decision.params;
+      const plan::SpammProblem& problem = p.problem;
+      TileLoopLaunch launch;
+      launch.block_threads = block_threads(problem.tile);
+      launch.stage_bytes = params.at("stages").template get<int>() *
+                           stage_bytes(problem.tile, params.at("slice").template get<int>(), pad_a(problem), pad_b(problem), elem_bytes(problem));
+      return prepare_tile_loop(p, spec_of(problem, params), launch);
+    }
+  }
+};
+
+}  // namespace sparsejit::variants::spamm
+
+SPARSEJIT_REGISTER_VARIANT(spamm, mma, sparsejit::variants::spamm::Mma)

@@ -1,0 +1,331 @@
+// SpAMM on the device: auto and every variant, each precision, against reference::spamm at
+// the τ the call reports, on fresh random values (algebraic and exponential decay with random
+// signs and perturbed magnitudes, and random near-sparse inputs), C poisoned (NaN bytes)
+// before every call: non-square shapes, sizes that are not multiples of the tile, padded
+// leading dimensions, each tile. Also: the reported selection equals the CPU's, the measured
+// error against the exact product is at most the reported bound plus the precision's
+// rounding, the τ searches reach their targets, and bad calls fail before C is written.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "plan/spamm.hpp"
+#include "sparsejit/error.hpp"
+#include "support/gpu_suite.hpp"
+#include "support/test_support.hpp"
+
+namespace sparsejit {
+namespace {
+
+using test::GpuSuite;
+
+class SpammGpu : public GpuSuite {};
+
+enum class Input { Algebraic, Exponential, NearSparse };
+const char* name_of(Input input) {
+  return input == Input::Algebraic ? "algebraic" : input == Input::Exponential ? "exponential" : "near-sparse";
+}
+
+// rows x cols of the given kind, magnitudes perturbed by a factor in [0.5, 1.5) and signs
+// random (both from `seed`), so tile norms differ and every call sees new values.
+template <class T>
+Dense<T> input(Input kind, int32_t rows, int32_t cols, uint64_t seed) {
+  Dense<double> d;
+  if (kind == Input::Algebraic) d = generate::algebraic_decay(rows, cols, 0.1, 0.1, generate::DecaySigns::Random, seed);
+  else if (kind == Input::Exponential) d = generate::exponential_decay(rows, cols, 1.0, 0.97, generate::DecaySigns::Random, seed);
+  else d = Dense<double>(rows, cols);
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> scale(0.5, 1.5), uniform(-1, 1);
+  std::bernoulli_distribution present(0.08);
+  for (double& v : d.data) v = kind == Input::NearSparse ? (present(rng) ? uniform(rng) : 0.0) : v * scale(rng);
+  return cast<T>(d);
+}
+
+double frobenius(const std::vector<double>& x) {
+  double s = 0;
+  for (double v : x) s += v * v;
+  return std::sqrt(s);
+}
+
+double frobenius_difference(const std::vector<double>& x, const std::vector<double>& y) {
+  double s = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) s += (x[i] - y[i]) * (x[i] - y[i]);
+  return std::sqrt(s);
+}
+
+// Relative error allowed against the reference at the same τ, by precision: f32 and 3xTF32
+// to f32 rounding, TF32 and fp16 operands rounded to 11 significant bits, bf16 to 8.
+template <class T>
+double tolerance(SpammPrecision precision) {
+  switch (precision) {
+    case SpammPrecision::Full: return test::gpu_tolerance<T>() * 10;
+    case SpammPrecision::TF32:
+    case SpammPrecision::FP16: return 2e-3;
+    case SpammPrecision::BF16: return 1.5e-2;
+  }
+  return 0;
+}
+
+struct Shape {
+  int32_t m, k, n;
+  int64_t pad = 0;  // extra leading dimension of A, B and C
+};
+
+std::string label(const SpammOptions& o, const Shape& s, Input kind, uint64_t seed) {
+  return std::string(o.variant.empty() ? "auto" : o.variant) + " " + to_string(o.precision) + " tile " + std::to_string(o.tile) + " " +
+         std::to_string(s.m) + "x" + std::to_string(s.k) + "x" + std::to_string(s.n) + " pad " + std::to_string(s.pad) + " " +
+         name_of(kind) + " seed " + std::to_string(seed);
+}
+
+// One call checked: C poisoned first; against reference::spamm at the reported τ and tile
+// (cublas: against the exact product, which it computes); the selection against the CPU's;
+// the exact product's distance within the bound plus rounding.
+template <class T>
+SpammInfo check_call(Runtime& rt, const Shape& s, Input kind, const SpammOptions& o, uint64_t seed) {
+  const std::string what = label(o, s, kind, seed);
+  const Dense<T> a = input<T>(kind, s.m, s.k, seed), b = input<T>(kind, s.k, s.n, seed + 1);
+  DeviceDense<T> da(rt.context(), s.m, s.k, s.k + s.pad), db(rt.context(), s.k, s.n, s.n + s.pad),
+      dc(rt.context(), s.m, s.n, s.n + s.pad);
+  da.upload(a);
+  db.upload(b);
+  dc.buffer().fill_bytes(0xFF);
+  const SpammInfo info = rt.spamm(da, db, dc, o);
+  const Dense<T> got = dc.download();
+  for (std::size_t i = 0; i < got.data.size(); ++i)
+    if (test::is_poison(got.data[i])) {
+      ADD_FAILURE() << what << ": C element " << i << " was not written";
+      break;
+    }
+  const Decision& d = *info.decision;
+  if (o.variant.empty()) EXPECT_NE(d.source, DecisionSource::Forced) << what;
+  else EXPECT_EQ(d.variant, o.variant) << what;
+
+  // The selection is the CPU's at the same τ.
+  const SpammSelection cpu = spamm_selection(tile_norms(a, info.tile), tile_norms(b, info.tile), info.tau);
+  EXPECT_EQ(info.valid_products, cpu.valid) << what;
+  EXPECT_EQ(info.tile_products, cpu.triples) << what;
+  EXPECT_NEAR(info.error_bound, cpu.error_bound, 1e-9 * (1 + cpu.error_bound)) << what;
+
+  const bool whole_product = d.variant == "cublas";
+  Dense<T> want;
+  reference::spamm(a, b, want, info.tile, whole_product ? 0.0 : info.tau);
+  const double err = test::relative_error(test::as_double(got.data), test::as_double(want.data));
+  EXPECT_LE(err, tolerance<T>(o.precision)) << what << "\n" << describe(d);
+
+  // ||C - A·B||F <= bound + the precision's rounding (relative to ||A·B||F).
+  Dense<double> exact;
+  reference::spamm(cast<double>(a), cast<double>(b), exact, info.tile, 0.0);
+  const std::vector<double> exact_values = test::as_double(exact.data);
+  const double measured = frobenius_difference(test::as_double(got.data), exact_values);
+  EXPECT_LE(measured, info.error_bound + 2 * tolerance<T>(o.precision) * frobenius(exact_values))
+      << what << ": measured ||E|| " << measured << ", bound " << info.error_bound;
+  return info;
+}
+
+std::vector<SpammOptions> every_path(DType dtype) {
+  std::vector<SpammOptions> all;
+  const auto add = [&](const std::string& variant, SpammPrecision precision) {
+    SpammOptions o;
+    o.variant = variant;
+    o.precision = precision;
+    all.push_back(o);
+  };
+  add("", SpammPrecision::Full);
+  add("simt", SpammPrecision::Full);
+  add("cublas", SpammPrecision::Full);
+  if (dtype == DType::F32) {
+    add("mma", SpammPrecision::Full);
+    for (SpammPrecision p : {SpammPrecision::TF32, SpammPrecision::FP16, SpammPrecision::BF16}) {
+      add("", p);
+      add("mma", p);
+      add("cublas", p);
+    }
+  }
+  return all;
+}
+
+// A τ that keeps about a fifth of the tile products, away from any product (the geometric
+// middle between two neighbouring products of the CPU's norms), so rounding in the device's
+// norm sums cannot move a product across it.
+template <class T>
+double fifth_tau(Input kind, const Shape& s, int32_t tile, uint64_t seed) {
+  const NormMap na = tile_norms(input<T>(kind, s.m, s.k, seed), tile), nb = tile_norms(input<T>(kind, s.k, s.n, seed + 1), tile);
+  std::vector<double> products;
+  for (int32_t i = 0; i < na.tile_rows; ++i)
+    for (int32_t k = 0; k < na.tile_cols; ++k)
+      for (int32_t j = 0; j < nb.tile_cols; ++j) products.push_back(na.at(i, k) * nb.at(k, j));
+  std::sort(products.begin(), products.end());
+  const std::size_t at = products.size() * 4 / 5;
+  return std::sqrt(products[at] * products[std::min(at + 1, products.size() - 1)]);
+}
+
+template <class T>
+void every_path_on(Runtime& rt, const Shape& s, Input kind, int32_t tile, uint64_t seed) {
+  for (SpammOptions o : every_path(dtype_of<T>::value)) {
+    o.tile = tile;
+    o.tau = fifth_tau<T>(kind, s, tile, seed);
+    const SpammInfo info = check_call<T>(rt, s, kind, o, seed);
+    EXPECT_GT(info.valid_ratio, 0.1);
+    EXPECT_LT(info.valid_ratio, 0.3);
+    EXPECT_GT(info.error_bound, 0);
+  }
+}
+
+TEST_F(SpammGpu, EveryPathF32OnDecayInputsOfOddSizes) {
+  for (Input kind : {Input::Algebraic, Input::Exponential})
+    every_path_on<float>(rt(), {200, 150, 100}, kind, 32, next_seed());
+  every_path_on<float>(rt(), {257, 320, 191, 3}, Input::Algebraic, 64, next_seed());
+}
+
+TEST_F(SpammGpu, EveryPathF64) {
+  every_path_on<double>(rt(), {200, 150, 100}, Input::Exponential, 32, next_seed());
+  every_path_on<double>(rt(), {130, 129, 260, 1}, Input::Algebraic, 64, next_seed());
+}
+
+TEST_F(SpammGpu, EveryTileOnNearSparseInputs) {
+  for (int32_t tile : plan::kSpammTiles) {
+    every_path_on<float>(rt(), {300, 260, 290}, Input::NearSparse, tile, next_seed());
+  }
+}
+
+TEST_F(SpammGpu, ALargerDecayProductKeepsFivePercent) {
+  SpammOptions o;
+  o.valid_ratio = 0.05;
+  for (const char* variant : {"", "simt", "mma"}) {
+    o.variant = variant;
+    const SpammInfo info = check_call<float>(rt(), {1024, 1024, 1024}, Input::Algebraic, o, next_seed());
+    EXPECT_EQ(info.tile, 64);
+    EXPECT_GT(info.search_iterations, 1);
+    EXPECT_NEAR(info.valid_ratio, 0.05, 0.05 * 0.05) << "the search may stop on a step of the share; within 5% of it";
+  }
+}
+
+TEST_F(SpammGpu, RatioSearchReachesItsTargetOnRandomNorms) {
+  for (double target : {0.05, 0.25, 0.5}) {
+    SpammOptions o;
+    o.valid_ratio = target;
+    o.tile = 32;
+    const SpammInfo info = check_call<float>(rt(), {320, 384, 352}, Input::NearSparse, o, next_seed());
+    EXPECT_NEAR(info.valid_ratio, target, o.ratio_tolerance * target) << target;
+    EXPECT_GE(info.search_iterations, 1);
+    EXPECT_GT(info.search_ms, 0);
+  }
+}
+
+TEST_F(SpammGpu, ErrorTargetKeepsTheBoundUnderIt) {
+  SpammOptions all;
+  all.tau = 1e300;  // skips everything: the bound is the largest possible
+  const SpammInfo none = check_call<float>(rt(), {256, 256, 256}, Input::Exponential, all, next_seed());
+  EXPECT_EQ(none.valid_products, 0);
+  for (double share : {0.01, 0.1}) {
+    SpammOptions o;
+    o.max_error = none.error_bound * share;
+    const SpammInfo info = check_call<float>(rt(), {256, 256, 256}, Input::Exponential, o, next_seed());
+    EXPECT_LE(info.error_bound, *o.max_error);
+    EXPECT_GT(info.valid_products, 0);
+    EXPECT_LT(info.valid_products, info.tile_products);
+  }
+}
+
+TEST_F(SpammGpu, TauZeroIsTheExactProductAndEarlyLaunchOffRuns) {
+  SpammOptions o;
+  o.early_launch = false;
+  for (const char* variant : {"simt", "mma"}) {
+    o.variant = variant;
+    const SpammInfo info = check_call<float>(rt(), {96, 80, 72}, Input::NearSparse, o, next_seed());
+    EXPECT_EQ(info.valid_products, info.tile_products);
+    EXPECT_EQ(info.error_bound, 0);
+    EXPECT_EQ(info.search_iterations, 0);
+  }
+}
+
+TEST_F(SpammGpu, EmptyInnerDimensionGivesZeros) {
+  DeviceDense<float> a(rt().context(), 40, 0), b(rt().context(), 0, 30), c(rt().context(), 40, 30);
+  c.buffer().fill_bytes(0xFF);
+  const SpammInfo info = rt().spamm(a, b, c);
+  EXPECT_EQ(info.tile_products, 0);
+  for (float v : c.download().data) ASSERT_EQ(v, 0.0f);
+}
+
+TEST_F(SpammGpu, BadCallsFailBeforeCIsWritten) {
+  DeviceDense<float> a(rt().context(), 64, 48), b(rt().context(), 40, 32), c(rt().context(), 64, 32);
+  c.buffer().fill_bytes(0xFF);
+  const auto expect_untouched = [&] {
+    for (float v : c.download().data) ASSERT_TRUE(test::is_poison(v));
+  };
+  try {
+    rt().spamm(a, b, c);
+    ADD_FAILURE() << "mismatched shapes ran";
+  } catch (const InvalidInputError& e) {
+    EXPECT_NE(std::string(e.what()).find("A is 64x48 but B has 40 rows"), std::string::npos) << e.what();
+  }
+  expect_untouched();
+  DeviceDense<float> b2(rt().context(), 48, 32);
+  SpammOptions o;
+  o.valid_ratio = 2.0;
+  EXPECT_THROW(rt().spamm(a, b2, c, o), InvalidInputError);
+  o = {};
+  o.tile = 100;
+  EXPECT_THROW(rt().spamm(a, b2, c, o), InvalidInputError);
+  DeviceDense<float> wrong_c(rt().context(), 64, 31);
+  EXPECT_THROW(rt().spamm(a, b2, wrong_c), InvalidInputError);
+  expect_untouched();
+  DeviceDense<double> da(rt().context(), 8, 8), db(rt().context(), 8, 8), dc(rt().context(), 8, 8);
+  o = {};
+  o.precision = SpammPrecision::FP16;
+  EXPECT_THROW(rt().spamm(da, db, dc, o), UnsupportedError);
+}
+
+TEST_F(SpammGpu, ACallersStreamAndARepeatedPlan) {
+  Stream stream(rt().context());
+  SpammOptions o;
+  o.stream = stream.handle();
+  o.tau = 0.0;
+  const Shape s{128, 128, 128};
+  const uint64_t seed = next_seed();
+  const SpammInfo first = check_call<float>(rt(), s, Input::Exponential, o, seed);
+  const SpammInfo second = check_call<float>(rt(), s, Input::Exponential, o, seed + 7);
+  EXPECT_EQ(first.decision->variant, second.decision->variant);
+  EXPECT_EQ(second.decision->kernel_origin == KernelOrigin::None || second.decision->kernel_origin == KernelOrigin::Memory, true);
+}
+
+// The CLI on the device: `run --op spamm --check` and a small `bench --op spamm` subset, every
+// JSON line parsed: one per (precision, share, path) that runs, the measured error within the
+// bound plus rounding, the kept share near its target.
+TEST_F(SpammGpu, CliRunAndBenchOnASmallSubset) {
+  const test::CliResult run = test::run_cli("run exponential:384 --op spamm --valid-ratio 0.2 --check --repeat 2");
+  ASSERT_EQ(run.status, 0) << run.out;
+  EXPECT_NE(run.out.find("check passed"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("cuBLAS SGEMM"), std::string::npos) << run.out;
+  const std::filesystem::path lines = test::fresh_dir("spamm_bench") / "records.jsonl";
+  const test::CliResult bench = test::run_cli(
+      "bench --op spamm --sizes 512 --decays exponential --ratios 10,50 --precisions full,fp16 --paths auto,simt,mma,cublas "
+      "--repeat 2 --warmup 1 --json-out '" + lines.string() + "'");
+  ASSERT_EQ(bench.status, 0) << bench.out;
+  int records = 0;
+  std::ifstream in(lines);
+  for (std::string line; std::getline(in, line);) {
+    const nlohmann::json r = nlohmann::json::parse(line);
+    ++records;
+    const std::string what = line.substr(0, 200);
+    EXPECT_GT(r.at("ms").get<double>(), 0) << what;
+    EXPECT_GT(r.at("baseline_ms").get<double>(), 0) << what;
+    const double rounding = r.at("precision") == "full" ? 1e-4 : 1e-2;
+    EXPECT_LE(r.at("relative_error").get<double>(), r.at("relative_bound").get<double>() + rounding) << what;
+    // A Toeplitz input's norm products come in ties: the share moves in steps, so only near the target.
+    EXPECT_NEAR(r.at("valid_ratio").get<double>(), r.at("target_ratio").get<double>(), 0.3 * r.at("target_ratio").get<double>()) << what;
+  }
+  // 2 shares x (full: auto, simt, mma, cublas; fp16: auto, mma, cublas; simt does not compute fp16)
+  EXPECT_EQ(records, 2 * (4 + 3)) << bench.out;
+}
+
+}  // namespace
+}  // namespace sparsejit

@@ -1,0 +1,151 @@
+// The SpAMM kernel templates (spamm_norms, spamm_select, spamm_simt, spamm_mma and their partial
+// spamm_stage): every kernel the planner can ask for (each tile, value type, precision and
+// copy width, at the variants' default parameters) rendered and compiled with NVRTC for sm_80
+// and sm_90, no GPU needed; and the rendered sources carry the shapes asked for.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <future>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "jit/nvrtc_compiler.hpp"
+#include "jit/render.hpp"
+#include "plan/spamm.hpp"
+#include "variants/spamm/spamm_variant.hpp"
+
+namespace sparsejit {
+namespace {
+
+bool is_elf(const std::vector<char>& bytes) {
+  return bytes.size() > 4 && bytes[0] == 0x7f && bytes[1] == 'E' && bytes[2] == 'L' && bytes[3] == 'F';
+}
+
+plan::SpammProblem problem(DType dtype, SpammPrecision precision, int32_t tile, bool aligned) {
+  plan::SpammProblem p;
+  p.dtype = dtype;
+  p.precision = precision;
+  p.m = 1000;
+  p.k = aligned ? 1024 : 1021;
+  p.n = 1000;
+  p.lda = p.k;
+  p.ldb = p.ldc = p.n;
+  p.tile = tile;
+  return p;
+}
+
+// The planned kernels of a forced variant on a problem with 10% of its products kept.
+std::vector<jit::KernelSpec> planned_specs(const std::string& variant, const plan::SpammProblem& p) {
+  plan::SpammFeatures f;
+  f.selection.triples = int64_t(p.tile_rows()) * p.tile_inner() * p.tile_cols();
+  f.selection.valid = f.selection.triples / 10;
+  f.selection.ratio = 0.1;
+  SpammOptions o;
+  o.variant = variant;
+  const Decision d = plan::plan_spamm(f, p, {}, o);
+  return variants::SpammRegistry::find(variant)->kernel_specs(d, p);
+}
+
+// Every multiplication kernel the planner can produce.
+std::vector<jit::KernelSpec> every_multiplication_kernel() {
+  std::vector<jit::KernelSpec> specs;
+  for (int32_t tile : plan::kSpammTiles)
+    for (bool aligned : {true, false}) {
+      for (DType dtype : {DType::F32, DType::F64})
+        for (const jit::KernelSpec& s : planned_specs("simt", problem(dtype, SpammPrecision::Full, tile, aligned))) specs.push_back(s);
+      for (SpammPrecision precision : {SpammPrecision::Full, SpammPrecision::TF32, SpammPrecision::FP16, SpammPrecision::BF16})
+        for (const jit::KernelSpec& s : planned_specs("mma", problem(DType::F32, precision, tile, aligned))) specs.push_back(s);
+    }
+  return specs;
+}
+
+// The norm and selection kernels every call runs (ops/spamm.cpp's specs, rebuilt from the
+// same parameters here: the executor's own are tested on the device).
+std::vector<jit::KernelSpec> every_front_kernel() {
+  std::vector<jit::KernelSpec> specs{{"spamm_select.cu", "sj_spamm_select", nlohmann::json::object(), {}}};
+  for (int32_t tile : plan::kSpammTiles) {
+    for (const char* value_t : {"float", "double"})
+      specs.push_back({"spamm_norms.cu", std::string("sj_norms_") + value_t,
+                       {{"value_t", value_t}, {"copy_t", value_t}, {"convert", ""}, {"tile", tile}, {"write_copy", false},
+                        {"fp16", false}, {"bf16", false}},
+                       {}});
+    specs.push_back({"spamm_norms.cu", "sj_norms_fp16",
+                     {{"value_t", "float"}, {"copy_t", "__half"}, {"convert", "__float2half_rn"}, {"tile", tile},
+                      {"write_copy", true}, {"fp16", true}, {"bf16", false}},
+                     {}});
+    specs.push_back({"spamm_norms.cu", "sj_norms_bf16",
+                     {{"value_t", "float"}, {"copy_t", "__nv_bfloat16"}, {"convert", "__float2bfloat16_rn"}, {"tile", tile},
+                      {"write_copy", true}, {"fp16", false}, {"bf16", true}},
+                     {}});
+  }
+  return specs;
+}
+
+// Compiles on two threads (the specs are independent); returns one failure line per problem.
+std::vector<std::string> compile_all(const std::vector<jit::KernelSpec>& specs) {
+  const auto compile_range = [&](std::size_t first, std::size_t step) {
+    std::vector<std::string> failures;
+    for (std::size_t i = first; i < specs.size(); i += step) {
+      const jit::KernelSpec& spec = specs[i];
+      const std::string source = jit::render(spec);
+      if (source.find("{{") != std::string::npos) failures.push_back(spec.kernel_name + ": unrendered tag");
+      for (int sm : {80, 90}) {
+        try {
+          const jit::CompileResult r = jit::compile_to_cubin(source, spec.template_name, sm, jit::normalize_options({}));
+          if (!is_elf(r.cubin)) failures.push_back(spec.kernel_name + " sm_" + std::to_string(sm) + ": no ELF");
+        } catch (const Error& e) {
+          failures.push_back(spec.kernel_name + " sm_" + std::to_string(sm) + ": " + e.what());
+        }
+      }
+    }
+    return failures;
+  };
+  auto second = std::async(std::launch::async, compile_range, 1, 2);
+  std::vector<std::string> failures = compile_range(0, 2);
+  for (std::string& f : second.get()) failures.push_back(std::move(f));
+  return failures;
+}
+
+TEST(SpammTemplates, AllTemplatesAreKnown) {
+  const auto names = jit::template_names();
+  for (const char* expected : {"spamm_norms.cu", "spamm_select.cu", "spamm_simt.cu", "spamm_mma.cu", "spamm_stage.cuh"})
+    EXPECT_NE(std::find(names.begin(), names.end(), expected), names.end()) << expected;
+}
+
+TEST(SpammTemplates, ThePlannerAsksForDistinctKernelsOfEveryShape) {
+  const auto specs = every_multiplication_kernel();
+  std::set<std::string> names;
+  for (const auto& s : specs) names.insert(s.kernel_name);
+  // 3 tiles x (2 widths x (simt f32, f64; mma full, tf32) + (mma fp16, bf16) at width 8 only).
+  EXPECT_EQ(names.size(), 3u * (2 * 4 + 2));
+}
+
+TEST(SpammTemplates, EveryKernelCompilesForSm80AndSm90) {
+  std::vector<jit::KernelSpec> specs = every_multiplication_kernel();
+  for (jit::KernelSpec& s : every_front_kernel()) specs.push_back(std::move(s));
+  const std::vector<std::string> failures = compile_all(specs);
+  for (const std::string& f : failures) ADD_FAILURE() << f;
+}
+
+TEST(SpammTemplates, RenderedSourcesCarryTheShapes) {
+  const auto mma = planned_specs("mma", problem(DType::F32, SpammPrecision::BF16, 128, true));
+  ASSERT_EQ(mma.size(), 1u);
+  const std::string source = jit::render(mma[0]);
+  for (const char* line : {"typedef __nv_bfloat16 elem_t;", "constexpr int kThreads = 256;", "constexpr int kWarpRows = 64;",
+                           "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", "constexpr int kVec = 8;", "list_kept(",
+                           "ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16"})
+    EXPECT_NE(source.find(line), std::string::npos) << line;
+  EXPECT_EQ(source.find("cvt.rna.tf32"), std::string::npos);  // one precision's code only
+  const auto split = planned_specs("mma", problem(DType::F32, SpammPrecision::Full, 64, false));
+  const std::string split_source = jit::render(split[0]);
+  EXPECT_NE(split_source.find("0xffffe000u"), std::string::npos);
+  EXPECT_NE(split_source.find("constexpr int kVec = 1;"), std::string::npos);  // k = 1021: one float per copy
+  const auto simt = planned_specs("simt", problem(DType::F64, SpammPrecision::Full, 32, true));
+  const std::string simt_source = jit::render(simt[0]);
+  for (const char* line : {"typedef double elem_t;", "constexpr int kTile = 32;", "constexpr int kSlice = 16;", "constexpr int kVec = 2;"})
+    EXPECT_NE(simt_source.find(line), std::string::npos) << line;
+}
+
+}  // namespace
+}  // namespace sparsejit

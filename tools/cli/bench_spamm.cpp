@@ -1,0 +1,244 @@
+#include "cli/bench_spamm.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/spamm_baseline.hpp"
+#include "cli/spamm_input.hpp"
+#include "plan/spamm.hpp"
+#include "sparsejit/error.hpp"
+#include "sparsejit/runtime.hpp"
+
+namespace sparsejit::cli::bench {
+
+namespace {
+
+using nlohmann::ordered_json;
+
+std::vector<std::string> items_of(const std::string& list) {
+  std::vector<std::string> items;
+  std::size_t start = 0;
+  while (start <= list.size()) {
+    const std::size_t comma = std::min(list.find(',', start), list.size());
+    items.push_back(list.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return items;
+}
+
+double number(const std::string& what, const std::string& item) {
+  std::size_t used = 0;
+  double x = 0;
+  try {
+    x = std::stod(item, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (item.empty() || used != item.size()) throw InvalidInputError("bench: " + what + " '" + item + "' is not a number");
+  return x;
+}
+
+std::string utc_now() {
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buffer[32];
+  std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buffer;
+}
+
+double frobenius(const std::vector<double>& x) {
+  double s = 0;
+  for (double v : x) s += v * v;
+  return std::sqrt(s);
+}
+
+template <class T>
+double distance(const std::vector<T>& got, const std::vector<double>& exact) {
+  double s = 0;
+  for (std::size_t i = 0; i < exact.size(); ++i) s += (double(got[i]) - exact[i]) * (double(got[i]) - exact[i]);
+  return std::sqrt(s);
+}
+
+// One (N, decay) input on the device, with its exact product (DGEMM on f64 operands).
+template <class T>
+class Case {
+ public:
+  Case(Runtime& rt, const std::string& decay, int32_t n)
+      : host_(spamm_matrix(decay + ":" + std::to_string(n))), a_(rt.context(), cast<T>(host_)), c_(rt.context(), n, n) {
+    ClassGemm exact(rt.context(), host_, host_, DType::F64, SpammPrecision::Full);
+    exact.run(nullptr);
+    exact_ = exact.result();
+    exact_norm_ = frobenius(exact_);
+  }
+  const Dense<double>& host() const { return host_; }
+  const DeviceDense<T>& a() const { return a_; }
+  DeviceDense<T>& c() { return c_; }
+  double relative_error() const { return distance(c_.download().data, exact_) / exact_norm_; }
+  double exact_norm() const { return exact_norm_; }
+
+ private:
+  Dense<double> host_;
+  DeviceDense<T> a_;
+  DeviceDense<T> c_;
+  std::vector<double> exact_;
+  double exact_norm_ = 0;
+};
+
+class SpammBench {
+ public:
+  SpammBench(const SpammConfig& config, std::ostream* json_out) : config_(config), json_out_(json_out) {}
+
+  bool run() {
+    for (int32_t n : config_.sizes)
+      for (const std::string& decay : config_.decays) {
+        try {
+          if (config_.dtype == DType::F64) run_case<double>(decay, n);
+          else run_case<float>(decay, n);
+        } catch (const Error& e) {
+          fail(decay + ":" + std::to_string(n), e.what());
+        }
+      }
+    return !failed_;
+  }
+
+ private:
+  template <class T>
+  void run_case(const std::string& decay, int32_t n) {
+    std::cerr << "bench: spamm " << decay << ":" << n << " " << to_string(config_.dtype) << std::endl;
+    Case<T> input(rt_, decay, n);
+    for (SpammPrecision precision : config_.precisions) {
+      if (config_.dtype == DType::F64 && precision != SpammPrecision::Full) continue;
+      Baseline baseline;
+      {
+        ClassGemm vendor(rt_.context(), input.host(), input.host(), config_.dtype, precision);
+        baseline.name = vendor.name();
+        baseline.ms = time([&](CUstream s) { vendor.run(s); });
+      }
+      if (precision == SpammPrecision::FP16 || precision == SpammPrecision::BF16) {
+        ClassGemm vendor(rt_.context(), input.host(), input.host(), config_.dtype, precision, true);
+        baseline.f32_inputs_ms = time([&](CUstream s) { vendor.run(s); });
+      }
+      for (double ratio : config_.ratios) run_ratio(input, decay, n, precision, ratio, baseline);
+    }
+  }
+
+  // cuBLAS of the class on host-converted operands, and (fp16, bf16) on the f32 operands.
+  struct Baseline {
+    std::string name;
+    double ms = 0;
+    double f32_inputs_ms = 0;  // 0: the same as ms (f32, tf32, f64 take the f32/f64 operands)
+  };
+
+  template <class T>
+  void run_ratio(Case<T>& input, const std::string& decay, int32_t n, SpammPrecision precision, double ratio, const Baseline& baseline) {
+    const std::string& vendor = baseline.name;
+    const double vendor_ms = baseline.ms;
+    SpammOptions search;
+    search.valid_ratio = ratio;
+    search.precision = precision;
+    search.tile = config_.tile;
+    const SpammInfo found = rt_.spamm(input.a(), input.a(), input.c(), search);
+    for (const std::string& path : config_.paths) {
+      SpammOptions o = search;
+      o.valid_ratio.reset();
+      o.tau = found.tau;
+      o.variant = path == "auto" ? "" : path;
+      const std::string what = decay + ":" + std::to_string(n) + " " + to_string(precision) + " " + std::to_string(100 * ratio) + "% " + path;
+      try {
+        const SpammInfo info = rt_.spamm(input.a(), input.a(), input.c(), o);
+        const double error = input.relative_error();
+        const double ms = time([&](CUstream) { rt_.spamm(input.a(), input.a(), input.c(), o); });
+        emit(ordered_json{{"device", rt_.device().name}, {"date", utc_now()}, {"op", "spamm"}, {"n", n}, {"decay", decay},
+                          {"dtype", to_string(config_.dtype)}, {"precision", to_string(precision)}, {"path", path},
+                          {"variant", info.decision->variant}, {"params", info.decision->params}, {"tile", info.tile},
+                          {"target_ratio", ratio}, {"valid_ratio", info.valid_ratio}, {"tau", info.tau},
+                          {"search_iterations", found.search_iterations}, {"search_ms", found.search_ms}, {"ms", ms},
+                          {"baseline", vendor}, {"baseline_ms", vendor_ms}, {"speedup", vendor_ms / ms},
+                          {"baseline_f32_inputs_ms", baseline.f32_inputs_ms > 0 ? baseline.f32_inputs_ms : vendor_ms},
+                          {"relative_error", error}, {"relative_bound", info.error_bound / input.exact_norm()},
+                          {"warmup", config_.timing.warmup}, {"repeat", config_.timing.repeat}});
+        char line[320];
+        std::snprintf(line, sizeof line, "%-12s %6d %-5s %6.2f%% %-6s %-7s %9.4f ms  %s %9.4f ms  %6.2fx  err %.2e  bound %.2e  search %d/%.2f ms",
+                      decay.c_str(), n, to_string(precision), 100 * info.valid_ratio, path.c_str(), info.decision->variant.c_str(), ms,
+                      vendor.c_str(), vendor_ms, vendor_ms / ms, error, info.error_bound / input.exact_norm(), found.search_iterations,
+                      found.search_ms);
+        std::cerr << line << std::endl;
+      } catch (const UnsupportedError& e) {
+        std::cerr << "bench: " << what << ": not run (" << e.what() << ")" << std::endl;
+      } catch (const Error& e) {
+        fail(what, e.what());
+      }
+    }
+  }
+
+  // Device ms per call: events around each (our calls synchronize inside, so a graph could not hold them).
+  double time(const std::function<void(CUstream)>& call) {
+    tuner::TimingOptions events = config_.timing;
+    events.clock = tuner::Clock::Events;
+    return tuner::time_on_stream(rt_.context(), nullptr, 1, events, [&](int, CUstream s) { call(s); }).median_ms;
+  }
+
+  void emit(const ordered_json& record) {
+    const std::string line = record.dump();
+    std::cout << line << std::endl;
+    if (json_out_) *json_out_ << line << std::endl;
+  }
+
+  void fail(const std::string& what, const std::string& message) {
+    std::cerr << "bench: " << what << ": " << message.substr(0, message.find('\n')) << std::endl;
+    failed_ = true;
+  }
+
+  const SpammConfig& config_;
+  std::ostream* json_out_;
+  Runtime rt_;
+  bool failed_ = false;
+};
+
+}  // namespace
+
+SpammConfig spamm_config(const std::string& sizes, const std::string& decays, const std::string& ratios,
+                         const std::string& precisions, const std::string& paths, const std::string& dtype, int32_t tile,
+                         const tuner::TimingOptions& timing) {
+  SpammConfig c;
+  for (const std::string& item : items_of(sizes)) {
+    const double n = number("--sizes", item);
+    if (n < 64 || n > 65536 || n != std::floor(n)) throw InvalidInputError("bench: --sizes " + item + " must be an integer in [64, 65536]");
+    c.sizes.push_back(int32_t(n));
+  }
+  for (const std::string& item : items_of(decays)) {
+    if (item != "algebraic" && item != "exponential")
+      throw InvalidInputError("bench: --decays '" + item + "' (expected algebraic or exponential)");
+    c.decays.push_back(item);
+  }
+  for (const std::string& item : items_of(ratios)) {
+    const double percent = number("--ratios", item);
+    if (!(percent > 0 && percent <= 100)) throw InvalidInputError("bench: --ratios " + item + " must be a percentage in (0, 100]");
+    c.ratios.push_back(percent / 100);
+  }
+  for (const std::string& item : items_of(precisions)) c.precisions.push_back(parse_spamm_precision(item));
+  const std::vector<std::string> known = plan::spamm_variants();
+  for (const std::string& item : items_of(paths)) {
+    if (item != "auto" && std::find(known.begin(), known.end(), item) == known.end())
+      throw InvalidInputError("bench: --paths '" + item + "' is neither auto nor a spamm variant");
+    c.paths.push_back(item);
+  }
+  c.dtype = parse_dtype(dtype);
+  if (c.dtype != DType::F32 && c.dtype != DType::F64) throw InvalidInputError("bench: --dtype '" + dtype + "' (expected f32 or f64)");
+  SpammOptions check;
+  check.tile = tile;
+  plan::check_spamm_options(check, c.dtype);
+  c.tile = tile;
+  c.timing = timing;
+  return c;
+}
+
+bool run_spamm(const SpammConfig& config, std::ostream* json_out) { return SpammBench(config, json_out).run(); }
+
+}  // namespace sparsejit::cli::bench

@@ -1,0 +1,38 @@
+// `sparsejit bench --op spamm`: SpAMM on decay matrices (A = B, as in cuSpAMM's evaluation)
+// at target shares of kept tile products, auto and each forced path against cuBLAS's GEMM of
+// the same precision class, in one process. One JSON line per (N, decay, precision, share,
+// path) on stdout (and --json-out), a table on stderr. Every set is selectable, so one device
+// call can run a subset.
+#pragma once
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "sparsejit/spamm.hpp"
+#include "sparsejit/types.hpp"
+#include "tuner/measure.hpp"
+
+namespace sparsejit::cli::bench {
+
+struct SpammConfig {
+  std::vector<int32_t> sizes;              // N of the N×N inputs
+  std::vector<std::string> decays;         // "algebraic" (0.1/(|i-j|^0.1+1)) | "exponential" (0.995^|i-j|)
+  std::vector<double> ratios;              // target shares of kept tile products, in (0, 1]
+  std::vector<SpammPrecision> precisions;
+  std::vector<std::string> paths;          // "auto" and variant names
+  DType dtype = DType::F32;
+  int32_t tile = 0;                        // 0: the planner's
+  tuner::TimingOptions timing;
+};
+
+// Parses the comma-separated lists (InvalidInputError naming a bad item): sizes in [64, 65536],
+// ratios in percent (0, 100], precisions full|tf32|fp16|bf16, paths auto or a spamm variant.
+SpammConfig spamm_config(const std::string& sizes, const std::string& decays, const std::string& ratios,
+                         const std::string& precisions, const std::string& paths, const std::string& dtype, int32_t tile,
+                         const tuner::TimingOptions& timing);
+
+// Runs every combination; returns false when any failed (each failure printed on stderr).
+bool run_spamm(const SpammConfig& config, std::ostream* json_out);
+
+}  // namespace sparsejit::cli::bench
