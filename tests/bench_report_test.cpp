@@ -243,6 +243,23 @@ TEST(BenchReport, SpgemmSummary) {
       << out.str();
   EXPECT_NE(out.str().find("spgemm: cuSPARSE failed on 1: m4\n"), std::string::npos) << out.str();
   EXPECT_EQ(out.str().find("K="), std::string::npos) << out.str();
+  EXPECT_EQ(out.str().find("numeric phase"), std::string::npos) << out.str();  // no record has one
+}
+
+// The numeric phase with the pattern reused: speedups 2x and 8x -> geomean 4.00x, min 2.00x
+// (m1); a record whose cuSPARSE reuse failed (null speedup) is left out.
+TEST(BenchReport, SpgemmNumericPhaseSummary) {
+  std::vector<ordered_json> records = {spgemm_record("m1", 1.0, 2.0, 1.0), spgemm_record("m2", 1.0, 2.0, 1.0),
+                                       spgemm_record("m3", 1.0, 2.0, 1.0)};
+  records[0]["numeric"] = {{"ms", 0.5}, {"vendor_ms", 1.0}, {"speedup", 2.0}};
+  records[1]["numeric"] = {{"ms", 0.5}, {"vendor_ms", 4.0}, {"speedup", 8.0}};
+  records[2]["numeric"] = {{"ms", 0.5}, {"vendor_ms", nullptr}, {"vendor_failed", "no"}, {"speedup", nullptr}};
+  std::ostringstream out;
+  print_report(out, records);
+  EXPECT_NE(out.str().find("spgemm numeric phase (pattern reused): 2 matrices, speedup over cusparseSpGEMMreuse_compute "
+                           "geomean 4.00x, min 2.00x (m1)\n"),
+            std::string::npos)
+      << out.str();
 }
 
 }  // namespace

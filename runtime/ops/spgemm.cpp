@@ -1,9 +1,11 @@
 // SpGEMM executor: C = A·B, both sparse, C a new DeviceCsr. What each variant launches and
 // allocates is its definition's (runtime/variants/spgemm/); this file finds the planned
 // variant in the registry and drives it.
-// Per call: B's fingerprint (cached on B's handle), the pair's features (cached on A's handle
-// per B pattern), the plan (cached on A's handle per B pattern, value type, forced choice and
-// runtime; prepared once: kernels loaded), then the variant's run, which allocates C. A pair
+// Per call: A's and B's fingerprints (cached on their handles), the pair's features (cached on
+// A's handle per B pattern), the plan (cached on A's handle per B pattern, value type, forced
+// choice and runtime; prepared once: kernels loaded), then the variant's run, which allocates
+// C; C's handle records the pair of patterns it is the product of, so that spgemm_numeric
+// (the numeric phase alone, for new values) can check it is given a C of A·B's pattern. A pair
 // without products gives an empty C without running anything. SpGEMM has no measured
 // selection yet: Options::reuse and measure do not apply.
 #include <type_traits>
@@ -100,37 +102,91 @@ DeviceCsr<T> empty_product(const Context& context, int32_t m, int32_t n) {
   return DeviceCsr<T>(context, c);
 }
 
+
+// The key on C's handle naming the pair of patterns it is the product of (spgemm_numeric
+// checks it).
+constexpr const char* kProductOf = "spgemm_product_of";
+
+// One pair's plan, from the caches on A's handle (features and plan per B pattern).
+template <class T>
+struct PairPlan {
+  std::string product_tag;  // A's and B's patterns (fingerprints and shapes)
+  std::string key;          // the plan's key on A's handle
+  std::shared_ptr<SpgemmFeatures> features;
+  std::shared_ptr<PreparedSpgemm<T>> prepared;
+  bool reused = true;
+};
+
+template <class T>
+PairPlan<T> pair_plan(detail::RuntimeState& rt, const DeviceCsr<T>& a, const DeviceCsr<T>& b, const Options& options) {
+  const plan::SpgemmProblem problem{dtype_of<T>::value, a.rows(), a.cols(), b.cols()};
+  PairPlan<T> p;
+  // B's pattern, for the caches on A's handle: its fingerprint covers its shape and every index.
+  const std::string b_tag = ":b=" + fingerprint_hex(cached_fingerprint(b)) + ":" + dims(b.rows(), b.cols());
+  p.product_tag = "a=" + fingerprint_hex(cached_fingerprint(a)) + ":" + dims(a.rows(), a.cols()) + b_tag;
+  p.features = a.template get_or_create<SpgemmFeatures>(
+      "spgemm_features" + b_tag, [&] { return std::make_shared<SpgemmFeatures>(spgemm_features(a.host_pattern(), b.host_pattern())); });
+  p.key = ops::plan_key(Op::SpGEMM, problem.dtype, 0, false, options, rt.id) + b_tag;
+  p.prepared = a.template get_or_create<PreparedSpgemm<T>>(p.key, [&] {
+    p.reused = false;
+    return prepare_spgemm<T>(rt, a, b, *p.features, problem, options);
+  });
+  return p;
+}
+
+template <class T>
+void check_value_type(const char* call) {
+  if constexpr (!ops::kFloatOrDouble<T>)
+    throw UnsupportedError(std::string(call) + ": value type " + to_string(dtype_of<T>::value) + " not supported (f32 and f64)");
+}
+
 }  // namespace
 
 template <class T>
 DeviceCsr<T> Runtime::spgemm(const DeviceCsr<T>& a, const DeviceCsr<T>& b, const Options& options, CallInfo* info) {
   check_spgemm_call(a.rows(), a.cols(), b.rows(), b.cols(), options);
-  if constexpr (!ops::kFloatOrDouble<T>)
-    throw UnsupportedError(std::string("spgemm: value type ") + to_string(dtype_of<T>::value) + " not supported (f32 and f64)");
+  check_value_type<T>("spgemm");
   detail::RuntimeState& rt = *state_;
-  const plan::SpgemmProblem problem{dtype_of<T>::value, a.rows(), a.cols(), b.cols()};
-  // B's pattern, for the caches on A's handle: its fingerprint covers its shape and every index.
-  const std::string b_tag = ":b=" + fingerprint_hex(cached_fingerprint(b)) + ":" + dims(b.rows(), b.cols());
-  const auto features = a.template get_or_create<SpgemmFeatures>(
-      "spgemm_features" + b_tag, [&] { return std::make_shared<SpgemmFeatures>(spgemm_features(a.host_pattern(), b.host_pattern())); });
-  const std::string key = ops::plan_key(Op::SpGEMM, problem.dtype, 0, false, options, rt.id) + b_tag;
-  bool reused = true;
-  std::shared_ptr<PreparedSpgemm<T>> prepared = a.template get_or_create<PreparedSpgemm<T>>(key, [&] {
-    reused = false;
-    return prepare_spgemm<T>(rt, a, b, *features, problem, options);
-  });
-  if (!prepared->execution) {
-    if (info != nullptr) *info = CallInfo{prepared->decision, reused};
-    return empty_product<T>(rt.context, a.rows(), b.cols());
+  PairPlan<T> p = pair_plan(rt, a, b, options);
+  if (!p.prepared->execution) {
+    if (info != nullptr) *info = CallInfo{p.prepared->decision, p.reused};
+    DeviceCsr<T> empty = empty_product<T>(rt.context, a.rows(), b.cols());
+    empty.attach(kProductOf, std::make_shared<std::string>(p.product_tag));
+    return empty;
   }
+  const plan::SpgemmProblem problem{dtype_of<T>::value, a.rows(), a.cols(), b.cols()};
   const CUstream stream = static_cast<CUstream>(options.stream);
   const variants::SpgemmOperands<T> operands{a, b, stream, ops::launches_early(options, rt.target.sm)};
-  variants::SpgemmOutput c = run_or_fall_back(rt, a, b, *features, problem, key, prepared, operands);
-  if (info != nullptr) *info = CallInfo{prepared->decision, reused};
+  variants::SpgemmOutput c = run_or_fall_back(rt, a, b, *p.features, problem, p.key, p.prepared, operands);
+  if (info != nullptr) *info = CallInfo{p.prepared->decision, p.reused};  // after a fallback: the plan that ran
   Event ready(rt.context);
   ready.record(stream);
-  return DeviceCsr<T>(rt.context, a.rows(), b.cols(), c.nnz, std::move(c.row_ptr), std::move(c.col_idx), std::move(c.values),
-                      std::move(ready));
+  DeviceCsr<T> product(rt.context, a.rows(), b.cols(), c.nnz, std::move(c.row_ptr), std::move(c.col_idx), std::move(c.values),
+                       std::move(ready));
+  product.attach(kProductOf, std::make_shared<std::string>(p.product_tag));
+  return product;
+}
+
+template <class T>
+CallInfo Runtime::spgemm_numeric(const DeviceCsr<T>& a, const DeviceCsr<T>& b, DeviceCsr<T>& c, const Options& options) {
+  check_spgemm_call(a.rows(), a.cols(), b.rows(), b.cols(), options);
+  check_value_type<T>("spgemm_numeric");
+  if (c.rows() != a.rows() || c.cols() != b.cols())
+    throw InvalidInputError("spgemm_numeric: C is " + dims(c.rows(), c.cols()) + " but A·B is " + dims(a.rows(), b.cols()));
+  detail::RuntimeState& rt = *state_;
+  PairPlan<T> p = pair_plan(rt, a, b, options);
+  const auto made_from = std::static_pointer_cast<const std::string>(c.find(kProductOf));
+  if (!made_from || *made_from != p.product_tag)
+    throw InvalidInputError(std::string("spgemm_numeric: C ") + (made_from ? "was made by spgemm from other patterns than A's and B's"
+                                                                           : "was not made by spgemm") +
+                            " (its pattern must be A·B's: call spgemm(A, B) once, then spgemm_numeric for new values)");
+  const CallInfo info{p.prepared->decision, p.reused};
+  if (!p.prepared->execution) return info;  // no products: C has no entries to compute
+  const CUstream stream = static_cast<CUstream>(options.stream);
+  const variants::SpgemmOperands<T> operands{a, b, stream, ops::launches_early(options, rt.target.sm)};
+  p.prepared->execution->recompute(rt, operands, {c.row_ptr().ptr(), c.col_idx().ptr(), c.values().ptr(), c.nnz()});
+  ++c.values_version_;
+  return info;
 }
 
 Decision explain_spgemm(PatternView a, PatternView b, DType dtype, const Options& options, int device) {
@@ -151,8 +207,9 @@ Decision explain_spgemm(PatternView a, PatternView b, DType dtype, const Options
   return d;
 }
 
-#define SPARSEJIT_INSTANTIATE(T) \
-  template DeviceCsr<T> Runtime::spgemm<T>(const DeviceCsr<T>&, const DeviceCsr<T>&, const Options&, CallInfo*);
+#define SPARSEJIT_INSTANTIATE(T)                                                                            \
+  template DeviceCsr<T> Runtime::spgemm<T>(const DeviceCsr<T>&, const DeviceCsr<T>&, const Options&, CallInfo*); \
+  template CallInfo Runtime::spgemm_numeric<T>(const DeviceCsr<T>&, const DeviceCsr<T>&, DeviceCsr<T>&, const Options&);
 SPARSEJIT_INSTANTIATE(float)
 SPARSEJIT_INSTANTIATE(double)
 SPARSEJIT_INSTANTIATE(half)

@@ -10,6 +10,8 @@
 
 #include <cstddef>
 #include <functional>
+#include <memory>
+#include <vector>
 
 #include "sparsejit/device_matrix.hpp"
 #include "vendor/cusparse_handle.hpp"
@@ -38,5 +40,32 @@ using OutputArray = std::function<DeviceBuffer(std::size_t bytes)>;
 template <class T>
 CusparseSpgemmResult cusparse_spgemm(const CusparseHandle& handle, const DeviceCsr<T>& a, const DeviceCsr<T>& b,
                                      SpgemmAlgorithm algorithm, CUstream stream, const OutputArray& new_array);
+
+// cuSPARSE's SpGEMM reuse API (cusparseSpGEMMreuse_*, ALG1's documented sequence): C's pattern
+// for A·B once at construction (work estimation, nnz, copy; C's arrays and the buffers the
+// numeric phase keeps are allocated here, the others freed), then compute() enqueues the numeric
+// phase alone for the current values of A and B: the baseline of Runtime::spgemm_numeric. A
+// and B must outlive it. Not thread-safe (hold the handle's lock around each call).
+struct SpgemmDescrDeleter {
+  void operator()(cusparseSpGEMMDescr* descriptor) const;
+};
+
+template <class T>
+class CusparseSpgemmReuse {
+ public:
+  CusparseSpgemmReuse(const CusparseHandle& handle, const DeviceCsr<T>& a, const DeviceCsr<T>& b, CUstream stream);
+
+  void compute(CUstream stream) const;
+  int64_t nnz() const { return nnz_; }
+  // C's values, in C's (sorted) order, after the work on `stream` so far.
+  std::vector<T> values(CUstream stream) const;
+
+ private:
+  const CusparseHandle& handle_;
+  SpMatDescriptor a_, b_, c_;
+  std::unique_ptr<cusparseSpGEMMDescr, SpgemmDescrDeleter> spgemm_;
+  int64_t nnz_ = 0;
+  DeviceBuffer row_ptr_, col_idx_, values_, kept_nnz_buffer_, kept_copy_buffer_;
+};
 
 }  // namespace sparsejit::vendor

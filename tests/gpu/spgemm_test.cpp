@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -261,6 +262,85 @@ TEST_F(SpgemmGpu, ACallersStreamOrdersTheWork) {
     SCOPED_TRACE(label(o));
     const DeviceCsr<double> c = rt().spgemm(da, da, o);
     expect_same_product(c.download(), reference::spgemm(a, a));
+  }
+}
+
+// The two-phase form: spgemm once, then spgemm_numeric for new values of A and B (C's values
+// poisoned first), against the reference of the new values, with the plan reused.
+template <class T>
+void check_numeric_phase(Runtime& rt, const std::string& name, const Csr<double>& a_pattern, const Csr<double>& b_pattern,
+                         uint64_t seed) {
+  const bool square_self = &a_pattern == &b_pattern;
+  for (const Options& o : every_variant()) {
+    if (o.variant == "cusparse" && !spgemm_features(a_pattern.pattern(), b_pattern.pattern()).a_sorted) continue;
+    SCOPED_TRACE(name + " " + std::string(to_string(dtype_of<T>::value)) + " " + label(o));
+    Csr<T> a = with_values<T>(a_pattern, seed);
+    Csr<T> b = square_self ? a : with_values<T>(b_pattern, seed + 1);
+    DeviceCsr<T> da(rt.context(), a);
+    std::optional<DeviceCsr<T>> db;
+    if (!square_self) db.emplace(rt.context(), b);
+    const DeviceCsr<T>& b_handle = square_self ? da : *db;
+    DeviceCsr<T> c = rt.spgemm(da, b_handle, o);
+    for (int round = 0; round < 2; ++round) {
+      generate::fill_random(a.values, seed + 10 + uint64_t(round));
+      da.update_values(a.values);
+      if (square_self) {
+        b = a;
+      } else {
+        generate::fill_random(b.values, seed + 20 + uint64_t(round));
+        db->update_values(b.values);
+      }
+      c.update_values(std::vector<T>(std::size_t(c.nnz()), std::numeric_limits<T>::quiet_NaN()));
+      const CallInfo info = rt.spgemm_numeric(da, b_handle, c, o);
+      EXPECT_TRUE(info.plan_reused);
+      expect_same_product(c.download(), reference::spgemm(a, b));
+    }
+  }
+}
+
+template <class T>
+void numeric_phase_shapes(Runtime& rt, uint64_t seed) {
+  const Csr<double> rmat = generate::from_spec("rmat:2048:20000", seed);
+  check_numeric_phase<T>(rt, "rmat A·A", rmat, rmat, seed);
+  const Csr<double> band = generate::from_spec("band:3000:12:40", seed);
+  check_numeric_phase<T>(rt, "band A·A", band, band, seed);
+  const Csr<double> long_a = with_long_first_row(300, 2000, 6, 1500, seed);
+  const Csr<double> wide_b = generate::uniform(2000, 5000, 8, seed + 5);
+  check_numeric_phase<T>(rt, "a row of 12000 products", long_a, wide_b, seed);
+  const Csr<double> rect_a = generate::uniform(700, 1300, 9, seed);
+  const Csr<double> rect_b = generate::uniform(1300, 450, 5, seed + 7);
+  check_numeric_phase<T>(rt, "rectangular", rect_a, rect_b, seed);
+}
+
+TEST_F(SpgemmGpu, TheNumericPhaseFollowsNewValuesF32) { numeric_phase_shapes<float>(rt(), next_seed()); }
+
+TEST_F(SpgemmGpu, TheNumericPhaseFollowsNewValuesF64) { numeric_phase_shapes<double>(rt(), next_seed()); }
+
+// spgemm_numeric takes only a C that spgemm made from A's and B's patterns.
+TEST_F(SpgemmGpu, TheNumericPhaseRefusesAForeignC) {
+  const Csr<float> a = with_values<float>(generate::from_spec("uniform:500:6", next_seed()), next_seed());
+  const Csr<float> other = with_values<float>(generate::from_spec("uniform:500:6", next_seed()), next_seed());
+  const DeviceCsr<float> da(rt().context(), a), dother(rt().context(), other);
+  DeviceCsr<float> from_other = rt().spgemm(dother, dother);
+  DeviceCsr<float> uploaded(rt().context(), reference::spgemm(a, a));
+  DeviceCsr<float> wrong_shape = rt().spgemm(dother, dother);
+  const auto expect_refused = [&](DeviceCsr<float>& c, const std::string& needle) {
+    try {
+      rt().spgemm_numeric(da, da, c);
+      ADD_FAILURE() << "accepted; expected an error naming '" << needle << "'";
+    } catch (const InvalidInputError& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  expect_refused(from_other, "was made by spgemm from other patterns than A's and B's");
+  expect_refused(uploaded, "was not made by spgemm");
+  const Csr<float> rect = with_values<float>(generate::uniform(500, 300, 4, next_seed()), next_seed());
+  const DeviceCsr<float> drect(rt().context(), rect);
+  try {
+    rt().spgemm_numeric(da, drect, wrong_shape);
+    ADD_FAILURE() << "a 500x500 C accepted for a 500x300 product";
+  } catch (const InvalidInputError& e) {
+    EXPECT_NE(std::string(e.what()).find("C is 500x500 but A·B is 500x300"), std::string::npos) << e.what();
   }
 }
 

@@ -275,6 +275,15 @@ void print_spgemm_report(std::ostream& out, const std::vector<ordered_json>& rec
     for (const std::string& name : vendor_failed) out << " " << name;
     out << "\n";
   }
+  std::vector<Named> numeric;
+  for (const ordered_json& r : records)
+    if (const auto s = nested_number(r, "numeric", "speedup")) numeric.push_back({*s, r["matrix"].get<std::string>()});
+  if (!numeric.empty()) {
+    const Named& slowest = *std::min_element(numeric.begin(), numeric.end(), by_value);
+    out << "spgemm numeric phase (pattern reused): " << numeric.size() << (numeric.size() == 1 ? " matrix" : " matrices")
+        << ", speedup over cusparseSpGEMMreuse_compute geomean " << cell(geomean(numeric), "%.2fx") << ", min "
+        << cell(slowest.value, "%.2fx") << " (" << slowest.matrix << ")\n";
+  }
 }
 
 }  // namespace

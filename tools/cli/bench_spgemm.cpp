@@ -4,7 +4,8 @@
 // process on one stream. Each SpGEMM call learns NNZ(C) on the host before allocating C, so a
 // call cannot be captured in a graph: every time here is an event pair around the host's call
 // (what a caller waits for), the median of --repeat after --warmup and one untimed first run.
-// GFLOP/s counts 2 flops per product (2·NNZ(Ĉ)).
+// GFLOP/s counts 2 flops per product (2·NNZ(Ĉ)). The record's "numeric" times the numeric phase
+// alone with the pattern reused (spgemm_numeric against cusparseSpGEMMreuse_compute).
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -13,6 +14,7 @@
 #include "cli/bench.hpp"
 #include "sparsejit/error.hpp"
 #include "sparsejit/reference.hpp"
+#include "vendor/cusparse_spgemm.hpp"
 
 namespace sparsejit::cli::bench {
 
@@ -76,6 +78,38 @@ ordered_json check_against(const Csr<T>& got, const Csr<T>& want) {
           {"same_pattern", same_pattern}};
 }
 
+// The numeric phase alone with the pattern reused: ours (spgemm_numeric into a C from spgemm,
+// auto's plan) against cusparseSpGEMMreuse_compute (its pattern phases run once, untimed), each
+// an event pair around the host's call. {ms, vendor_ms, speedup} (vendor_failed when cuSPARSE
+// could not set up its pattern).
+template <class T>
+ordered_json measure_numeric(Runtime& rt, const DeviceCsr<T>& a, const Config& config) {
+  const Stream stream(rt.context());
+  Options options;
+  options.stream = stream.handle();
+  DeviceCsr<T> c = rt.spgemm(a, a, options);
+  tuner::TimingOptions timing = config.timing;
+  timing.clock = tuner::Clock::Events;
+  const double ours = tuner::time_on_stream(rt.context(), stream.handle(), 1, timing, [&](int, CUstream) {
+                        rt.spgemm_numeric(a, a, c, options);
+                      }).median_ms;
+  ordered_json numeric = {{"ms", ours}};
+  try {
+    const vendor::CusparseHandle handle(rt.context());
+    const vendor::CusparseSpgemmReuse<T> reuse(handle, a, a, stream.handle());
+    const double vendor_ms = tuner::time_on_stream(rt.context(), stream.handle(), 1, timing, [&](int, CUstream s) {
+                               reuse.compute(s);
+                             }).median_ms;
+    numeric["vendor_ms"] = vendor_ms;
+    numeric["speedup"] = spgemm_ratio(vendor_ms, ours);
+  } catch (const CudaError& e) {
+    numeric["vendor_ms"] = nullptr;
+    numeric["vendor_failed"] = e.what();
+    numeric["speedup"] = nullptr;
+  }
+  return numeric;
+}
+
 }  // namespace
 
 template <class T>
@@ -129,6 +163,7 @@ ordered_json measure_spgemm(Runtime& rt, const Csr<T>& a, const Config& config, 
     record["vendor"] = {{"name", "cusparse:alg1"}, {"best", nullptr}, {"failed", e.what()}};
     record["speedup"] = nullptr;
   }
+  record["numeric"] = measure_numeric(rt, da, config);
   record["oracle"] = {{"name", oracle.name}, {"ms", oracle.ms}};
   record["auto_over_oracle"] = spgemm_ratio(auto_ms, oracle.ms);
 

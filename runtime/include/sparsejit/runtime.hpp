@@ -71,6 +71,16 @@ class Runtime {
   template <class T>
   DeviceCsr<T> spgemm(const DeviceCsr<T>& a, const DeviceCsr<T>& b, const Options& options = {}, CallInfo* info = nullptr);
 
+  // The numeric phase alone, for callers that multiply the same patterns again with new values
+  // (iterative solvers, AMG setup): c's values become A·B's for the current values of A and B
+  // (after update_values), c's pattern kept. c must come from spgemm(A', B') with A' and B'
+  // of A's and B's patterns (InvalidInputError otherwise, naming which). Same plan as spgemm
+  // (cached on A's handle): no pattern pass, no synchronization and no allocation of C; work is
+  // enqueued on options.stream, and c's arrays are being rewritten (the columns with the same
+  // values) until it completes. Returns the Decision and whether the plan was reused.
+  template <class T>
+  CallInfo spgemm_numeric(const DeviceCsr<T>& a, const DeviceCsr<T>& b, DeviceCsr<T>& c, const Options& options = {});
+
   // SpAMM C ≈ A·B (sparsejit/spamm.hpp): A m×k, B k×n, C m×n, all row-major (any ld ≥ cols);
   // C is overwritten. T: float or double (double: precision Full only). One call: the tile
   // norms of A and B (one pass over each), τ (given, or searched for on the device), the kept

@@ -377,6 +377,22 @@ class RowHashExecution final : public SpgemmExecution<T> {
     return c;  // the scratch block is freed on the stream after the kernels above
   }
 
+  // The binning kernels again (the row products and spans, then the numeric bins from c's
+  // offsets), then every numeric bin's kernel sized by its capacity (each reads its row count
+  // on the device): no symbolic pass, no scan, no synchronization, no allocation of C.
+  void recompute(detail::RuntimeState& rt, const SpgemmOperands<T>& o, const SpgemmTarget& c) const override {
+    rt.context.make_current();
+    const CUstream stream = o.stream;
+    const cuda::ScratchPool::Block scratch = rt.scratch_pool().allocate(layout_.total, stream);
+    const CUdeviceptr base = scratch.ptr(), fill = base + layout_.fill, numeric_fill = fill + 4 * kBinSlots;
+    SPARSEJIT_CU(cuMemsetD32Async, fill, 0, std::size_t(2 * kBinSlots), stream);
+    bin_rows(bin_symbolic_, o, 0, base, fill, layout_.symbolic_rows, layout_.symbolic_offset, stream);
+    bin_rows(bin_numeric_, o, c.row_ptr, base, numeric_fill, layout_.numeric_rows, layout_.numeric_offset, stream);
+    const Pass numeric{base, layout_.numeric_rows, layout_.numeric_offset, numeric_fill, c.row_ptr, c.col_idx, c.values};
+    for (int b = 0; b <= counts_.dense(); ++b)
+      if (counts_.capacity[std::size_t(b)] > 0) launch_bin(*numeric_[std::size_t(b)], b, counts_.capacity[std::size_t(b)], numeric, o, stream);
+  }
+
  private:
   // Where one pass's bins find their rows and counts, and what they write.
   struct Pass {

@@ -56,6 +56,15 @@ struct SpgemmOutput {
   int64_t nnz = 0;
 };
 
+// An existing C whose pattern is A·B's (made by a run on the same patterns): rows + 1
+// offsets, nnz sorted columns and the values to rewrite.
+struct SpgemmTarget {
+  CUdeviceptr row_ptr;
+  CUdeviceptr col_idx;
+  CUdeviceptr values;
+  int64_t nnz;
+};
+
 template <class T>
 class SpgemmExecution {
  public:
@@ -63,6 +72,10 @@ class SpgemmExecution {
   // Computes C on operands.stream. May synchronize that stream once (to learn NNZ(C) before
   // allocating C's columns and values); returns with the rest enqueued.
   virtual SpgemmOutput run(detail::RuntimeState& rt, const SpgemmOperands<T>& operands) const = 0;
+  // The numeric phase alone: c's values for the current values of A and B, c's pattern given.
+  // Enqueued on operands.stream; c's arrays may be rewritten (the columns with the same
+  // values) until that work completes.
+  virtual void recompute(detail::RuntimeState& rt, const SpgemmOperands<T>& operands, const SpgemmTarget& c) const = 0;
 };
 
 // What preparing an execution gets: the runtime, both handles (their caches may hold formats),
