@@ -14,6 +14,7 @@
 #include "plan/choose.hpp"
 #include "plan/planner.hpp"
 #include "sparsejit/device.hpp"
+#include "sparsejit/device_matrix.hpp"
 #include "vendor/cublas_gemm.hpp"
 #include "vendor/cusparse_handle.hpp"
 
@@ -35,6 +36,16 @@ struct RuntimeState {
   // Distinguishes this runtime's plans on a matrix handle from another runtime's (a plan
   // holds this runtime's cuSPARSE handle and kernels).
   const uint64_t id;
+
+  // A handle over arrays made on the device (rows + 1 offsets, nnz columns and values) and the
+  // event recorded after their last write: an operand derived from another (SpGEMM's
+  // transposes). Not validated: the producer guarantees a well-formed pattern.
+  template <class T>
+  std::shared_ptr<DeviceCsr<T>> adopt_csr(int32_t rows, int32_t cols, int64_t nnz, DeviceBuffer row_ptr, DeviceBuffer col_idx,
+                                          DeviceBuffer values, Event ready) const {
+    return std::shared_ptr<DeviceCsr<T>>(
+        new DeviceCsr<T>(context, rows, cols, nnz, std::move(row_ptr), std::move(col_idx), std::move(values), std::move(ready)));
+  }
 
   // Shortlist times of measured selection (plan/choose.hpp), per pattern fingerprint and plan
   // key: a new handle of a measured pattern takes the fastest without timing again.

@@ -80,6 +80,8 @@ void run_prepared(detail::RuntimeState& rt, PreparedSddmm<T>& prepared, const De
 template <class T>
 CallInfo Runtime::sddmm(const DeviceCsr<T>& s, const DeviceDense<T>& a, const DeviceDense<T>& b, DeviceBuffer& p,
                         const Options& options) {
+  if (options.transpose_a || options.transpose_b)
+    throw UnsupportedError("sddmm: Options::transpose_a/transpose_b do not apply (P = S ∘ (A·Bᵀ) takes B as given)");
   check_sddmm_shapes(s, a, b, p);
   detail::RuntimeState& rt = *state_;
   // A handle that has served an SDDMM call before has a reused pattern (see SddmmProblem).

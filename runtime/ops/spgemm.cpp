@@ -8,7 +8,9 @@
 // (the numeric phase alone, for new values) can check it is given a C of A·B's pattern. A pair
 // without products gives an empty C without running anything. SpGEMM has no measured
 // selection yet: Options::reuse and measure do not apply.
+#include <mutex>
 #include <type_traits>
+#include <utility>
 
 #include "ops/call_common.hpp"
 #include "ops/plan_sources.hpp"
@@ -16,6 +18,7 @@
 #include "sparsejit/error.hpp"
 #include "sparsejit/runtime.hpp"
 #include "variants/spgemm/spgemm_variant.hpp"
+#include "vendor/cusparse_transpose.hpp"
 
 namespace sparsejit {
 
@@ -31,11 +34,16 @@ struct PreparedSpgemm {
 
 std::string dims(int64_t rows, int64_t cols) { return std::to_string(rows) + "x" + std::to_string(cols); }
 
+// The operands as multiplied (transposed where the options say) must chain.
 void check_spgemm_call(int32_t a_rows, int32_t a_cols, int32_t b_rows, int32_t b_cols, const Options& options) {
+  const char* a_name = options.transpose_a ? "Aᵀ" : "A";
+  const char* b_name = options.transpose_b ? "Bᵀ" : "B";
+  if (options.transpose_a) std::swap(a_rows, a_cols);
+  if (options.transpose_b) std::swap(b_rows, b_cols);
   if (a_cols != b_rows)
-    throw InvalidInputError("spgemm: A is " + dims(a_rows, a_cols) + " but B has " + std::to_string(b_rows) + " rows (A·B needs " +
-                            std::to_string(a_cols) + "; B is " + dims(b_rows, b_cols) + ")");
-  if (options.transpose_a) throw UnsupportedError("spgemm: Options::transpose_a (Aᵀ·B) is not supported; C = A·B only");
+    throw InvalidInputError(std::string("spgemm: ") + a_name + " is " + dims(a_rows, a_cols) + " but " + b_name + " has " +
+                            std::to_string(b_rows) + " rows (" + a_name + "·" + b_name + " needs " + std::to_string(a_cols) + "; " +
+                            b_name + " is " + dims(b_rows, b_cols) + ")");
 }
 
 template <class T>
@@ -103,6 +111,42 @@ DeviceCsr<T> empty_product(const Context& context, int32_t m, int32_t n) {
 }
 
 
+// A transposed operand (Options::transpose_a/_b), kept on the operand's handle: Aᵀ as a device
+// CSR of its own (so its features and plans are cached on it like any operand's), converted by
+// cuSPARSE on first use and its values converted again when the operand's values change.
+template <class T>
+struct Transposed {
+  std::mutex mutex;
+  uint64_t values_version = 0;
+  std::shared_ptr<DeviceCsr<T>> handle;
+};
+
+template <class T>
+const DeviceCsr<T>& as_multiplied(detail::RuntimeState& rt, const DeviceCsr<T>& m, bool transposed, CUstream stream) {
+  if constexpr (!ops::kFloatOrDouble<T>) return m;  // refused before: no transpose for other value types
+  if (!transposed) return m;
+  const auto t = m.template get_or_create<Transposed<T>>("spgemm_transposed", [&] {
+    auto made = std::make_shared<Transposed<T>>();
+    std::lock_guard<std::mutex> lock(rt.cusparse_mutex);
+    vendor::TransposedArrays arrays = vendor::transpose_csr(rt.cusparse, m, stream);
+    Event ready(rt.context);
+    ready.record(stream);
+    made->values_version = m.values_version();
+    made->handle = rt.adopt_csr<T>(m.cols(), m.rows(), m.nnz(), std::move(arrays.row_ptr), std::move(arrays.col_idx),
+                                   std::move(arrays.values), std::move(ready));
+    return made;
+  });
+  std::lock_guard<std::mutex> lock(t->mutex);
+  if (t->values_version != m.values_version()) {  // the same pattern, new values
+    std::lock_guard<std::mutex> vendor_lock(rt.cusparse_mutex);
+    const vendor::TransposedArrays fresh = vendor::transpose_csr(rt.cusparse, m, stream);
+    SPARSEJIT_CU(cuMemcpyDtoDAsync_v2, t->handle->values().ptr(), fresh.values.ptr(), std::size_t(m.nnz()) * sizeof(T), stream);
+    SPARSEJIT_CU(cuStreamSynchronize, stream);  // before fresh's arrays are freed
+    t->values_version = m.values_version();
+  }
+  return *t->handle;
+}
+
 // The key on C's handle naming the pair of patterns it is the product of (spgemm_numeric
 // checks it).
 constexpr const char* kProductOf = "spgemm_product_of";
@@ -143,10 +187,13 @@ void check_value_type(const char* call) {
 }  // namespace
 
 template <class T>
-DeviceCsr<T> Runtime::spgemm(const DeviceCsr<T>& a, const DeviceCsr<T>& b, const Options& options, CallInfo* info) {
-  check_spgemm_call(a.rows(), a.cols(), b.rows(), b.cols(), options);
+DeviceCsr<T> Runtime::spgemm(const DeviceCsr<T>& a_given, const DeviceCsr<T>& b_given, const Options& options, CallInfo* info) {
+  check_spgemm_call(a_given.rows(), a_given.cols(), b_given.rows(), b_given.cols(), options);
   check_value_type<T>("spgemm");
   detail::RuntimeState& rt = *state_;
+  const CUstream stream = static_cast<CUstream>(options.stream);
+  const DeviceCsr<T>& a = as_multiplied(rt, a_given, options.transpose_a, stream);
+  const DeviceCsr<T>& b = as_multiplied(rt, b_given, options.transpose_b, stream);
   PairPlan<T> p = pair_plan(rt, a, b, options);
   if (!p.prepared->execution) {
     if (info != nullptr) *info = CallInfo{p.prepared->decision, p.reused};
@@ -155,7 +202,6 @@ DeviceCsr<T> Runtime::spgemm(const DeviceCsr<T>& a, const DeviceCsr<T>& b, const
     return empty;
   }
   const plan::SpgemmProblem problem{dtype_of<T>::value, a.rows(), a.cols(), b.cols()};
-  const CUstream stream = static_cast<CUstream>(options.stream);
   const variants::SpgemmOperands<T> operands{a, b, stream, ops::launches_early(options, rt.target.sm)};
   variants::SpgemmOutput c = run_or_fall_back(rt, a, b, *p.features, problem, p.key, p.prepared, operands);
   if (info != nullptr) *info = CallInfo{p.prepared->decision, p.reused};  // after a fallback: the plan that ran
@@ -168,12 +214,17 @@ DeviceCsr<T> Runtime::spgemm(const DeviceCsr<T>& a, const DeviceCsr<T>& b, const
 }
 
 template <class T>
-CallInfo Runtime::spgemm_numeric(const DeviceCsr<T>& a, const DeviceCsr<T>& b, DeviceCsr<T>& c, const Options& options) {
-  check_spgemm_call(a.rows(), a.cols(), b.rows(), b.cols(), options);
+CallInfo Runtime::spgemm_numeric(const DeviceCsr<T>& a_given, const DeviceCsr<T>& b_given, DeviceCsr<T>& c, const Options& options) {
+  check_spgemm_call(a_given.rows(), a_given.cols(), b_given.rows(), b_given.cols(), options);
   check_value_type<T>("spgemm_numeric");
-  if (c.rows() != a.rows() || c.cols() != b.cols())
-    throw InvalidInputError("spgemm_numeric: C is " + dims(c.rows(), c.cols()) + " but A·B is " + dims(a.rows(), b.cols()));
+  const int32_t m = options.transpose_a ? a_given.cols() : a_given.rows();
+  const int32_t n = options.transpose_b ? b_given.rows() : b_given.cols();
+  if (c.rows() != m || c.cols() != n)
+    throw InvalidInputError("spgemm_numeric: C is " + dims(c.rows(), c.cols()) + " but the product is " + dims(m, n));
   detail::RuntimeState& rt = *state_;
+  const CUstream stream = static_cast<CUstream>(options.stream);
+  const DeviceCsr<T>& a = as_multiplied(rt, a_given, options.transpose_a, stream);
+  const DeviceCsr<T>& b = as_multiplied(rt, b_given, options.transpose_b, stream);
   PairPlan<T> p = pair_plan(rt, a, b, options);
   const auto made_from = std::static_pointer_cast<const std::string>(c.find(kProductOf));
   if (!made_from || *made_from != p.product_tag)
@@ -182,7 +233,6 @@ CallInfo Runtime::spgemm_numeric(const DeviceCsr<T>& a, const DeviceCsr<T>& b, D
                             " (its pattern must be A·B's: call spgemm(A, B) once, then spgemm_numeric for new values)");
   const CallInfo info{p.prepared->decision, p.reused};
   if (!p.prepared->execution) return info;  // no products: C has no entries to compute
-  const CUstream stream = static_cast<CUstream>(options.stream);
   const variants::SpgemmOperands<T> operands{a, b, stream, ops::launches_early(options, rt.target.sm)};
   p.prepared->execution->recompute(rt, operands, {c.row_ptr().ptr(), c.col_idx().ptr(), c.values().ptr(), c.nnz()});
   ++c.values_version_;
@@ -190,6 +240,9 @@ CallInfo Runtime::spgemm_numeric(const DeviceCsr<T>& a, const DeviceCsr<T>& b, D
 }
 
 Decision explain_spgemm(PatternView a, PatternView b, DType dtype, const Options& options, int device) {
+  if (options.transpose_a || options.transpose_b)
+    throw UnsupportedError("explain_spgemm: transposed operands are planned as their transposes: pass transpose(A) or "
+                           "transpose(B) (matrix.hpp) with the flags off");
   check_spgemm_call(a.rows, a.cols, b.rows, b.cols, options);
   const SpgemmFeatures features = spgemm_features(a, b);
   const plan::DeviceTarget target = detail::explain_target(device);

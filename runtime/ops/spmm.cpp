@@ -97,6 +97,7 @@ void run_prepared(detail::RuntimeState& rt, PreparedSpmm<T>& p, const DeviceCsr<
 
 template <class T>
 CallInfo Runtime::spmm(const DeviceCsr<T>& a, const DeviceDense<T>& b, DeviceDense<T>& c, const Options& options) {
+  if (options.transpose_b) throw UnsupportedError("spmm: Options::transpose_b applies to spgemm only (B is dense here)");
   check_spmm_shapes(a.rows(), a.cols(), options.transpose_a, b.rows(), b.cols(), c.rows(), c.cols());
   detail::RuntimeState& rt = *state_;
   const plan::SpmmProblem problem{b.cols(), dtype_of<T>::value, options.transpose_a, b.ld(), c.ld()};

@@ -316,6 +316,45 @@ TEST_F(SpgemmGpu, TheNumericPhaseFollowsNewValuesF32) { numeric_phase_shapes<flo
 
 TEST_F(SpgemmGpu, TheNumericPhaseFollowsNewValuesF64) { numeric_phase_shapes<double>(rt(), next_seed()); }
 
+// A·Aᵀ and Aᵀ·A without the caller forming the transpose (Options::transpose_b / transpose_a),
+// on a rectangular A, against the reference of the transposed host matrix; then new values of
+// A (the kept transpose's values converted again) and the numeric phase on the same C.
+template <class T>
+void check_transposed_products(Runtime& rt, uint64_t seed) {
+  Csr<T> a = with_values<T>(generate::uniform(700, 1300, 9, seed), seed + 1);
+  DeviceCsr<T> da(rt.context(), a);
+  for (bool transpose_a : {false, true}) {
+    Options o;
+    o.transpose_a = transpose_a;
+    o.transpose_b = !transpose_a;
+    SCOPED_TRACE(std::string(to_string(dtype_of<T>::value)) + (transpose_a ? " Aᵀ·A" : " A·Aᵀ"));
+    const auto want = [&] { return transpose_a ? reference::spgemm(transpose(a), a) : reference::spgemm(a, transpose(a)); };
+    DeviceCsr<T> c = rt.spgemm(da, da, o);
+    EXPECT_EQ(c.rows(), transpose_a ? 1300 : 700);
+    expect_same_product(c.download(), want());
+    generate::fill_random(a.values, seed + (transpose_a ? 3 : 2));
+    da.update_values(a.values);
+    expect_same_product(rt.spgemm(da, da, o).download(), want());
+    c.update_values(std::vector<T>(std::size_t(c.nnz()), std::numeric_limits<T>::quiet_NaN()));
+    rt.spgemm_numeric(da, da, c, o);
+    expect_same_product(c.download(), want());
+  }
+  Options mismatched;
+  mismatched.transpose_a = true;  // Aᵀ·A needs A's rows to match: 700 vs 1300 columns of Aᵀ
+  const Csr<T> b = with_values<T>(generate::uniform(1300, 40, 3, seed + 4), seed + 5);
+  const DeviceCsr<T> db(rt.context(), b);
+  try {
+    rt.spgemm(da, db, mismatched);
+    ADD_FAILURE() << "Aᵀ (1300x700) times a 1300x40 B accepted";
+  } catch (const InvalidInputError& e) {
+    EXPECT_NE(std::string(e.what()).find("Aᵀ is 1300x700 but B has 1300 rows"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(SpgemmGpu, TransposedOperandsF32) { check_transposed_products<float>(rt(), next_seed()); }
+
+TEST_F(SpgemmGpu, TransposedOperandsF64) { check_transposed_products<double>(rt(), next_seed()); }
+
 // spgemm_numeric takes only a C that spgemm made from A's and B's patterns.
 TEST_F(SpgemmGpu, TheNumericPhaseRefusesAForeignC) {
   const Csr<float> a = with_values<float>(generate::from_spec("uniform:500:6", next_seed()), next_seed());
@@ -340,7 +379,7 @@ TEST_F(SpgemmGpu, TheNumericPhaseRefusesAForeignC) {
     rt().spgemm_numeric(da, drect, wrong_shape);
     ADD_FAILURE() << "a 500x500 C accepted for a 500x300 product";
   } catch (const InvalidInputError& e) {
-    EXPECT_NE(std::string(e.what()).find("C is 500x500 but A·B is 500x300"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("C is 500x500 but the product is 500x300"), std::string::npos) << e.what();
   }
 }
 

@@ -31,6 +31,10 @@
 
 namespace sparsejit {
 
+namespace detail {
+struct RuntimeState;
+}
+
 template <class T>
 class DeviceCsr {
  public:
@@ -81,6 +85,7 @@ class DeviceCsr {
 
  private:
   friend class Runtime;  // makes the handles of its results (spgemm's C)
+  friend struct detail::RuntimeState;  // makes the handles of operands it derives (a transpose)
   struct Cache {
     std::mutex mutex;
     std::map<std::string, std::shared_ptr<void>> entries;

@@ -35,8 +35,10 @@ struct Options {
   nlohmann::json params = nlohmann::json::object();
   // CUstream / cudaStream_t to launch on; nullptr is the legacy default stream.
   void* stream = nullptr;
-  // SpMM only: compute C = Aᵀ·B instead of A·B.
+  // SpMM and SpGEMM: compute C = Aᵀ·B instead of A·B.
   bool transpose_a = false;
+  // SpGEMM only: compute C = A·Bᵀ (with transpose_a, Aᵀ·Bᵀ); A·Aᵀ is spgemm(a, a) with this set.
+  bool transpose_b = false;
   // How often this sparsity pattern will be used (see Reuse).
   Reuse reuse = Reuse::Once;
   // Whether auto may time its shortlist on a reused pattern (see Reuse). The call that

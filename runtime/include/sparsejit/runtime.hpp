@@ -65,8 +65,12 @@ class Runtime {
   // Errors (before anything is allocated): InvalidInputError naming the shapes when A's
   // columns are not B's rows, and naming the count when A·B has more than 2^31-1 scalar
   // products (NNZ(Ĉ): C's int32 offsets could not be guaranteed to address it);
-  // UnsupportedError for other value types and for Options::transpose_a. Options::variant
-  // and params force a variant ("row_hash", "cusparse"); reuse and measure do not apply yet.
+  // UnsupportedError for other value types. Options::transpose_a / transpose_b multiply Aᵀ / Bᵀ
+  // instead (A·Aᵀ is spgemm(a, a) with transpose_b, Aᵀ·A with transpose_a): the transpose is
+  // made on the device by cuSPARSE on the first such call and kept on the operand's handle (its
+  // values converted again after update_values), at the cost of one synchronization of
+  // options.stream when it is made or refreshed. Options::variant and params force a variant
+  // ("row_hash", "cusparse"); reuse and measure do not apply yet.
   // info, when given, receives the call's Decision and whether the plan was reused.
   template <class T>
   DeviceCsr<T> spgemm(const DeviceCsr<T>& a, const DeviceCsr<T>& b, const Options& options = {}, CallInfo* info = nullptr);
