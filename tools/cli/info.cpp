@@ -26,7 +26,8 @@ namespace {
 
 // Every environment variable the library reads (see DESIGN.md, "Errors, logging, environment").
 constexpr const char* kEnvironmentVariables[] = {"SPARSEJIT_CACHE_DIR", "SPARSEJIT_LOG", "SPARSEJIT_DUMP_SOURCE",
-                                                 "SPARSEJIT_FORCE", "SPARSEJIT_TEMPLATE_DIR"};
+                                                 "SPARSEJIT_FORCE", "SPARSEJIT_TEMPLATE_DIR", "SPARSEJIT_MAX_DIMENSION",
+                                                 "SPARSEJIT_MAX_INFLATED_BYTES", "SPARSEJIT_MAX_GENERATED_ENTRIES"};
 
 // "major.minor.patch" of a library that answers from itself (cuSPARSE, cuBLAS), so it works
 // without a GPU; get(property, &value) returns `ok` on success.
@@ -58,9 +59,17 @@ nlohmann::json driver_json() {
   return driver;
 }
 
+// default_cache_dir() gives no folder when SPARSEJIT_CACHE_DIR is set but empty, or when no
+// variable names a place for one.
+std::string cache_disabled_reason() {
+  const char* dir = std::getenv("SPARSEJIT_CACHE_DIR");
+  if (dir != nullptr) return "disabled (SPARSEJIT_CACHE_DIR is set and empty)";
+  return "disabled (SPARSEJIT_CACHE_DIR, XDG_CACHE_HOME and HOME are all unset or empty: nowhere to keep it)";
+}
+
 nlohmann::json cache_json() {
   const std::optional<std::string> dir = cache::default_cache_dir();
-  if (!dir) return {{"enabled", false}, {"reason", "disabled (SPARSEJIT_CACHE_DIR is empty)"}};
+  if (!dir) return {{"enabled", false}, {"reason", cache_disabled_reason()}};
   return {{"enabled", true}, {"dir", *dir}, {"database", cache::database_path(*dir)}};
 }
 
@@ -136,7 +145,9 @@ void add_info_command(CLI::App& app) {
   cmd->callback([] {
     const nlohmann::json info = collect_info();
     if (as_json) {
-      std::cout << info.dump(2) << "\n";
+      nlohmann::json out = info;
+      out["format_version"] = kJsonFormatVersion;
+      std::cout << out.dump(2) << "\n";
     } else {
       print_text(info);
     }

@@ -1,0 +1,86 @@
+// Issue 27: every size and forced parameter a planner takes has a stated range, and a value
+// outside it is refused with an InvalidInputError naming it (CPU only). explain -k 100000000
+// used to plan a 40 TB operand without a word, and a forced parameter that was a string or
+// past int32 escaped as a JSON type error or wrapped around.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "plan/operand_limits.hpp"
+#include "plan/planner.hpp"
+#include "sparsejit/error.hpp"
+#include "support/plan_support.hpp"
+
+namespace sparsejit {
+namespace {
+
+using test::small_features;
+
+void expect_invalid(const std::function<void()>& call, const std::vector<std::string>& parts) {
+  try {
+    call();
+    ADD_FAILURE() << "no exception; expected one mentioning " << parts.front();
+  } catch (const InvalidInputError& e) {
+    for (const std::string& part : parts) EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+  }
+}
+
+Decision plan_spmm(const Features& f, int32_t k, const Options& o = {}, bool transpose = false) {
+  return plan::plan_spmm(f, {k, DType::F32, transpose}, {}, o);
+}
+
+Decision plan_sddmm(const Features& f, int32_t k, const Options& o = {}) {
+  return plan::plan_sddmm(f, {k, DType::F32}, {}, o);
+}
+
+Options forcing(const std::string& variant, nlohmann::json params) {
+  Options o;
+  o.variant = variant;
+  o.params = std::move(params);
+  return o;
+}
+
+TEST(PlanLimits, KOutsideItsRangeIsRefusedByEveryPlanner) {
+  for (const int32_t k : {0, -3, 100000000, int32_t(plan::kMaxK) + 1}) {
+    const std::string named = "k = " + std::to_string(k) + " out of range [1, 16777216]";
+    expect_invalid([&] { plan_spmm(small_features(), k); }, {"spmm", named});
+    expect_invalid([&] { plan_sddmm(small_features(), k); }, {"sddmm", named});
+  }
+  EXPECT_EQ(plan_spmm(small_features(), int32_t(plan::kMaxK)).features.at("k"), plan::kMaxK);
+}
+
+// A matrix of 2e9 rows at K = 2^20 would need an 8 PB C: refused naming the operand, its
+// shape and bytes. Transposed, B takes A's rows and C its columns.
+TEST(PlanLimits, DenseOperandsPastATebibyteAreRefused) {
+  Features tall = small_features();
+  tall.basic.rows = 2000000000;
+  const int32_t k = 1 << 20;
+  expect_invalid([&] { plan_spmm(tall, k); }, {"dense operand C (2000000000 x 1048576 f32)", "8388608000000000 bytes"});
+  expect_invalid([&] { plan_spmm(tall, k, {}, /*transpose=*/true); }, {"dense operand B (2000000000 x 1048576 f32)"});
+  expect_invalid([&] { plan_sddmm(tall, k); }, {"dense operand A (2000000000 x 1048576 f32)"});
+  EXPECT_NO_THROW(plan_spmm(tall, 128));  // 1 TB is the limit: 2e9 x 128 x 4 bytes is 1.02e12
+}
+
+TEST(PlanLimits, ForcedParametersOfTheWrongKindOrPastInt32AreRefusedNamingThem) {
+  expect_invalid([] { plan_spmm(small_features(), 32, forcing("csr_rowwarp", {{"warps_per_block", "abc"}})); },
+                 {"csr_rowwarp", "warps_per_block = \"abc\" is not an integer"});
+  expect_invalid([] { plan_spmm(small_features(), 32, forcing("csr_rowwarp", {{"warps_per_block", 4294967304LL}})); },
+                 {"warps_per_block = 4294967304 is not an integer in the range of int32"});
+  expect_invalid([] { plan_spmm(small_features(), 32, forcing("csr_rowwarp", {{"warps_per_block", 2.5}})); },
+                 {"warps_per_block = 2.5 is not an integer"});
+  expect_invalid([] { plan_sddmm(small_features(), 32, forcing("coo_flat", {{"threads_per_block", true}})); },
+                 {"coo_flat", "threads_per_block = true is not an integer"});
+}
+
+// The issue's examples: warps_per_block = 0 and 100000 pass no check.
+TEST(PlanLimits, ForcedParametersOutsideTheirRangeAreRefused) {
+  for (const int warps : {0, 33, 100000})
+    expect_invalid([&] { plan_spmm(small_features(), 32, forcing("csr_rowwarp", {{"warps_per_block", warps}})); },
+                   {"warps_per_block", std::to_string(warps)});
+  EXPECT_EQ(plan_spmm(small_features(), 32, forcing("csr_rowwarp", {{"warps_per_block", 32}})).params.at("warps_per_block"), 32);
+}
+
+}  // namespace
+}  // namespace sparsejit
