@@ -215,18 +215,6 @@ TEST(Corruption, ForeignSqliteDatabaseIsMovedAside) {
   fs::remove_all(dir);
 }
 
-TEST(Corruption, OtherSchemaVersionIsMovedAside) {
-  const fs::path dir = fresh_dir("schema");
-  write_valid_cache(dir);
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(database_path(dir.string()).c_str(), &db), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(db, "UPDATE meta SET value = '0' WHERE key = 'schema_version'", nullptr, nullptr, nullptr),
-            SQLITE_OK);
-  sqlite3_close(db);
-  expect_recovers(dir, "old schema");
-  fs::remove_all(dir);
-}
-
 TEST(Location, EnvironmentOrder) {
   {
     ScopedEnv cache_dir("SPARSEJIT_CACHE_DIR", "/some/where");

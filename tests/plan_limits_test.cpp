@@ -11,6 +11,8 @@
 #include "plan/operand_limits.hpp"
 #include "plan/planner.hpp"
 #include "sparsejit/error.hpp"
+#include "sparsejit/features.hpp"
+#include "sparsejit/generate.hpp"
 #include "support/plan_support.hpp"
 
 namespace sparsejit {
@@ -80,6 +82,25 @@ TEST(PlanLimits, ForcedParametersOutsideTheirRangeAreRefused) {
     expect_invalid([&] { plan_spmm(small_features(), 32, forcing("csr_rowwarp", {{"warps_per_block", warps}})); },
                    {"warps_per_block", std::to_string(warps)});
   EXPECT_EQ(plan_spmm(small_features(), 32, forcing("csr_rowwarp", {{"warps_per_block", 32}})).params.at("warps_per_block"), 32);
+  // rs needs the split statistics of a real pattern.
+  const Csr<double> clustered = generate::clustered(2048, 2048, 16, 0.6, 16, 2);
+  const Features features = inspect(clustered.pattern());
+  const plan::SplitStatsSource split = [&](int32_t w, int32_t t) { return row_segment_split(clustered.pattern(), w, t); };
+  auto plan_rs = [&](nlohmann::json params) {
+    return plan::plan_spmm(features, {32, DType::F32, false}, {}, forcing("rs", std::move(params)), split);
+  };
+  for (const int blocks : {0, 33, 100000})
+    expect_invalid([&] { plan_rs({{"blocks_per_sm", blocks}}); },
+                   {"rs: blocks_per_sm = " + std::to_string(blocks) + " must be in [1, 32]"});
+  expect_invalid([&] { plan_rs({{"segments_per_block", 2000000}}); }, {"segments_per_block = 2000000 must be in [1, 1048576]"});
+  EXPECT_EQ(plan_rs({{"blocks_per_sm", 2}}).params.at("blocks_per_sm"), 2);
+  // The panel width is derived by dividing by these; a forced 0 was a SIGFPE in the planner.
+  expect_invalid([&] { plan_rs({{"heavy_lanes", 0}}); }, {"heavy_lanes"});
+  expect_invalid([&] { plan_rs({{"cf_v", 0}}); }, {"cf_v"});
+  expect_invalid([&] { plan_rs({{"vec_width", 0}}); }, {"vec_width = 0"});
+  expect_invalid([] { plan_sddmm(small_features(), 32, forcing("panel_gather", {{"band_rows", 0}})); }, {"band_rows = 0 outside"});
+  expect_invalid([] { plan_sddmm(small_features(), 32, forcing("panel_gather", {{"panel_cols", 1 << 21}})); },
+                 {"panel_cols = 2097152 outside [1, 1048576]"});
 }
 
 }  // namespace

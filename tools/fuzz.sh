@@ -7,12 +7,12 @@
 # it into tests/fuzz/crashes/<harness>/ once fixed. The ctest test `fuzz` runs this.
 #
 #   SPARSEJIT_FUZZ_BUILD_DIR   build folder (default: build-fuzz)
-#   SPARSEJIT_FUZZ_SECONDS     seconds of fuzzing per harness (default: 40)
+#   SPARSEJIT_FUZZ_SECONDS     seconds of fuzzing per harness (default: 30)
 #   SPARSEJIT_JOBS             parallel compile jobs (default: number of cores)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=$(realpath -m "${SPARSEJIT_FUZZ_BUILD_DIR:-build-fuzz}")
-seconds=${SPARSEJIT_FUZZ_SECONDS:-40}
+seconds=${SPARSEJIT_FUZZ_SECONDS:-30}
 jobs=${SPARSEJIT_JOBS:-$(nproc)}
 harnesses=(fuzz_matrix_file fuzz_choice_text fuzz_model_json)
 

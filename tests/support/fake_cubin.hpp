@@ -2,18 +2,21 @@
 // with no sections (so cache/cubin_check.hpp passes it), followed by `tag` to tell binaries
 // apart. Header-only: the cache_worker process uses it too.
 #pragma once
+#include <algorithm>
+#include <iterator>
 #include <string>
 #include <vector>
 
 namespace sparsejit::test {
 
 inline std::vector<char> fake_cubin(const std::string& tag) {
-  std::vector<char> bytes(64, '\0');
+  constexpr std::size_t kHeaderBytes = 64;
+  std::vector<char> bytes(kHeaderBytes + tag.size(), '\0');
   const char magic[] = {0x7f, 'E', 'L', 'F', 2 /* 64-bit */, 1 /* little endian */, 1 /* version */};
   std::copy(std::begin(magic), std::end(magic), bytes.begin());
   bytes[18] = char(190);  // e_machine EM_CUDA
   bytes[58] = 64;         // e_shentsize; e_shoff and e_shnum stay 0
-  bytes.insert(bytes.end(), tag.begin(), tag.end());
+  std::copy(tag.begin(), tag.end(), bytes.begin() + kHeaderBytes);
   return bytes;
 }
 

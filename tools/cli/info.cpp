@@ -63,7 +63,7 @@ nlohmann::json driver_json() {
 // variable names a place for one.
 std::string cache_disabled_reason() {
   const char* dir = std::getenv("SPARSEJIT_CACHE_DIR");
-  if (dir != nullptr) return "disabled (SPARSEJIT_CACHE_DIR is set and empty)";
+  if (dir != nullptr) return "disabled (SPARSEJIT_CACHE_DIR is empty)";
   return "disabled (SPARSEJIT_CACHE_DIR, XDG_CACHE_HOME and HOME are all unset or empty: nowhere to keep it)";
 }
 
