@@ -150,8 +150,9 @@ std::optional<StoredKernel> CacheStore::find_kernel(const KernelKey& key) {
       touch.bind(8, now_ms()).step();
       transaction.commit();
     } catch (const SqliteError& e) {
-      // The hit count is bookkeeping; the kernel itself was found.
-      if (!e.is_busy()) throw;
+      // The hit count is bookkeeping; the kernel itself was found. Only damage is worth acting
+      // on: a busy, full or read-only database must not turn a hit into a recompile.
+      if (e.is_corruption()) throw;
     }
   });
   return found;

@@ -219,5 +219,20 @@ TEST_F(CliPromises, ReadOnlyCacheServesLookupsQuietly) {
   EXPECT_EQ(nlohmann::json::parse(stats.out)["entries"], 1) << stats.out;
 }
 
+// A cache on a file system that fills up (a 96 KiB tmpfs in a private mount namespace, about
+// what the database, its WAL and index need for one kernel): whichever write finds the disk
+// full, every call succeeds, with at most one warning per process.
+TEST_F(CliPromises, FullDiskFailsNoCall) {
+  if (std::system("unshare -m true >/dev/null 2>&1") != 0) GTEST_SKIP() << "cannot make a private mount here";
+  const std::string cache = (dir_ / "small").string();
+  std::filesystem::create_directories(cache);
+  const std::string full = "SPARSEJIT_CACHE_DIR='" + cache + "' unshare -m sh -c 'mount -t tmpfs -o size=96k tmpfs \"$0\" && "
+                           "\"$@\" && \"$@\"' '" + cache + "'";
+  const Result r = run_cli("explain gen:uniform:300:7 --op sddmm -k 64", full);
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(occurrences(r.out, "candidates:"), 2u) << r.out;  // both calls printed their decision
+  EXPECT_LE(occurrences(r.out, "warning"), 2u) << r.out;       // at most one per process
+}
+
 }  // namespace
 }  // namespace sparsejit
