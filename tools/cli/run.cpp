@@ -8,9 +8,9 @@
 #include "cli/call_options.hpp"
 #include "cli/commands.hpp"
 #include "cli/matrix_input.hpp"
+#include "cli/operand_fit.hpp"
 #include "cli/spamm_baseline.hpp"
 #include "cli/spamm_input.hpp"
-#include "plan/operand_limits.hpp"
 #include "sparsejit/error.hpp"
 #include "sparsejit/generate.hpp"
 #include "sparsejit/reference.hpp"
@@ -30,6 +30,12 @@ struct RunArgs {
   bool check = false, transpose = false;
   Options call;  // from variant and transpose (call_options)
 };
+
+// Bytes of a CSR on the device: offsets, indices and values.
+template <class T>
+int64_t sparse_bytes(const Csr<T>& a) {
+  return (int64_t(a.rows) + 1) * 4 + a.nnz() * int64_t(4 + sizeof(T));
+}
 
 // Wall-clock microseconds per call for `calls` back-to-back calls (host side only: launches
 // are asynchronous), after the plan exists.
@@ -57,8 +63,8 @@ template <class T>
 void run_spmm(const RunArgs& args) {
   Csr<T> a = load_matrix<T>(args.input, 1);
   const int32_t inner = args.transpose ? a.rows : a.cols, outer = args.transpose ? a.cols : a.rows;
-  plan::check_dense_operands("spmm", args.k, dtype_of<T>::value, {{"B", inner}, {"C", outer}});
   Runtime rt;
+  check_operands_fit(rt.device(), "spmm", args.k, dtype_of<T>::value, {{"B", inner}, {"C", outer}}, sparse_bytes(a));
   Dense<T> b(inner, args.k);
   generate::fill_random(b, 2);
   DeviceCsr<T> da(rt.context(), a);
@@ -91,8 +97,10 @@ void run_spmm(const RunArgs& args) {
 template <class T>
 void run_sddmm(const RunArgs& args) {
   Csr<T> s = load_matrix<T>(args.input, 1);
-  plan::check_dense_operands("sddmm", args.k, dtype_of<T>::value, {{"A", s.rows}, {"B", s.cols}});
   Runtime rt;
+  // S's values twice: the input and P.
+  check_operands_fit(rt.device(), "sddmm", args.k, dtype_of<T>::value, {{"A", s.rows}, {"B", s.cols}},
+                     sparse_bytes(s) + s.nnz() * int64_t(sizeof(T)));
   Dense<T> a(s.rows, args.k), b(s.cols, args.k);
   generate::fill_random(a, 2);
   generate::fill_random(b, 3);
