@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -101,6 +102,43 @@ TEST(PlanLimits, ForcedParametersOutsideTheirRangeAreRefused) {
   expect_invalid([] { plan_sddmm(small_features(), 32, forcing("panel_gather", {{"band_rows", 0}})); }, {"band_rows = 0 outside"});
   expect_invalid([] { plan_sddmm(small_features(), 32, forcing("panel_gather", {{"panel_cols", 1 << 21}})); },
                  {"panel_cols = 2097152 outside [1, 1048576]"});
+}
+
+// Every integer parameter of every SpMM and SDDMM variant, forced to values past any sensible
+// range: the planner returns a plan or throws a sparsejit::Error, never crashes or lets another
+// exception out (rs's blocks_per_sm = 0 was a SIGFPE). Values a variant accepts must then be
+// ones its own check accepts too (the plan's params pass check again in the planner).
+TEST(PlanLimits, EveryIntegerParameterForcedOutOfRangeIsAPlanOrAnError) {
+  const Csr<double> clustered = generate::clustered(2048, 2048, 16, 0.6, 16, 2);
+  const Features features = inspect(clustered.pattern());
+  const plan::SplitStatsSource split = [&](int32_t w, int32_t t) { return row_segment_split(clustered.pattern(), w, t); };
+  const std::vector<int64_t> bad = {0, -1, 3, 1 << 30, std::numeric_limits<int32_t>::max()};
+  int tried = 0;
+  auto sweep = [&](const std::string& variant, const std::function<Decision(const Options&)>& plan) {
+    nlohmann::json defaults;
+    try {
+      defaults = plan(forcing(variant, nlohmann::json::object())).params;
+    } catch (const Error&) {
+      return;  // cannot run this problem at all
+    }
+    for (const auto& [key, value] : defaults.items()) {
+      if (!value.is_number_integer()) continue;
+      for (const int64_t v : bad) {
+        ++tried;
+        try {
+          plan(forcing(variant, {{key, v}}));
+        } catch (const Error&) {
+        } catch (const std::exception& e) {
+          ADD_FAILURE() << variant << ": " << key << " = " << v << " escaped as " << e.what();
+        }
+      }
+    }
+  };
+  for (const std::string& v : plan::spmm_variants())
+    sweep(v, [&](const Options& o) { return plan::plan_spmm(features, {64, DType::F32, false}, {}, o, split); });
+  for (const std::string& v : plan::sddmm_variants())
+    sweep(v, [&](const Options& o) { return plan::plan_sddmm(features, {64, DType::F32}, {}, o); });
+  EXPECT_GT(tried, 100);
 }
 
 }  // namespace
