@@ -202,8 +202,9 @@ TEST(Features, BitmapTilesOfSixteenSquare) {
 
 // Issue 27: a matrix of 2147483641-2147483647 rows made the tile walk step its int32 first
 // row past INT32_MAX and crash. The row offsets of an empty INT32_MAX-row matrix are 8 GiB of
-// zeros, mapped read-only from the zero page; a 2^20-row tile visits 2048 of them.
-TEST(Features, TileWalkOverNearlyInt32MaxRowsEnds) {
+// zeros, mapped read-only from the zero page; a 2^20-row tile visits 2048 of them, the
+// fingerprint all of them (a few seconds).
+TEST(Features, TileWalkAndFingerprintOverInt32MaxRowsEnd) {
   const int32_t rows = std::numeric_limits<int32_t>::max();
   const std::size_t bytes = (std::size_t(rows) + 1) * sizeof(int32_t);
   void* zeros = mmap(nullptr, bytes, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -213,9 +214,13 @@ TEST(Features, TileWalkOverNearlyInt32MaxRowsEnds) {
   const TileStats tiles = inspect_detail::bitmap_tiles(empty, 1 << 20);
   int64_t visited = 0;
   inspect_detail::for_each_tile(empty, (1 << 30) + 1, [&](int32_t, int32_t, int32_t) { ++visited; });
+  // The fingerprint reads every offset: its int32 `r <= rows` loop never ended at INT32_MAX.
+  const uint64_t fingerprint = inspect_detail::fingerprint(empty);
+  const uint64_t no_rows = inspect_detail::fingerprint(PatternView{0, 3, static_cast<const int32_t*>(zeros), &no_columns});
   munmap(zeros, bytes);
   EXPECT_EQ(tiles.tiles, 0);
   EXPECT_EQ(visited, 0);
+  EXPECT_NE(fingerprint, no_rows);
 }
 
 TEST(Features, BitmapTilesWithPartialEdgeTiles) {
