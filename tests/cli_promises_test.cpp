@@ -134,6 +134,10 @@ TEST_F(CliPromises, InfoSaysWhyTheCacheIsDisabled) {
   ASSERT_EQ(nowhere.status, 0) << nowhere.out;
   EXPECT_NE(nlohmann::json::parse(nowhere.out)["cache"]["reason"].get<std::string>().find("HOME are all unset"), std::string::npos)
       << nowhere.out;
+  const std::string file = write("cache-file", "not a folder");
+  const Result unusable = run_cli("info --json", "SPARSEJIT_CACHE_DIR='" + file + "'");
+  ASSERT_EQ(unusable.status, 0) << unusable.out;
+  EXPECT_EQ(nlohmann::json::parse(unusable.out)["cache"]["reason"], "unusable (" + file + " is not a directory): memory only");
 }
 
 // Issue 27's huge declarations: each ended in a segfault or gigabytes of memory; now one line

@@ -4,9 +4,11 @@
 #include <cublas_v2.h>
 #include <cusparse.h>
 #include <sqlite3.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -70,7 +72,14 @@ std::string cache_disabled_reason() {
 nlohmann::json cache_json() {
   const std::optional<std::string> dir = cache::default_cache_dir();
   if (!dir) return {{"enabled", false}, {"reason", cache_disabled_reason()}};
-  return {{"enabled", true}, {"dir", *dir}, {"database", cache::database_path(*dir)}};
+  std::error_code ec;
+  if (std::filesystem::exists(*dir, ec) && !std::filesystem::is_directory(*dir, ec))
+    return {{"enabled", false}, {"reason", "unusable (" + *dir + " is not a directory): memory only"}};
+  // A folder or database this process cannot write serves lookups only (cache/database.hpp).
+  const std::string database = cache::database_path(*dir);
+  const bool read_only = (::access(database.c_str(), F_OK) == 0 && ::access(database.c_str(), W_OK) != 0) ||
+                         (::access(dir->c_str(), F_OK) == 0 && ::access(dir->c_str(), W_OK) != 0);
+  return {{"enabled", true}, {"dir", *dir}, {"database", database}, {"read_only", read_only}};
 }
 
 nlohmann::json environment_json() {
@@ -121,7 +130,7 @@ void print_text(const nlohmann::json& info) {
   }
   const auto& cache = info["cache"];
   if (cache["enabled"].get<bool>()) {
-    std::cout << "cache dir: " << cache["dir"].get<std::string>() << "\n"
+    std::cout << "cache dir: " << cache["dir"].get<std::string>() << (cache["read_only"].get<bool>() ? " (read-only: lookups only)" : "") << "\n"
               << "cache db:  " << cache["database"].get<std::string>() << "\n";
   } else {
     std::cout << "cache:     " << cache["reason"].get<std::string>() << "\n";
