@@ -1,11 +1,13 @@
 // Matrix files, plain and gzip: whatever the bytes, read_csr and read_dense return a valid
-// matrix or throw a sparsejit::Error; anything else (a crash, a sanitizer report, another
-// exception, a matrix that fails validate) is a finding.
+// matrix or throw a sparsejit::Error, and every feature pass finishes on what they return;
+// anything else (a crash, a sanitizer report, another exception, a matrix that fails
+// validate) is a finding.
 //
 // Input: one mode byte, then the file. Mode bit 0: gzip the file before reading it (so the
 // text parsers are reached through decompression as well; gzip bytes in the input reach the
 // decompressor directly). Bit 1: read as float instead of double. Bit 2: keep the stored
-// triangle of symmetric files.
+// triangle of symmetric files. The higher bits pick the panel width and tile sizes of the
+// feature passes.
 #include <unistd.h>
 #include <zlib.h>
 
@@ -15,6 +17,7 @@
 #include <string>
 
 #include "sparsejit/error.hpp"
+#include "sparsejit/features.hpp"
 #include "sparsejit/io.hpp"
 
 namespace {
@@ -44,17 +47,32 @@ void write_file(const std::string& bytes) {
   std::fclose(file);
 }
 
+// Every feature pass over a matrix the reader accepted: each must finish on any valid
+// pattern (empty rows, one column, a single huge row, ...).
+void inspect_every_way(sparsejit::PatternView a, uint8_t mode) {
+  sparsejit::inspect(a);
+  sparsejit::row_segment_split(a, 1 + (mode >> 3), 2);
+  sparsejit::bitmap_tiles(a, 1 + (mode >> 5));
+  if (a.rows == a.cols) sparsejit::spgemm_features(a, a);
+}
+
 template <class T>
-void read_every_way(const sparsejit::io::ReadOptions& options) {
+void read_every_way(const sparsejit::io::ReadOptions& options, uint8_t mode) {
+  sparsejit::Csr<T> a;
   try {
-    const sparsejit::Csr<T> a = sparsejit::io::read_csr<T>(scratch_path(), options);
-    sparsejit::validate(a, /*require_sorted=*/true);  // throws only on a reader bug: caught below as a finding
+    a = sparsejit::io::read_csr<T>(scratch_path(), options);
   } catch (const sparsejit::InvalidInputError& e) {
     if (std::string(e.what()).find(scratch_path()) != 0) std::abort();  // every message names the file
+    return;
   } catch (const sparsejit::Error&) {
+    return;
   }
+  // A matrix the reader returns is valid; a failure here (an exception) is a finding.
+  sparsejit::validate(a, /*require_sorted=*/true);
+  inspect_every_way(a.pattern(), mode);
   try {
-    sparsejit::io::read_dense<T>(scratch_path(), nullptr, options.limits);
+    const sparsejit::Dense<T> dense = sparsejit::io::read_dense<T>(scratch_path(), nullptr, options.limits);
+    sparsejit::tile_norms(dense, 1 + (mode >> 4));
   } catch (const sparsejit::Error&) {
   }
 }
@@ -70,10 +88,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   sparsejit::io::ReadOptions options;
   options.pattern_values = sparsejit::io::PatternValues::Random;
   options.expand_symmetric = (mode & 4) == 0;
-  // Small limits keep each run in memory a fuzzer can afford; the checks are the same.
-  options.limits.max_dimension = 1 << 16;
+  // Small limits keep each run fast and in memory a fuzzer can afford; the checks are the same.
+  options.limits.max_dimension = 1 << 12;
   options.limits.max_inflated_bytes = 1 << 22;
-  if (mode & 2) read_every_way<float>(options);
-  else read_every_way<double>(options);
+  if (mode & 2) read_every_way<float>(options, mode);
+  else read_every_way<double>(options, mode);
   return 0;
 }

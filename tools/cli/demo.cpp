@@ -6,6 +6,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/matrix_input.hpp"
+#include "plan/operand_limits.hpp"
 #include "sparsejit/device.hpp"
 #include "sparsejit/features.hpp"
 #include "sparsejit/generate.hpp"
@@ -53,6 +54,7 @@ void add_demo_command(CLI::App& app) {
   cmd->add_option("--matrix", spec, "Generator spec, with or without gen: in front: " + generate::spec_help())->capture_default_str();
   cmd->add_option("-k,--k", k, "Columns of the dense operand")->capture_default_str();
   cmd->callback([] {
+    plan::check_dense_operands("spmm", k, DType::F32, {});  // K's range, before generating anything
     auto start = std::chrono::steady_clock::now();
     const Csr<float> a = load_matrix<float>(is_generator(spec) ? spec : "gen:" + spec, /*seed=*/1);
     std::cout << "generated " << spec << " in " << elapsed_ms(start) << " ms\n" << describe(inspect(a.pattern()));
