@@ -3,6 +3,7 @@
 // holds reaches the terminal unescaped, and huge declarations are refused before memory is
 // taken. Runs the built binary as a user would.
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -190,6 +191,31 @@ TEST_F(CliPromises, JsonOutputsCarryAFormatVersionAndNullForMissingValues) {
   const Result stats = run_cli("cache stats --json --dir '" + (dir_ / "empty").string() + "'");
   ASSERT_EQ(stats.status, 0) << stats.out;
   EXPECT_EQ(nlohmann::json::parse(stats.out)["format_version"], 1);
+}
+
+// A damaged tuned model in the cache (this process's device key, no GPU) used to fail every
+// call with "cost coefficient '' is not a number"; now it is named once and the shipped model
+// plans.
+TEST_F(CliPromises, DamagedTunedModelFallsBackToTheShippedOne) {
+  const std::string cache = (dir_ / "tuned").string();
+  const std::string env = "SPARSEJIT_CACHE_DIR='" + cache + "'";
+  const std::string explain = "explain gen:uniform:300:7 --op spmm -k 32";
+  ASSERT_EQ(run_cli(explain, env).status, 0);
+  const Result info = run_cli("info --json", env);
+  if (nlohmann::json::parse(info.out)["cuda_driver"]["available"].get<bool>()) GTEST_SKIP() << "the device key is a GPU's";
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((cache + "/kernels-schema1.db").c_str(), &db), SQLITE_OK);
+  const std::string insert =
+      "INSERT INTO models (name, version, device_name, compute_capability, driver_version, library_version, json, created) "
+      "VALUES ('spmm', 1, 'sm_90 (no GPU)', 90, 0, '" + nlohmann::json::parse(info.out)["sparsejit"].get<std::string>() +
+      "', '{\"cost\": {\"rs\": \"x\"}}', 0)";
+  ASSERT_EQ(sqlite3_exec(db, insert.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+  const Result r = run_cli(explain, env);
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(occurrences(r.out, "warning: tuned model 'spmm' of sm_90 (no GPU) is unusable (\"cost\" entry 'rs' is not an object)"), 1u)
+      << r.out;
+  EXPECT_NE(r.out.find("candidates:"), std::string::npos) << r.out;
 }
 
 // The prefix that runs the CLI with `dir` mounted read-only in a private mount namespace, as a

@@ -5,10 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <optional>
 #include <limits>
 #include <string>
 #include <vector>
 
+#include "models/model_check.hpp"
+#include "models/model_store.hpp"
 #include "plan/operand_limits.hpp"
 #include "plan/planner.hpp"
 #include "sparsejit/error.hpp"
@@ -139,6 +142,31 @@ TEST(PlanLimits, EveryIntegerParameterForcedOutOfRangeIsAPlanOrAnError) {
   for (const std::string& v : plan::sddmm_variants())
     sweep(v, [&](const Options& o) { return plan::plan_sddmm(features, {64, DType::F32}, {}, o); });
   EXPECT_GT(tried, 100);
+}
+
+// A tuned model comes back from the cache database; a damaged one used to fail every call
+// ("cost coefficient '' is not a number"). model_problem names what is wrong, and the shipped
+// models have none of it.
+TEST(PlanLimits, ModelProblemsAreNamedAndShippedModelsHaveNone) {
+  for (const std::string& name : models::shipped_model_names())
+    EXPECT_EQ(models::model_problem(models::shipped_model(name), models::shipped_model(name)), std::nullopt) << name;
+  const std::vector<std::pair<std::string, std::string>> damaged = {
+      {"[]", "not a JSON object"},
+      {R"({"id": 5, "cost": {}})", "\"id\" is not a string"},
+      {R"({"tree": {"leaf": "rs"}})", "no \"cost\" section"},
+      {R"({"cost": {"rs": 5}})", "entry 'rs' is not an object"},
+      {R"({"cost": {"rs": {"launch": "x"}}})", "'launch' is not a number"},
+      {R"({"cost": {}, "launch": 5})", "\"launch\" is not an object"},
+      {R"({"cost": {}, "launch": {"tiled_shared": {"combine": 3}}})", "'combine' is not a string"},
+      {R"({"cost": {}, "launch": {"coo_flat": {"threads_per_block": "many"}}})", "'threads_per_block' is not a number"},
+      {R"({"cost": {}, "tree": []})", "\"tree\": decision tree node root is not an object"},
+      {R"({"cost": {}, "threshold_tree": {"feature": "k"}})", "\"threshold_tree\""},
+  };
+  for (const auto& [text, named] : damaged) {
+    const auto problem = models::model_problem(nlohmann::json::parse(text), models::shipped_model("sddmm"));
+    ASSERT_TRUE(problem.has_value()) << text;
+    EXPECT_NE(problem->find(named), std::string::npos) << text << ": " << *problem;
+  }
 }
 
 }  // namespace
