@@ -24,6 +24,7 @@ void explain_spamm_as(const Dense<double>& a, const std::string& input, const Sp
     nlohmann::json out = to_json(d);
     out["matrix"] = input;
     out["search_iterations"] = info.search_iterations;
+    out["format_version"] = kJsonFormatVersion;
     std::cout << out.dump(2) << "\n";
     return;
   }
