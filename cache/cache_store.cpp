@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "base/log.hpp"
+#include "cache/cubin_check.hpp"
 
 namespace sparsejit::cache {
 namespace {
@@ -74,6 +75,11 @@ bool CacheStore::on_disk() const {
   return !in_memory_;
 }
 
+bool CacheStore::read_only() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return db_.read_only;
+}
+
 std::string CacheStore::path() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return db_.connection->path();
@@ -130,6 +136,13 @@ std::optional<StoredKernel> CacheStore::find_kernel(const KernelKey& key) {
     bind_key(select, 1, key);
     if (!select.step()) return;
     found = StoredKernel{select.column_blob(0), select.column_double(1)};
+    if (const auto problem = cubin_problem(found->cubin)) {
+      // A damaged blob is a miss: the caller compiles again and stores the fresh binary.
+      found.reset();
+      forget_damaged_kernel(c, key, *problem);
+      return;
+    }
+    if (db_.read_only) return;  // hits and last_used are bookkeeping a read-only cache skips
     try {
       WriteTransaction transaction(c);
       auto touch = c.prepare(std::string("UPDATE kernels SET hits = hits + 1, last_used = ?8 WHERE ") + kKeyMatch);
@@ -137,15 +150,37 @@ std::optional<StoredKernel> CacheStore::find_kernel(const KernelKey& key) {
       touch.bind(8, now_ms()).step();
       transaction.commit();
     } catch (const SqliteError& e) {
-      // The hit count is bookkeeping; the kernel itself was found.
-      if (!e.is_busy()) throw;
+      // The hit count is bookkeeping; the kernel itself was found. Only damage is worth acting
+      // on: a busy, full or read-only database must not turn a hit into a recompile.
+      if (e.is_corruption()) throw;
     }
   });
   return found;
 }
 
+void CacheStore::forget_damaged_kernel(Connection& c, const KernelKey& key, const std::string& problem) {
+  log(LogLevel::Info, "kernel cache " + c.path() + ": " + problem + " for " + key.to_string() + "; compiling it again");
+  if (db_.read_only) return;
+  WriteTransaction transaction(c);
+  auto remove = c.prepare(std::string("DELETE FROM kernels WHERE ") + kKeyMatch);
+  bind_key(remove, 1, key);
+  remove.step();
+  transaction.commit();
+}
+
+bool CacheStore::skips_writes() {
+  if (!db_.read_only) return false;
+  if (!told_read_only_) {
+    log(LogLevel::Info, "kernel cache " + db_.connection->path() +
+                            " is read-only: used for lookups; what this process compiles or measures is not stored");
+    told_read_only_ = true;
+  }
+  return true;
+}
+
 void CacheStore::insert_kernel(const KernelKey& key, const std::vector<char>& cubin, double compile_ms) {
   guarded([&](Connection& c) {
+    if (skips_writes()) return;
     WriteTransaction transaction(c);
     auto insert = c.prepare(
         "INSERT OR IGNORE INTO kernels (schema_version, library_version, template_name, source_sha256, options, "
@@ -159,6 +194,7 @@ void CacheStore::insert_kernel(const KernelKey& key, const std::vector<char>& cu
 
 void CacheStore::insert_tuning_record(const TuningRecord& record) {
   guarded([&](Connection& c) {
+    if (skips_writes()) return;
     WriteTransaction transaction(c);
     auto insert = c.prepare(std::string("INSERT INTO tuning_records (") + kTuningColumns +
                             ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)");
@@ -201,6 +237,7 @@ std::vector<TuningRecord> CacheStore::all_tuning_records() {
 
 void CacheStore::put_model(const ModelRecord& model) {
   guarded([&](Connection& c) {
+    if (skips_writes()) return;
     WriteTransaction transaction(c);
     auto insert = c.prepare(
         "INSERT OR REPLACE INTO models (device_name, compute_capability, driver_version, library_version, name, "

@@ -1,7 +1,7 @@
 // The process's handle on the cache database: compiled kernels, tuning records and models.
 //
-// Lifecycle: the constructor opens DIR/kernels.db (see database.hpp: a bad file is moved
-// aside). When the directory is unusable, or dir is nullopt (SPARSEJIT_CACHE_DIR=""), the
+// Lifecycle: the constructor opens database_path(DIR) (see database.hpp: a bad file is moved
+// aside; a read-only one serves lookups only, and writes are skipped with one info line). When the directory is unusable, or dir is nullopt (SPARSEJIT_CACHE_DIR=""), the
 // store lives in a private in-memory database instead, so callers never branch on it.
 // When the disk database fails later, the store warns once and continues in memory: a
 // cache failure never fails the caller. Thread-safe; every write is a short BEGIN IMMEDIATE
@@ -58,10 +58,13 @@ class CacheStore {
   explicit CacheStore(const std::optional<std::string>& dir);
 
   bool on_disk() const;
+  // The database is used for lookups only (see database.hpp); writes are skipped.
+  bool read_only() const;
   // The database file, or ":memory:".
   std::string path() const;
 
-  // A stored kernel (its hit count and last_used are updated), or nullopt.
+  // A stored kernel (its hit count and last_used are updated), or nullopt. A stored cubin
+  // that fails cubin_problem() is a miss, and is deleted so the recompiled one takes its place.
   std::optional<StoredKernel> find_kernel(const KernelKey& key);
   // Keeps an existing entry for the same key (another process may have stored it first).
   void insert_kernel(const KernelKey& key, const std::vector<char>& cubin, double compile_ms);
@@ -91,11 +94,16 @@ class CacheStore {
   // (anything else), warns once, and runs fn again there.
   void guarded(const std::function<void(Connection&)>& fn);
   void fall_back(const SqliteError& error);
+  // Deletes a kernel whose blob is damaged (not in a read-only cache), saying so at info level.
+  void forget_damaged_kernel(Connection& c, const KernelKey& key, const std::string& problem);
+  // True for a read-only database, saying so once at info level.
+  bool skips_writes();
 
   mutable std::mutex mutex_;
   std::optional<std::string> dir_;
   OpenedDatabase db_;
   bool in_memory_ = false;
+  bool told_read_only_ = false;
 };
 
 }  // namespace sparsejit::cache

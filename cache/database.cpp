@@ -111,12 +111,71 @@ void ensure_schema(Connection& connection) {
   } else {
     auto version = connection.prepare("SELECT value FROM meta WHERE key = 'schema_version'");
     const std::string found = version.step() ? version.column_text(0) : "<none>";
-    if (found != std::to_string(kSchemaVersion)) {
-      throw SqliteError(SQLITE_NOTADB, connection.path() + " has cache schema_version " + found +
-                                           "; this build uses " + std::to_string(kSchemaVersion));
-    }
+    // Another schema is another build's cache, not damage: it is left as it is. (Each schema
+    // has its own file, database_path(), so this takes a file copied or renamed by hand.)
+    if (found != std::to_string(kSchemaVersion))
+      throw IoError(connection.path() + " has cache schema_version " + found + "; this build uses " +
+                    std::to_string(kSchemaVersion) + ", so it leaves that file alone");
   }
   transaction.commit();
+}
+
+// A read-only database must already be ours: the same checks as ensure_schema, without the
+// write transaction it cannot take.
+void check_schema_read_only(Connection& connection) {
+  auto version = connection.prepare("SELECT value FROM meta WHERE key = 'schema_version'");
+  const std::string found = version.step() ? version.column_text(0) : "<none>";
+  if (found != std::to_string(kSchemaVersion))
+    throw IoError(connection.path() + " (read-only) has cache schema_version " + found + "; this build uses " +
+                  std::to_string(kSchemaVersion));
+}
+
+// The cache cannot be written here: the directory or the file is read-only (a prebuilt cache
+// shipped with an install, a shared one on a cluster, a read-only mount).
+bool is_read_only_location(const std::string& dir, const std::string& path) {
+  if (::access(dir.c_str(), F_OK) != 0) return false;
+  if (::access(path.c_str(), F_OK) != 0) return ::access(dir.c_str(), W_OK) != 0;
+  return ::access(path.c_str(), W_OK) != 0 || ::access(dir.c_str(), W_OK) != 0;
+}
+
+bool is_read_only_error(int code) {
+  const int primary = code & 0xff;
+  return primary == SQLITE_READONLY || primary == SQLITE_CANTOPEN || primary == SQLITE_PERM;
+}
+
+// `path` with the characters a URI gives a meaning escaped.
+std::string uri_path(const std::string& path) {
+  std::string escaped;
+  for (const char c : path) {
+    if (c == '%' || c == '?' || c == '#') {
+      static constexpr char kHex[] = "0123456789ABCDEF";
+      escaped += '%';
+      escaped += kHex[static_cast<unsigned char>(c) >> 4];
+      escaped += kHex[static_cast<unsigned char>(c) & 0xf];
+    } else {
+      escaped += c;
+    }
+  }
+  return escaped;
+}
+
+// Opens an existing database for lookups only. A WAL database whose -shm index cannot be
+// created in a read-only folder opens as immutable (nothing may change it meanwhile, as for a
+// shipped cache).
+OpenedDatabase open_read_only(const std::string& path) {
+  OpenedDatabase opened;
+  opened.read_only = true;
+  try {
+    opened.connection = std::make_unique<Connection>(path, /*create=*/false, /*read_only=*/true);
+    check_schema_read_only(*opened.connection);
+  } catch (const SqliteError& e) {
+    if (!is_read_only_error(e.code())) throw;
+    opened.connection = std::make_unique<Connection>("file:" + uri_path(path) + "?immutable=1", /*create=*/false,
+                                                     /*read_only=*/true);
+    check_schema_read_only(*opened.connection);
+  }
+  opened.file = identify(path);
+  return opened;
 }
 
 }  // namespace
@@ -140,10 +199,11 @@ std::string move_aside(const std::string& path, const FileId& file, const std::s
 }
 
 OpenedDatabase open_cache_database(const std::string& dir) {
+  const std::string path = database_path(dir);
+  if (is_read_only_location(dir, path) && fs::exists(path)) return open_read_only(path);
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw IoError("cannot create cache directory " + dir + ": " + ec.message());
-  const std::string path = database_path(dir);
   // A second attempt only follows moving a bad file aside.
   for (int attempt = 0;; ++attempt) {
     OpenedDatabase opened;
@@ -154,8 +214,10 @@ OpenedDatabase open_cache_database(const std::string& dir) {
       ensure_schema(*opened.connection);
       return opened;
     } catch (const SqliteError& e) {
-      if (!e.is_corruption() || attempt > 0) throw;
       opened.connection.reset();
+      // A read-only file system answers only when written to (access() cannot tell it).
+      if (is_read_only_error(e.code()) && fs::exists(path)) return open_read_only(path);
+      if (!e.is_corruption() || attempt > 0) throw;
       move_aside(path, opened.file, e.what());
     }
   }

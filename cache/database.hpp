@@ -21,12 +21,15 @@ struct FileId {
 struct OpenedDatabase {
   std::unique_ptr<Connection> connection;
   FileId file;
+  bool read_only = false;  // lookups only: the file or its folder cannot be written
 };
 
-// Opens DIR/kernels.db, creating the directory and the schema as needed. A file that is not
-// an SQLite database, is damaged, or holds another schema (no meta table, or another
-// schema_version) is moved aside with one warning and replaced by a fresh database. Throws
-// SqliteError or IoError when the directory or a fresh database cannot be used.
+// Opens database_path(dir), creating the directory and the schema as needed. A file that is
+// not an SQLite database, is damaged, or is an SQLite database without our meta table is
+// moved aside with one warning and replaced by a fresh database. A database this process may
+// not write (read-only folder, file or mount) is opened read-only. Throws SqliteError or
+// IoError when the directory or a fresh database cannot be used, and IoError for a file of
+// another schema_version, which is another build's cache and is left alone.
 OpenedDatabase open_cache_database(const std::string& dir);
 
 // A private in-memory database with the same schema (the disk cache is off or unusable).

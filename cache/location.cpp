@@ -21,6 +21,10 @@ std::optional<std::string> default_cache_dir() {
   return std::nullopt;
 }
 
-std::string database_path(const std::string& dir) { return (std::filesystem::path(dir) / "kernels.db").string(); }
+// One file per schema version: builds of different schemas share a cache folder (two installs
+// under one ~/.cache) without either treating the other's file as damage.
+std::string database_path(const std::string& dir) {
+  return (std::filesystem::path(dir) / ("kernels-schema" + std::to_string(kSchemaVersion) + ".db")).string();
+}
 
 }  // namespace sparsejit::cache

@@ -3,7 +3,13 @@
 #include <filesystem>
 #include <memory>
 
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
 #include "cache/cache_store.hpp"
+#include "cache/cubin_check.hpp"
 #include "sparsejit/cache.hpp"
 
 namespace sparsejit::cache {
@@ -30,6 +36,22 @@ std::unique_ptr<CacheStore> open_store(const std::string& dir) {
   return store;
 }
 
+// The truth about a cache folder before looking inside: a path that is a file, or a folder
+// this process cannot read, is an IoError naming it (not an empty cache). Returns whether the
+// database file exists.
+bool database_exists(const std::string& dir) {
+  std::error_code ec;
+  const fs::file_status folder = fs::status(dir, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory) throw IoError("cannot read cache directory " + dir + ": " + ec.message());
+  if (!fs::exists(folder)) return false;
+  if (!fs::is_directory(folder)) throw IoError("cache directory " + dir + " is not a directory");
+  const std::string path = database_path(dir);
+  const bool exists = fs::exists(path, ec);
+  if (ec) throw IoError("cannot read " + path + ": " + ec.message());
+  if (exists && ::access(path.c_str(), R_OK) != 0) throw IoError("cannot read " + path + ": " + std::strerror(errno));
+  return exists;
+}
+
 int64_t count(Connection& c, const std::string& sql) {
   auto statement = c.prepare(sql);
   return statement.step() ? statement.column_int(0) : 0;
@@ -47,13 +69,83 @@ void delete_rowid(Connection& c, int64_t rowid) {
   c.prepare("DELETE FROM kernels WHERE rowid = ?1").bind(1, rowid).step();
 }
 
+// The files move_aside() left: "<database>.corrupt-<unix ms>-<pid>" and their -wal files.
+std::vector<fs::path> moved_aside_files(const std::string& dir) {
+  const std::string prefix = fs::path(database_path(dir)).filename().string() + ".corrupt-";
+  std::vector<fs::path> files;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec))
+    if (entry.path().filename().string().rfind(prefix, 0) == 0) files.push_back(entry.path());
+  return files;
+}
+
+constexpr const char* kTuningRecordColumns =
+    "device_name, compute_capability, driver_version, library_version, op, feature_bucket, variant, params_json, "
+    "time_ms, checked, created";
+constexpr const char* kModelColumns =
+    "name, version, device_name, compute_capability, driver_version, library_version, json, created";
+
+// Copies the tuning records and models SQLite can still read from a moved-aside file into the
+// cache (they cost GPU time to measure; kernels are only compiled again), skipping records
+// already there. A file SQLite cannot read gives nothing. Returns the records copied.
+int64_t salvage_tuning(CacheStore& store, const fs::path& file) {
+  return store.with_connection<int64_t>(
+      [&](Connection& c) {
+        int64_t copied = 0;
+        try {
+          c.prepare("ATTACH DATABASE ?1 AS moved").bind(1, file.string()).step();
+        } catch (const SqliteError&) {
+          return copied;
+        }
+        try {
+          WriteTransaction transaction(c);
+          c.exec(std::string("INSERT INTO tuning_records (") + kTuningRecordColumns + ") SELECT " + kTuningRecordColumns +
+                 " FROM moved.tuning_records AS m WHERE NOT EXISTS (SELECT 1 FROM tuning_records AS t WHERE "
+                 "t.device_name = m.device_name AND t.compute_capability = m.compute_capability AND "
+                 "t.driver_version = m.driver_version AND t.library_version = m.library_version AND t.op = m.op AND "
+                 "t.feature_bucket = m.feature_bucket AND t.variant = m.variant AND t.params_json = m.params_json AND "
+                 "t.created = m.created)");
+          copied = c.changes();
+          c.exec(std::string("INSERT OR IGNORE INTO models (") + kModelColumns + ") SELECT " + kModelColumns +
+                 " FROM moved.models");
+          transaction.commit();
+        } catch (const SqliteError&) {
+          copied = 0;  // the moved file's tables are unreadable; the transaction rolled back
+        }
+        try {
+          c.exec("DETACH DATABASE moved");
+        } catch (const SqliteError&) {
+        }
+        return copied;
+      },
+      0);
+}
+
+// Salvages and removes the moved-aside files (with their -wal and -shm) last changed more
+// than `days` days ago. Returns the files removed.
+std::vector<std::string> remove_old_moved_aside(CacheStore& store, const std::string& dir, double days) {
+  std::vector<std::string> removed;
+  const auto cutoff = fs::file_time_type::clock::now() -
+                      std::chrono::duration_cast<fs::file_time_type::duration>(std::chrono::duration<double>(days * 86400.0));
+  for (const fs::path& file : moved_aside_files(dir)) {
+    const std::string name = file.string();
+    if (name.size() > 4 && (name.compare(name.size() - 4, 4, "-wal") == 0 || name.compare(name.size() - 4, 4, "-shm") == 0))
+      continue;  // removed with their database file
+    std::error_code ec;
+    if (fs::last_write_time(file, ec) > cutoff || ec) continue;
+    salvage_tuning(store, file);
+    for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(name + suffix, ec);
+    removed.push_back(name);
+  }
+  return removed;
+}
+
 }  // namespace
 
 CacheStats cache_stats(const std::string& dir) {
   CacheStats stats;
   stats.path = database_path(dir);
-  std::error_code ec;
-  if (!fs::exists(stats.path, ec)) return stats;
+  if (!database_exists(dir)) return stats;
   auto store = open_store(dir);
   stats.exists = true;
   store->with_connection<bool>(
@@ -72,8 +164,7 @@ CacheStats cache_stats(const std::string& dir) {
 
 std::vector<CacheEntry> cache_list(const std::string& dir, const KernelKey& wanted) {
   std::vector<CacheEntry> entries;
-  std::error_code ec;
-  if (!fs::exists(database_path(dir), ec)) return entries;
+  if (!database_exists(dir)) return entries;
   auto store = open_store(dir);
   store->with_connection<bool>(
       [&](Connection& c) {
@@ -100,28 +191,29 @@ std::vector<CacheEntry> cache_list(const std::string& dir, const KernelKey& want
 
 VerifyReport cache_verify(const std::string& dir) {
   VerifyReport report;
-  const std::string path = database_path(dir);
-  std::error_code ec;
-  if (!fs::exists(path, ec)) return report;
+  report.path = database_path(dir);
+  try {
+    report.exists = database_exists(dir);
+  } catch (const IoError& e) {
+    report.problems.push_back(e.what());
+  }
+  if (!report.exists) {
+    report.ok = report.problems.empty();
+    return report;
+  }
   // Read-only and without the open-time repair: verify reports, it does not fix.
   try {
-    Connection c(path, /*create=*/false, /*read_only=*/true);
+    Connection c(report.path, /*create=*/false, /*read_only=*/true);
     auto check = c.prepare("PRAGMA integrity_check");
     while (check.step()) {
       const std::string line = check.column_text(0);
       if (line != "ok") report.problems.push_back("integrity_check: " + line);
     }
-    auto blobs = c.prepare(std::string("SELECT ") + kKeyColumns + ", substr(cubin, 1, 4), length(cubin) FROM kernels");
+    auto blobs = c.prepare(std::string("SELECT ") + kKeyColumns + ", cubin FROM kernels");
     while (blobs.step()) {
       ++report.entries_checked;
-      const std::vector<char> head = blobs.column_blob(7);
-      const int64_t size = blobs.column_int(8);
-      const bool elf = head.size() == 4 && head[0] == 0x7f && head[1] == 'E' && head[2] == 'L' && head[3] == 'F';
-      if (size == 0) {
-        report.problems.push_back("empty cubin: " + read_key(blobs).to_string());
-      } else if (!elf) {
-        report.problems.push_back("cubin without ELF magic: " + read_key(blobs).to_string());
-      }
+      if (const auto problem = cubin_problem(blobs.column_blob(7)))
+        report.problems.push_back(*problem + ": " + read_key(blobs).to_string());
     }
   } catch (const SqliteError& e) {
     report.problems.push_back(e.what());
@@ -132,8 +224,7 @@ VerifyReport cache_verify(const std::string& dir) {
 
 PruneReport cache_prune(const std::string& dir, const PruneOptions& options) {
   PruneReport report;
-  std::error_code ec;
-  if (!fs::exists(database_path(dir), ec)) return report;
+  if (!database_exists(dir)) return report;
   auto store = open_store(dir);
   store->with_connection<bool>(
       [&](Connection& c) {
@@ -143,7 +234,7 @@ PruneReport cache_prune(const std::string& dir, const PruneOptions& options) {
             options.older_than_days ? now_ms() - int64_t(*options.older_than_days * 86400000.0) : 0;
         // Least recently used first, so the byte budget keeps the most recently used ones.
         auto select = c.prepare(std::string("SELECT rowid, length(cubin), library_version, nvrtc_version, "
-                                            "last_used FROM kernels ORDER BY last_used, created, rowid"));
+                                            "last_used, cubin FROM kernels ORDER BY last_used, created, rowid"));
         struct Row { int64_t rowid, bytes; bool remove; };
         std::vector<Row> rows;
         int64_t kept_bytes = 0;
@@ -153,7 +244,9 @@ PruneReport cache_prune(const std::string& dir, const PruneOptions& options) {
               ((!options.current.library_version.empty() && select.column_text(2) != options.current.library_version) ||
                (!options.current.nvrtc_version.empty() && select.column_text(3) != options.current.nvrtc_version));
           const bool too_old = options.older_than_days && select.column_int(4) < cutoff;
-          rows.push_back({select.column_int(0), select.column_int(1), stale_version || too_old});
+          const bool damaged = cubin_problem(select.column_blob(5)).has_value();
+          report.damaged += damaged;
+          rows.push_back({select.column_int(0), select.column_int(1), stale_version || too_old || damaged});
           if (!rows.back().remove) kept_bytes += rows.back().bytes;
         }
         for (auto& row : rows) {
@@ -170,12 +263,12 @@ PruneReport cache_prune(const std::string& dir, const PruneOptions& options) {
         return true;
       },
       false);
+  report.moved_aside_removed = remove_old_moved_aside(*store, dir, options.moved_aside_days);
   return report;
 }
 
 int64_t cache_clear(const std::string& dir, bool include_tuning) {
-  std::error_code ec;
-  if (!fs::exists(database_path(dir), ec)) return 0;
+  if (!database_exists(dir)) return 0;
   auto store = open_store(dir);
   return store->with_connection<int64_t>(
       [&](Connection& c) {

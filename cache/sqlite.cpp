@@ -79,6 +79,8 @@ Connection::Connection(const std::string& path, bool create, bool read_only, int
   if (create && !read_only) flags |= SQLITE_OPEN_CREATE;
   // Serialized mode: SQLite itself guards a connection used from several threads.
   flags |= SQLITE_OPEN_FULLMUTEX;
+  // "file:PATH?immutable=1" and the like (read-only caches); plain paths stay plain.
+  if (path.rfind("file:", 0) == 0) flags |= SQLITE_OPEN_URI;
   const int rc = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);
   if (rc != SQLITE_OK) {
     const std::string message = db_ != nullptr ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);

@@ -3,7 +3,6 @@
 // tuning records and models, and the management operations.
 #include <gtest/gtest.h>
 
-#include "support/test_support.hpp"
 #include <spawn.h>
 #include <sqlite3.h>
 #include <sys/wait.h>
@@ -19,6 +18,8 @@
 #include "cache/kernel_cache.hpp"
 #include "base/sha256.hpp"
 #include "sparsejit/cache.hpp"
+#include "support/fake_cubin.hpp"
+#include "support/test_support.hpp"
 
 extern char** environ;
 
@@ -41,10 +42,7 @@ KernelKey test_key(const std::string& source, const std::string& arch = "sm_90",
   return key;
 }
 
-std::vector<char> elf_bytes(const std::string& tag) {
-  const std::string text = "\x7f" "ELF" + tag;
-  return {text.begin(), text.end()};
-}
+std::vector<char> elf_bytes(const std::string& tag) { return test::fake_cubin(tag); }
 
 // A compile function that counts its calls.
 struct FakeCompiler {
@@ -68,7 +66,7 @@ std::vector<fs::path> moved_aside(const fs::path& dir) {
   std::vector<fs::path> out;
   for (const auto& e : fs::directory_iterator(dir)) {
     const std::string name = e.path().filename().string();
-    if (name.find("kernels.db.corrupt-") == 0 && name.find("-wal") == std::string::npos) out.push_back(e.path());
+    if (name.find("kernels-schema1.db.corrupt-") == 0 && name.find("-wal") == std::string::npos) out.push_back(e.path());
   }
   return out;
 }
@@ -217,18 +215,6 @@ TEST(Corruption, ForeignSqliteDatabaseIsMovedAside) {
   fs::remove_all(dir);
 }
 
-TEST(Corruption, OtherSchemaVersionIsMovedAside) {
-  const fs::path dir = fresh_dir("schema");
-  write_valid_cache(dir);
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(database_path(dir.string()).c_str(), &db), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(db, "UPDATE meta SET value = '0' WHERE key = 'schema_version'", nullptr, nullptr, nullptr),
-            SQLITE_OK);
-  sqlite3_close(db);
-  expect_recovers(dir, "old schema");
-  fs::remove_all(dir);
-}
-
 TEST(Location, EnvironmentOrder) {
   {
     ScopedEnv cache_dir("SPARSEJIT_CACHE_DIR", "/some/where");
@@ -246,7 +232,7 @@ TEST(Location, EnvironmentOrder) {
     ScopedEnv home("HOME", "/home/u");
     EXPECT_EQ(default_cache_dir(), std::optional<std::string>("/home/u/.cache/sparsejit"));
   }
-  EXPECT_EQ(database_path("/d"), "/d/kernels.db");
+  EXPECT_EQ(database_path("/d"), "/d/kernels-schema1.db");
 }
 
 TEST(KernelCache, EmptyCacheDirMeansMemoryOnly) {
@@ -402,7 +388,7 @@ TEST(Management, StatsListVerifyPruneClear) {
   EXPECT_TRUE(stats.exists);
   EXPECT_EQ(stats.path, database_path(dir.string()));
   EXPECT_EQ(stats.entries, 3);
-  EXPECT_EQ(stats.bytes, 8 + 8 + 9);  // "\x7f" "ELF" + tag
+  EXPECT_EQ(stats.bytes, 3 * 64 + 4 + 4 + 5);  // an ELF header each, and the tags
   EXPECT_EQ(stats.hits, 1);
   EXPECT_GT(stats.file_bytes, 0);
 
@@ -432,18 +418,21 @@ TEST(Management, StatsListVerifyPruneClear) {
   ASSERT_EQ(bad.problems.size(), 1u);
   EXPECT_NE(bad.problems[0].find("without ELF magic"), std::string::npos) << bad.problems[0];
 
-  // Prune: the stale NVRTC version goes; then a byte budget keeps the most recently used.
+  // Prune: the stale NVRTC version and the damaged cubin go; then a byte budget keeps the
+  // most recently used ("one", hit on disk last).
   PruneOptions by_version;
   PruneReport pruned = cache_prune(dir.string(), by_version);
-  EXPECT_EQ(pruned.removed, 1);
-  EXPECT_EQ(pruned.bytes_freed, 9);
-  PruneOptions by_budget;
-  by_budget.max_bytes = 8;
-  pruned = cache_prune(dir.string(), by_budget);
   EXPECT_EQ(pruned.removed, 2);
+  EXPECT_EQ(pruned.damaged, 1);
+  EXPECT_EQ(pruned.bytes_freed, 64 + 5 + 4);
+  EXPECT_TRUE(cache_verify(dir.string()).ok);
+  PruneOptions by_budget;
+  by_budget.max_bytes = 68;
+  pruned = cache_prune(dir.string(), by_budget);
+  EXPECT_EQ(pruned.removed, 1);
   const auto left = cache_list(dir.string());
   ASSERT_EQ(left.size(), 1u);
-  EXPECT_EQ(left[0].key, test_key("not elf"));  // the most recently used
+  EXPECT_EQ(left[0].key, test_key("one"));
 
   EXPECT_EQ(cache_clear(dir.string()), 1);
   EXPECT_EQ(cache_stats(dir.string()).entries, 0);

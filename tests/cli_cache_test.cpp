@@ -353,7 +353,7 @@ TEST_F(CliCacheWithOldKernel, ClearKeepsTuningRecordsUnlessAsked) {
 
   const Result everything = run_cli(with_dir("cache clear --tuning --json"));
   ASSERT_EQ(everything.status, 0) << everything.out;
-  EXPECT_EQ(json::parse(everything.out), (json{{"kernels", 0}, {"tuning_records", 1}, {"models", 0}}));
+  EXPECT_EQ(json::parse(everything.out), (json{{"format_version", 1}, {"kernels", 0}, {"tuning_records", 1}, {"models", 0}}));
   EXPECT_EQ(json::parse(run_cli(with_dir("cache stats --json")).out)["tuning_records"], 0);
 }
 

@@ -1,15 +1,18 @@
 // Matrix features on small hand-made matrices whose answers are worked out in the comments,
 // plus a randomized comparison against brute-force counts.
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <map>
 #include <random>
 #include <set>
 #include <string>
 #include <utility>
 
+#include "inspect/unchecked.hpp"
 #include "sparsejit/error.hpp"
 #include "sparsejit/features.hpp"
 #include "support/test_support.hpp"
@@ -195,6 +198,29 @@ TEST(Features, BitmapTilesOfSixteenSquare) {
   EXPECT_DOUBLE_EQ(t4.nnz_median, 1.0);
   EXPECT_DOUBLE_EQ(t4.nnz_mean, 15.0 / 7.0);
   EXPECT_DOUBLE_EQ(t4.bitmap_density, 15.0 / 7.0 / 16.0);
+}
+
+// Issue 27: a matrix of 2147483641-2147483647 rows made the tile walk step its int32 first
+// row past INT32_MAX and crash. The row offsets of an empty INT32_MAX-row matrix are 8 GiB of
+// zeros, mapped read-only from the zero page; a 2^20-row tile visits 2048 of them, the
+// fingerprint all of them (a few seconds).
+TEST(Features, TileWalkAndFingerprintOverInt32MaxRowsEnd) {
+  const int32_t rows = std::numeric_limits<int32_t>::max();
+  const std::size_t bytes = (std::size_t(rows) + 1) * sizeof(int32_t);
+  void* zeros = mmap(nullptr, bytes, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (zeros == MAP_FAILED) GTEST_SKIP() << "cannot map 8 GiB of address space";
+  const int32_t no_columns = 0;
+  const PatternView empty{rows, 3, static_cast<const int32_t*>(zeros), &no_columns};
+  const TileStats tiles = inspect_detail::bitmap_tiles(empty, 1 << 20);
+  int64_t visited = 0;
+  inspect_detail::for_each_tile(empty, (1 << 30) + 1, [&](int32_t, int32_t, int32_t) { ++visited; });
+  // The fingerprint reads every offset: its int32 `r <= rows` loop never ended at INT32_MAX.
+  const uint64_t fingerprint = inspect_detail::fingerprint(empty);
+  const uint64_t no_rows = inspect_detail::fingerprint(PatternView{0, 3, static_cast<const int32_t*>(zeros), &no_columns});
+  munmap(zeros, bytes);
+  EXPECT_EQ(tiles.tiles, 0);
+  EXPECT_EQ(visited, 0);
+  EXPECT_NE(fingerprint, no_rows);
 }
 
 TEST(Features, BitmapTilesWithPartialEdgeTiles) {

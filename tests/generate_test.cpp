@@ -250,6 +250,22 @@ TEST(Generate, BadSpecsNameTheSpecAndTheField) {
   expect_invalid(spec(""), {"unknown generator \"\""});
 }
 
+// Issue 27: explain gen:uniform:2000000000:1 set out to build 2e9 entries. A spec past the
+// limit is refused before anything is allocated, naming the count and the limit; the limit
+// can be raised or turned off (0).
+TEST(Generate, SpecsPastTheSizeLimitAreRefusedBeforeBuilding) {
+  auto spec = [](const char* text, int64_t limit = generate::kMaxGeneratedEntries) {
+    return [text, limit] { generate::from_spec(text, 1, limit); };
+  };
+  expect_invalid(spec("uniform:2000000000:1"), {"\"uniform:2000000000:1\"", "2000000000 rows or columns", "limit of 134217728"});
+  expect_invalid(spec("uniform:20000000:10"), {"200000000 entries", "limit of 134217728"});
+  expect_invalid(spec("rmat:1000:1000000000000"), {"1000000000000 entries"});
+  expect_invalid(spec("rect:10:2000000000:5"), {"2000000000 rows or columns"});
+  expect_invalid(spec("blockdiag:1000:8:3", 10000), {"11000 entries", "limit of 10000"});
+  EXPECT_EQ(generate::from_spec("blockdiag:1000:8:3", 1, 11000).rows, 1000);
+  EXPECT_EQ(generate::from_spec("uniform:300:7", 1, 0).nnz(), 2100);
+}
+
 TEST(Generate, BadParametersThrow) {
   expect_invalid([] { generate::uniform(-1, 5, 1, 0); }, {"uniform", "rows -1"});
   expect_invalid([] { generate::uniform(5, 5, 6, 0); }, {"nnz_per_row 6 exceeds cols 5"});

@@ -580,6 +580,74 @@ HeaderSizes header_sizes(const std::string& file) {
   return sizes;
 }
 
+// Issue 27's reproducers: a header is not trusted with memory. 2^30 declared rows with one
+// entry took 8.6 GB; now the reader refuses before building the row offsets, naming the
+// count, the entries and the limit.
+TEST_F(IoTest, DeclaredRowsFarBeyondTheEntriesAreRefused) {
+  const std::string file = write_text("huge.mtx", "%%MatrixMarket matrix coordinate real general\n1073741824 3 1\n1 1 1.0\n");
+  expect_error<InvalidInputError>([&] { read_csr<double>(file); },
+                                  {file, "1073741824 declared rows", "1 stored entries", "16777216"});
+  const std::string near_int32 =
+      write_text("near.mtx", "%%MatrixMarket matrix coordinate pattern general\n2147483641 2147483641 1\n1 1\n");
+  expect_error<InvalidInputError>([&] { read_csr<float>(near_int32); }, {near_int32, "2147483641 declared rows"});
+  const std::string wide = write_text("wide.smtx", "1, 1073741824, 1\n0 1\n5\n");
+  expect_error<InvalidInputError>([&] { read_csr<float>(wide); }, {wide, "1073741824 declared columns"});
+}
+
+TEST_F(IoTest, DeclaredSizesWithinTheLimitsRead) {
+  // 2^24 rows are allowed with a single entry, and more rows with enough entries.
+  const std::string file = write_text("tall.mtx", "%%MatrixMarket matrix coordinate real general\n16777216 2 1\n16777216 2 4.5\n");
+  const Csr<double> a = read_csr<double>(file);
+  EXPECT_EQ(a.rows, 16777216);
+  EXPECT_EQ(a.row_ptr.back(), 1);
+  EXPECT_EQ(a.col_idx, std::vector<int32_t>{1});
+  ReadOptions small;
+  small.limits.max_dimension = 8;
+  const std::string sixteen = write_text("sixteen.mtx", "%%MatrixMarket matrix coordinate real general\n17 17 1\n1 1 1\n");
+  expect_error<InvalidInputError>([&] { read_csr<double>(sixteen, small); }, {"17 declared rows", "= 16"});
+  small.limits.max_dimension = 0;  // off
+  EXPECT_EQ(read_csr<double>(sixteen, small).rows, 17);
+}
+
+// A 970 KB gzip of blank lines inflated to 2 GB. The limit is max(max_inflated_bytes, 64 x
+// compressed size); the reader holds at most one byte past it.
+TEST_F(IoTest, GzipInflatingPastTheLimitIsRefused) {
+  const std::string blank_lines(8 << 20, '\n');
+  const std::string file = write_gzip("blank.mtx.gz", "%%MatrixMarket matrix coordinate real general\n" + blank_lines);
+  ASSERT_LT(fs::file_size(file), 64u << 10);
+  ReadOptions limited;
+  limited.limits.max_inflated_bytes = 1 << 20;
+  expect_error<InvalidInputError>([&] { read_csr<double>(file, limited); },
+                                  {file, "inflates past 1048576 bytes", "max_inflated_bytes 1048576"});
+  expect_error<InvalidInputError>([&] { read_dense<double>(file, nullptr, limited.limits); }, {"inflates past"});
+  // Within the default limit the same file is only missing its size line.
+  expect_error<InvalidInputError>([&] { read_csr<double>(file); }, {"missing size line"});
+}
+
+TEST_F(IoTest, Utf8ByteOrderMarkIsSkipped) {
+  const std::string file = write_text("bom.mtx", "\xef\xbb\xbf%%MatrixMarket matrix coordinate real general\n2 2 1\n2 1 3.5\n");
+  expect_csr(read_csr<double>(file), 2, 2, {0, 0, 1}, {0}, {3.5});
+  const std::string smtx = write_text("bom.smtx", "\xef\xbb\xbf" "2, 2, 1\n0 1 1\n1\n");
+  expect_csr(read_csr<double>(smtx), 2, 2, {0, 1, 1}, {1}, {1.0});
+}
+
+// File content quoted in a message is printable ASCII: a NUL or a binary byte is written as
+// \xNN.
+TEST_F(IoTest, MessagesEscapeControlAndBinaryBytes) {
+  static const char kText[] = "%%MatrixMarket matrix coordinate real general\n2 2 1\n1 1 4\x00\x9f\n";
+  const std::string file = write_text("nul.mtx", std::string(kText, sizeof kText - 1));
+  try {
+    read_csr<double>(file);
+    ADD_FAILURE() << "no exception";
+  } catch (const InvalidInputError& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("'4\\x00\\x9f'"), std::string::npos) << message;
+    for (const char c : message) EXPECT_TRUE(static_cast<unsigned char>(c) >= 0x20 && static_cast<unsigned char>(c) < 0x7f) << message;
+  }
+  const std::string keyword = write_text("kw.mtx", "%%MatrixMarket matrix coordinate complex\x01 general\n");
+  expect_error<InvalidInputError>([&] { read_csr<double>(keyword); }, {"'complex\\x01'"});
+}
+
 TEST(IoSharedMatrices, EveryFileReadsToItsHeaderSizes) {
   const std::vector<std::string> files = test::shared_matrix_files();
   if (files.empty()) GTEST_SKIP() << "no shared matrices under " << test::shared_matrices_dir();

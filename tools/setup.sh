@@ -7,8 +7,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# clang and libclang-rt-dev: libFuzzer and the sanitizers for the fuzz harnesses (tools/fuzz.sh).
 packages=(build-essential cmake pkg-config libsqlite3-dev zlib1g-dev libssl-dev nlohmann-json3-dev
-          libkainjow-mustache-dev libcli11-dev libgtest-dev libgmock-dev)
+          libkainjow-mustache-dev libcli11-dev libgtest-dev libgmock-dev clang libclang-rt-dev)
 
 missing=()
 for p in "${packages[@]}"; do

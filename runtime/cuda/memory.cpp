@@ -6,10 +6,27 @@
 #include "sparsejit/error.hpp"
 
 namespace sparsejit {
+namespace {
+
+// Running out of device memory is a problem too big for this GPU, not a fault: the message
+// names the bytes asked for and the bytes free. Nothing was allocated, nothing is written,
+// and the context stays usable (an out-of-memory result is not sticky).
+void allocate(CUdeviceptr* ptr, std::size_t bytes) {
+  const CUresult result = cuda::driver().cuMemAlloc_v2(ptr, bytes);
+  if (result == CUDA_ERROR_OUT_OF_MEMORY) {
+    std::size_t free_bytes = 0, total_bytes = 0;
+    cuda::driver().cuMemGetInfo_v2(&free_bytes, &total_bytes);
+    throw CudaError("out of GPU memory: cuMemAlloc_v2 of " + std::to_string(bytes) + " bytes failed with " +
+                    std::to_string(free_bytes) + " of " + std::to_string(total_bytes) + " bytes free");
+  }
+  cuda::check(result, "cuMemAlloc_v2");
+}
+
+}  // namespace
 
 DeviceBuffer::DeviceBuffer(const Context& context, std::size_t bytes) : context_(context), bytes_(bytes) {
   context.make_current();
-  if (bytes > 0) SPARSEJIT_CU(cuMemAlloc_v2, &ptr_, bytes);
+  if (bytes > 0) allocate(&ptr_, bytes);
 }
 
 DeviceBuffer::DeviceBuffer(const Context& context, CUdeviceptr pooled, std::size_t bytes)

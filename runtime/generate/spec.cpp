@@ -1,8 +1,10 @@
 // Generator specs ("band:200000:64:256") as used by the CLI and the benchmarks.
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sparsejit/error.hpp"
@@ -18,6 +20,10 @@ struct SpecForm {
   const char* kind;
   std::vector<const char*> fields;
   const char* meaning;
+  // The most rows or columns and the most entries the spec asks for, checked against the
+  // limit before building.
+  int64_t (*longest_side)(const SpecReader& fields);
+  int64_t (*entries)(const SpecReader& fields);
   Csr<double> (*build)(const SpecReader& fields, uint64_t seed);
 };
 
@@ -85,21 +91,39 @@ class SpecReader {
   std::vector<std::string> values_;
 };
 
+int64_t first_field(const SpecReader& f) { return f.integer(0); }
+int64_t first_times_second(const SpecReader& f) { return int64_t(f.integer(0)) * f.integer(1); }
+
+void check_size(const std::string& spec, const SpecForm& form, const SpecReader& reader, int64_t max_entries) {
+  if (max_entries <= 0) return;
+  for (const auto& [what, count] : {std::pair{"rows or columns", form.longest_side(reader)}, std::pair{"entries", form.entries(reader)}})
+    if (count > max_entries)
+      throw InvalidInputError("generator spec \"" + spec + "\": " + std::to_string(count) + " " + what +
+                              ", over the limit of " + std::to_string(max_entries) +
+                              " (SPARSEJIT_MAX_GENERATED_ENTRIES raises it in the CLI)");
+}
+
 const std::vector<SpecForm>& spec_forms() {
   static const std::vector<SpecForm> forms = {
-      {"uniform", {"N", "R"}, "N×N, R distinct uniform columns per row",
+      {"uniform", {"N", "R"}, "N×N, R distinct uniform columns per row", first_field, first_times_second,
        [](const SpecReader& f, uint64_t seed) { return uniform(f.integer(0), f.integer(0), f.integer(1), seed); }},
       {"rect", {"M", "N", "R"}, "M×N, R distinct uniform columns per row (pruned weight matrices: few rows, long rows)",
+       [](const SpecReader& f) { return std::max<int64_t>(f.integer(0), f.integer(1)); },
+       [](const SpecReader& f) { return int64_t(f.integer(0)) * f.integer(2); },
        [](const SpecReader& f, uint64_t seed) { return uniform(f.integer(0), f.integer(1), f.integer(2), seed); }},
-      {"band", {"N", "R", "H"}, "N×N, R draws per row from columns [i-H, i+H), duplicates merged",
+      {"band", {"N", "R", "H"}, "N×N, R draws per row from columns [i-H, i+H), duplicates merged", first_field,
+       first_times_second,
        [](const SpecReader& f, uint64_t seed) { return banded(f.integer(0), f.integer(1), f.integer(2), seed); }},
-      {"rmat", {"N", "EDGES"}, "N×N R-MAT power-law graph (a=0.57 b=0.19 c=0.19), duplicates merged",
+      {"rmat", {"N", "EDGES"}, "N×N R-MAT power-law graph (a=0.57 b=0.19 c=0.19), duplicates merged", first_field,
+       [](const SpecReader& f) { return f.wide_integer(1); },
        [](const SpecReader& f, uint64_t seed) { return rmat(f.integer(0), f.wide_integer(1), seed); }},
       {"clustered", {"N", "R", "FRAC", "RUN"}, "N×N, R per row, FRAC of them in RUN-column runs shared by 32-row groups",
+       first_field, first_times_second,
        [](const SpecReader& f, uint64_t seed) {
          return clustered(f.integer(0), f.integer(0), f.integer(1), f.fraction(2), f.integer(3), seed);
        }},
-      {"blockdiag", {"N", "B", "NOISE"}, "N×N, dense B×B diagonal blocks plus NOISE uniform columns per row",
+      {"blockdiag", {"N", "B", "NOISE"}, "N×N, dense B×B diagonal blocks plus NOISE uniform columns per row", first_field,
+       [](const SpecReader& f) { return int64_t(f.integer(0)) * (int64_t(f.integer(1)) + f.integer(2)); },
        [](const SpecReader& f, uint64_t seed) { return block_diagonal(f.integer(0), f.integer(1), f.integer(2), seed); }},
   };
   return forms;
@@ -107,7 +131,7 @@ const std::vector<SpecForm>& spec_forms() {
 
 }  // namespace
 
-Csr<double> from_spec(const std::string& spec, uint64_t seed) {
+Csr<double> from_spec(const std::string& spec, uint64_t seed, int64_t max_entries) {
   std::vector<std::string> fields = split_fields(spec);
   const std::string kind = fields.front();
   fields.erase(fields.begin());
@@ -117,6 +141,7 @@ Csr<double> from_spec(const std::string& spec, uint64_t seed) {
       throw InvalidInputError("generator spec \"" + spec + "\": " + std::to_string(fields.size()) + " fields after \"" +
                               kind + "\", expected " + std::to_string(form.fields.size()) + " (form " + usage(form) + ")");
     const SpecReader reader(spec, form, std::move(fields));
+    check_size(spec, form, reader, max_entries);
     try {
       return form.build(reader, seed);
     } catch (const InvalidInputError& e) {

@@ -32,7 +32,8 @@ uint64_t fingerprint(PatternView p) {
   state = absorb(state, word_of(p.rows));
   state = absorb(state, word_of(p.cols));
   state = absorb(state, uint64_t(p.nnz()));
-  for (int32_t r = 0; r <= p.rows; ++r) state = absorb(state, word_of(p.row_ptr[r]));
+  // int64: with rows = INT32_MAX an int32 r <= rows never ends.
+  for (int64_t r = 0; r <= p.rows; ++r) state = absorb(state, word_of(p.row_ptr[r]));
   for (int64_t e = 0; e < p.nnz(); ++e) state = absorb(state, word_of(p.col_idx[e]));
   return finish(state);
 }

@@ -38,9 +38,10 @@ NormMap tile_norms(const Dense<T>& m, int32_t tile) {
   for (int32_t r = 0; r < m.rows; ++r) {
     double* sums = &map.norms[std::size_t(r / tile) * std::size_t(map.tile_cols)];
     for (int32_t tile_col = 0; tile_col < map.tile_cols; ++tile_col) {
-      const int32_t first = tile_col * tile, last = int32_t(std::min<int64_t>(int64_t(first) + tile, m.cols));
+      // int64: the last tile's first + tile can pass INT32_MAX.
+      const int64_t first = int64_t(tile_col) * tile, last = std::min<int64_t>(first + tile, m.cols);
       double sum = 0;
-      for (int32_t c = first; c < last; ++c) {
+      for (int64_t c = first; c < last; ++c) {
         const double v = static_cast<double>(m.at(r, c));
         sum += v * v;
       }

@@ -29,14 +29,16 @@ void for_each_tile(PatternView pattern, int32_t tile, Visit&& visit) {
   const int64_t tile_cols = (int64_t(pattern.cols) + tile - 1) / tile;
   std::vector<int32_t> entries(std::size_t(tile_cols), 0);
   std::vector<int32_t> touched;
-  for (int32_t first_row = 0; first_row < pattern.rows; first_row += tile) {
-    const int32_t end_row = int32_t(std::min<int64_t>(int64_t(first_row) + tile, pattern.rows));
+  // int64 rows: the last tile row of a matrix with close to 2^31 rows would step past
+  // INT32_MAX (a file declaring 2147483641 rows crashed inspect this way).
+  for (int64_t first_row = 0; first_row < pattern.rows; first_row += tile) {
+    const int64_t end_row = std::min<int64_t>(first_row + tile, pattern.rows);
     for (int32_t e = pattern.row_ptr[first_row]; e < pattern.row_ptr[end_row]; ++e) {
       const int32_t tile_col = pattern.col_idx[e] / tile;
       if (entries[std::size_t(tile_col)]++ == 0) touched.push_back(tile_col);
     }
     for (const int32_t tile_col : touched) {
-      visit(first_row / tile, tile_col, entries[std::size_t(tile_col)]);
+      visit(int32_t(first_row / tile), tile_col, entries[std::size_t(tile_col)]);
       entries[std::size_t(tile_col)] = 0;
     }
     touched.clear();

@@ -100,12 +100,30 @@ class LineParser {
 
   [[noreturn]] void fail(const std::string& message) const { throw InvalidInputError(where() + message); }
 
-  // 'text' in quotes, cut short so that a huge line does not become a huge message.
+  // 'text' in quotes, cut short so that a huge line does not become a huge message. Bytes
+  // that are not printable ASCII (a NUL, a CR inside the line, binary data, UTF-8) are
+  // written as \xNN: a message is one line of plain text whatever the file holds.
   static std::string quote(std::string_view text) {
     constexpr std::size_t longest = 40;
     while (!text.empty() && (text.back() == '\r' || text.back() == ' ')) text.remove_suffix(1);
-    if (text.size() <= longest) return "'" + std::string(text) + "'";
-    return "'" + std::string(text.substr(0, longest)) + "...'";
+    const bool cut = text.size() > longest;
+    return "'" + escaped(text.substr(0, longest)) + (cut ? "...'" : "'");
+  }
+
+  static std::string escaped(std::string_view text) {
+    static constexpr char kHex[] = "0123456789abcdef";
+    std::string out;
+    for (const char c : text) {
+      const auto byte = static_cast<unsigned char>(c);
+      if (byte >= 0x20 && byte < 0x7f) {
+        out += c;
+      } else {
+        out += "\\x";
+        out += kHex[byte >> 4];
+        out += kHex[byte & 0xf];
+      }
+    }
+    return out;
   }
 
  private:

@@ -26,7 +26,7 @@ std::string read_keyword(LineParser& lines, const std::string& what, std::initia
   const std::string word = lowercase(lines.token(what + " after %%MatrixMarket"));
   if (std::any_of(known.begin(), known.end(), [&](const char* k) { return word == k; })) return word;
   if (std::any_of(unsupported.begin(), unsupported.end(), [&](const char* k) { return word == k; }))
-    throw UnsupportedError(lines.where() + "unsupported " + what + " '" + word + "'");
+    throw UnsupportedError(lines.where() + "unsupported " + what + " " + LineParser::quote(word));
   std::string expected;
   for (const char* k : known) expected += (expected.empty() ? "'" : ", '") + std::string(k) + "'";
   lines.fail("unknown " + what + " " + LineParser::quote(word) + ", expected one of " + expected);

@@ -1,8 +1,11 @@
 // read_csr / read_dense: pick the reader by content, then turn the stored double entries
 // into the caller's matrix (symmetric expansion, sorting, duplicate sums, value type).
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <string_view>
+#include <utility>
 #include <type_traits>
 
 #include "io/readers.hpp"
@@ -28,8 +31,12 @@ double pattern_value(const ReadOptions& options, uint64_t index) {
 
 namespace {
 
-detail::TextSource read_nonempty_text(const std::string& path) {
-  detail::TextSource source = detail::read_text(path);
+detail::TextSource read_nonempty_text(const std::string& path, const SizeLimits& limits) {
+  detail::TextSource source = detail::read_text(path, limits);
+  // Editors on some systems start a UTF-8 text with a byte order mark; it is no content.
+  constexpr std::string_view kUtf8ByteOrderMark = "\xef\xbb\xbf";
+  if (std::string_view(source.text).substr(0, kUtf8ByteOrderMark.size()) == kUtf8ByteOrderMark)
+    source.text.erase(0, kUtf8ByteOrderMark.size());
   if (source.text.find_first_not_of(" \t\r\n") == std::string::npos) throw InvalidInputError(path + ": empty file");
   return source;
 }
@@ -61,6 +68,19 @@ Matrix<T> to_value_type(Matrix<double>&& matrix, const std::string& path) {
   }
 }
 
+// The declared rows and columns become row offsets and per-column counters: a header is not
+// trusted with more of them than the entries in the file justify (SizeLimits).
+void check_declared_size(const MatrixInfo& info, int64_t entries, const SizeLimits& limits, const std::string& path) {
+  if (limits.max_dimension <= 0) return;
+  const int64_t limit = std::max(limits.max_dimension, SizeLimits::kDimensionsPerEntry * entries);
+  for (const auto& [what, size] : {std::pair{"rows", info.rows}, std::pair{"columns", info.cols}})
+    if (size > limit)
+      throw InvalidInputError(path + ": " + std::to_string(size) + " declared " + what + " for " + std::to_string(entries) +
+                              " stored entries, over the limit max(max_dimension " + std::to_string(limits.max_dimension) +
+                              ", " + std::to_string(SizeLimits::kDimensionsPerEntry) +
+                              " x entries) = " + std::to_string(limit) + "; SPARSEJIT_MAX_DIMENSION raises it in the CLI");
+}
+
 // Mirrors the stored triangle; the result must still be indexable by int32.
 Coo<double> expand(const Coo<double>& stored, const MatrixInfo& info, const std::string& path) {
   int64_t off_diagonal = 0;
@@ -87,12 +107,13 @@ Csr<T> read_csr(const std::string& path, const ReadOptions& options, MatrixInfo*
   detail::StoredEntries stored;
   bool gzip = false;
   {
-    const detail::TextSource source = read_nonempty_text(path);
+    const detail::TextSource source = read_nonempty_text(path, options.limits);
     gzip = source.gzip;
     stored = detail::is_matrix_market(source.text) ? detail::read_matrix_market_coordinate(source.text, path, options)
                                                    : detail::read_smtx(source.text, path, options);
   }
   stored.info.gzip = gzip;
+  check_declared_size(stored.info, stored.coo.nnz(), options.limits, path);
   const bool expand_now = options.expand_symmetric && stored.info.symmetry != "general";
   Csr<double> csr = to_csr(expand_now ? expand(stored.coo, stored.info, path) : stored.coo);
   if (info) *info = stored.info;
@@ -100,8 +121,8 @@ Csr<T> read_csr(const std::string& path, const ReadOptions& options, MatrixInfo*
 }
 
 template <class T>
-Dense<T> read_dense(const std::string& path, MatrixInfo* info) {
-  const detail::TextSource source = read_nonempty_text(path);
+Dense<T> read_dense(const std::string& path, MatrixInfo* info, const SizeLimits& limits) {
+  const detail::TextSource source = read_nonempty_text(path, limits);
   if (!detail::is_matrix_market(source.text))
     throw InvalidInputError(path + ": not a Matrix Market file (no '%%MatrixMarket' banner); dense matrices are read from Matrix Market array files");
   MatrixInfo found;
@@ -113,7 +134,7 @@ Dense<T> read_dense(const std::string& path, MatrixInfo* info) {
 
 #define SPARSEJIT_INSTANTIATE(T)                                                        \
   template Csr<T> read_csr<T>(const std::string&, const ReadOptions&, MatrixInfo*); \
-  template Dense<T> read_dense<T>(const std::string&, MatrixInfo*);
+  template Dense<T> read_dense<T>(const std::string&, MatrixInfo*, const SizeLimits&);
 SPARSEJIT_INSTANTIATE(float)
 SPARSEJIT_INSTANTIATE(double)
 SPARSEJIT_INSTANTIATE(half)

@@ -29,16 +29,32 @@ std::string read_bytes(const std::string& path) {
   return bytes;
 }
 
+// The most bytes a gzip file of `packed_bytes` may inflate to; none when the limit is off.
+std::size_t inflated_limit(const SizeLimits& limits, std::size_t packed_bytes) {
+  if (limits.max_inflated_bytes <= 0) return std::numeric_limits<std::size_t>::max() - 1;
+  return std::max(std::size_t(limits.max_inflated_bytes), std::size_t(SizeLimits::kInflationRatio) * packed_bytes);
+}
+
+[[noreturn]] void refuse_inflation(const std::string& path, std::size_t packed_bytes, std::size_t limit,
+                                   const SizeLimits& limits) {
+  throw InvalidInputError(path + ": gzip stream of " + std::to_string(packed_bytes) + " bytes inflates past " +
+                          std::to_string(limit) + " bytes, the limit max(max_inflated_bytes " +
+                          std::to_string(limits.max_inflated_bytes) + ", " + std::to_string(SizeLimits::kInflationRatio) +
+                          " x compressed size); SPARSEJIT_MAX_INFLATED_BYTES raises it in the CLI");
+}
+
 // Inflates every gzip member in `packed` (gzip allows several concatenated members);
 // bytes after the last member that do not start another one are ignored, as gzip does.
-std::string gunzip(const std::string& path, const std::string& packed) {
+// Holds at most limit + 1 bytes of output: one past the limit proves the stream too big.
+std::string gunzip(const std::string& path, const std::string& packed, const SizeLimits& limits) {
+  const std::size_t limit = inflated_limit(limits, packed.size());
   z_stream zs{};
   if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) throw IoError(path + ": cannot start gzip decompression");
   std::unique_ptr<z_stream, int (*)(z_stream*)> guard(&zs, &inflateEnd);
 
   // zlib counts in 32-bit uInt, so large buffers are handed over in slices.
   constexpr std::size_t max_slice = std::numeric_limits<uInt>::max() / 2;
-  std::string out(std::max<std::size_t>(packed.size() * 4, 1 << 16), '\0');
+  std::string out(std::min(std::max<std::size_t>(packed.size() * 4, 1 << 16), limit + 1), '\0');
   std::size_t fed = 0, produced = 0;
   for (;;) {
     if (zs.avail_in == 0 && fed < packed.size()) {
@@ -47,7 +63,8 @@ std::string gunzip(const std::string& path, const std::string& packed) {
       zs.avail_in = static_cast<uInt>(slice);
       fed += slice;
     }
-    if (produced == out.size()) out.resize(out.size() * 2);
+    if (produced > limit) refuse_inflation(path, packed.size(), limit, limits);
+    if (produced == out.size()) out.resize(std::min(out.size() * 2, limit + 1));
     const uInt room = static_cast<uInt>(std::min(max_slice, out.size() - produced));
     zs.next_out = reinterpret_cast<Bytef*>(&out[produced]);
     zs.avail_out = room;
@@ -71,17 +88,18 @@ std::string gunzip(const std::string& path, const std::string& packed) {
       throw IoError(path + ": corrupt gzip stream at compressed byte " + std::to_string(consumed) + ": " +
                     (zs.msg ? zs.msg : "zlib error " + std::to_string(status)));
   }
+  if (produced > limit) refuse_inflation(path, packed.size(), limit, limits);
   out.resize(produced);
   return out;
 }
 
 }  // namespace
 
-TextSource read_text(const std::string& path) {
+TextSource read_text(const std::string& path, const SizeLimits& limits) {
   TextSource source;
   std::string bytes = read_bytes(path);
   source.gzip = starts_with_gzip_magic(bytes.data(), bytes.size());
-  source.text = source.gzip ? gunzip(path, bytes) : std::move(bytes);
+  source.text = source.gzip ? gunzip(path, bytes, limits) : std::move(bytes);
   return source;
 }
 

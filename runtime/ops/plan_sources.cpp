@@ -6,6 +6,7 @@
 
 #include "base/log.hpp"
 #include "jit/compiler.hpp"
+#include "models/model_check.hpp"
 #include "models/model_store.hpp"
 #include "plan/tuned.hpp"
 #include "sparsejit/cache.hpp"
@@ -74,10 +75,10 @@ std::shared_ptr<const nlohmann::json> planner_model(Op op, const plan::DeviceTar
   if (it != m.models.end()) return it->second;
   std::shared_ptr<const nlohmann::json> model;
   if (const auto tuned = store->find_model(name, key)) {
-    if (tuned->json.is_object() && tuned->json.contains("cost") && tuned->json["cost"].is_object())
-      model = std::make_shared<const nlohmann::json>(tuned->json);
+    if (const auto problem = models::model_problem(tuned->json, models::shipped_model(name)))
+      log(LogLevel::Warn, "tuned model '" + name + "' of " + key.device_name + " is unusable (" + *problem + "); using the shipped model");
     else
-      log(LogLevel::Warn, "tuned model '" + name + "' of " + key.device_name + " has no \"cost\" section; using the shipped model");
+      model = std::make_shared<const nlohmann::json>(tuned->json);
   }
   if (!model) model = std::make_shared<const nlohmann::json>(models::shipped_model(name));
   m.models[memo_key] = model;

@@ -15,6 +15,30 @@ std::optional<ForcedChoice> forced_from_options(Op op, const Options& options) {
   return ForcedChoice{op, options.variant, options.params};
 }
 
+namespace {
+
+// A forced value must have its default's kind, and an integer must fit the int the variants
+// read it as: a string or 2^32 + 8 reaching a variant's check would escape as a JSON type
+// error or wrap around to 8.
+void check_kind(const std::string& variant, const std::string& key, const nlohmann::json& value, const nlohmann::json& def) {
+  const auto refuse = [&](const char* expected) {
+    throw InvalidInputError("variant " + variant + ": parameter " + key + " = " + value.dump() + " is not " + expected);
+  };
+  if (def.is_boolean() && !value.is_boolean()) refuse("true or false");
+  if (def.is_string() && !value.is_string()) refuse("a string");
+  if (def.is_number_float() && !value.is_number()) refuse("a number");
+  if (def.is_number_integer()) {
+    if (!value.is_number_integer()) refuse("an integer");
+    const bool fits = value.is_number_unsigned()
+                          ? value.get<uint64_t>() <= uint64_t(std::numeric_limits<int32_t>::max())
+                          : value.get<int64_t>() >= std::numeric_limits<int32_t>::min() &&
+                                value.get<int64_t>() <= std::numeric_limits<int32_t>::max();
+    if (!fits) refuse("an integer in the range of int32");
+  }
+}
+
+}  // namespace
+
 nlohmann::json merge_params(const std::string& variant, const nlohmann::json& defaults, const nlohmann::json& forced) {
   nlohmann::json merged = defaults;
   for (const auto& [key, value] : forced.items()) {
@@ -23,6 +47,7 @@ nlohmann::json merge_params(const std::string& variant, const nlohmann::json& de
       for (const auto& [k, _] : defaults.items()) known += (known.empty() ? "" : ", ") + k;
       throw InvalidInputError("variant " + variant + " has no parameter '" + key + "' (it takes: " + (known.empty() ? "none" : known) + ")");
     }
+    check_kind(variant, key, value, defaults[key]);
     merged[key] = value;
   }
   return merged;
@@ -34,6 +59,17 @@ void price(Candidate& c, const nlohmann::json& costs, const CostTerms& cost_term
   c.terms = cost_terms(c.variant, c.params);
   c.predicted_ms = costs.contains(c.variant) ? models::linear_cost(costs.at(c.variant), c.terms)
                                              : std::numeric_limits<double>::infinity();
+}
+
+// Why the candidates were turned down, each reason once ("value type f16 not supported"
+// for every variant reads as one line).
+std::string distinct_reasons(const std::vector<Candidate>& candidates) {
+  std::vector<std::string> reasons;
+  for (const Candidate& c : candidates)
+    if (std::find(reasons.begin(), reasons.end(), c.rejected_because) == reasons.end()) reasons.push_back(c.rejected_because);
+  std::string text;
+  for (const std::string& reason : reasons) text += (text.empty() ? "" : "; ") + reason;
+  return text;
 }
 
 }  // namespace
@@ -77,7 +113,9 @@ void choose(Decision& decision, const std::vector<VariantSpec>& variants, const 
     }
     return;
   }
-  if (chosen == nullptr) throw UnsupportedError(std::string("no ") + to_string(decision.op) + " variant can run this problem");
+  if (chosen == nullptr)
+    throw UnsupportedError(std::string("no ") + to_string(decision.op) + " variant can run this problem: " +
+                           distinct_reasons(decision.candidates));
   decision.variant = chosen->name;
   decision.params = chosen->default_params;
   decision.source = DecisionSource::Model;

@@ -54,10 +54,15 @@ nlohmann::json to_json(const Decision& d) {
                     {"threshold", s.threshold}, {"taken", s.taken}});
   nlohmann::json candidates = nlohmann::json::array();
   for (const auto& c : d.candidates) {
-    nlohmann::json j = {{"variant", c.variant}, {"params", c.params}, {"predicted_ms", c.predicted_ms}};
+    // A value that does not exist is null: a rejected candidate was never priced (its 0 is no
+    // prediction), one without a cost entry or only measured has none, one not timed no time.
+    const bool priced = c.rejected_because.empty() && std::isfinite(c.predicted_ms);
+    nlohmann::json j = {{"variant", c.variant},
+                        {"params", c.params},
+                        {"predicted_ms", priced ? nlohmann::json(c.predicted_ms) : nlohmann::json(nullptr)},
+                        {"measured_ms", c.measured_ms >= 0 ? nlohmann::json(c.measured_ms) : nlohmann::json(nullptr)}};
     if (!c.rejected_because.empty()) j["rejected_because"] = c.rejected_because;
     else j["terms"] = c.terms;
-    if (c.measured_ms >= 0) j["measured_ms"] = c.measured_ms;
     candidates.push_back(j);
   }
   return {{"op", to_string(d.op)}, {"variant", d.variant}, {"params", d.params},

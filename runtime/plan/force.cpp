@@ -20,23 +20,18 @@ nlohmann::json parse_value(const std::string& text) {
 
 }  // namespace
 
-ForcedChoice parse_force(const std::string& spec) {
-  const auto first = spec.find(':');
-  if (first == std::string::npos || first == 0 || first + 1 == spec.size())
-    throw InvalidInputError("SPARSEJIT_FORCE '" + spec + "': expected op:variant[:key=value,...]");
-  ForcedChoice choice{parse_op(spec.substr(0, first)), {}, nlohmann::json::object()};
-  const auto second = spec.find(':', first + 1);
-  choice.variant = spec.substr(first + 1, second == std::string::npos ? std::string::npos : second - first - 1);
-  if (choice.variant.empty()) throw InvalidInputError("SPARSEJIT_FORCE '" + spec + "': empty variant name");
-  if (second == std::string::npos) return choice;
-  std::string rest = spec.substr(second + 1);
+ForcedChoice parse_variant_choice(Op op, const std::string& text, const std::string& source) {
+  const auto colon = text.find(':');
+  ForcedChoice choice{op, text.substr(0, colon), nlohmann::json::object()};
+  if (choice.variant.empty()) throw InvalidInputError(source + ": empty variant name");
+  if (colon == std::string::npos) return choice;
+  const std::string rest = text.substr(colon + 1);
   std::size_t pos = 0;
   while (pos <= rest.size()) {
     const auto comma = rest.find(',', pos);
     const std::string item = rest.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
     const auto eq = item.find('=');
-    if (eq == std::string::npos || eq == 0)
-      throw InvalidInputError("SPARSEJIT_FORCE '" + spec + "': parameter '" + item + "' is not key=value");
+    if (eq == std::string::npos || eq == 0) throw InvalidInputError(source + ": parameter '" + item + "' is not key=value");
     choice.params[item.substr(0, eq)] = parse_value(item.substr(eq + 1));
     if (comma == std::string::npos) break;
     pos = comma + 1;
@@ -44,5 +39,12 @@ ForcedChoice parse_force(const std::string& spec) {
   return choice;
 }
 
+ForcedChoice parse_force(const std::string& spec) {
+  const std::string source = "SPARSEJIT_FORCE '" + spec + "'";
+  const auto first = spec.find(':');
+  if (first == std::string::npos || first == 0 || first + 1 == spec.size())
+    throw InvalidInputError(source + ": expected op:variant[:key=value,...]");
+  return parse_variant_choice(parse_op(spec.substr(0, first)), spec.substr(first + 1), source);
+}
 
 }  // namespace sparsejit

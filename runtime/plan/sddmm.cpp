@@ -8,6 +8,7 @@
 #include "models/decision_tree.hpp"
 #include "models/model_store.hpp"
 #include "plan/choose.hpp"
+#include "plan/operand_limits.hpp"
 #include "plan/planner.hpp"
 #include "plan/tuned.hpp"
 #include "sparsejit/error.hpp"
@@ -61,6 +62,7 @@ std::vector<std::string> sddmm_variants() { return SddmmRegistry::names(); }
 
 Decision plan_sddmm(const Features& features, const SddmmProblem& problem, const DeviceTarget& device, const Options& options,
                     const PlanSources& sources) {
+  check_dense_operands("sddmm", problem.k, problem.dtype, {{"A", features.basic.rows}, {"B", features.basic.cols}});
   const json& model = sources.model ? *sources.model : models::shipped_model("sddmm");
   const variants::SddmmPlanInputs in{features, problem, device, model, options.reuse == Reuse::Many || problem.pattern_seen};
   Decision d;

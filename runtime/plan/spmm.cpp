@@ -7,6 +7,7 @@
 
 #include "models/model_store.hpp"
 #include "plan/choose.hpp"
+#include "plan/operand_limits.hpp"
 #include "plan/planner.hpp"
 #include "plan/tuned.hpp"
 #include "sparsejit/error.hpp"
@@ -52,7 +53,9 @@ std::vector<std::string> spmm_variants() { return SpmmRegistry::names(); }
 
 Decision plan_spmm(const Features& features, const SpmmProblem& problem, const DeviceTarget& device, const Options& options,
                    const SplitStatsSource& split_stats, const PlanSources& sources) {
-  if (problem.k < 1) throw InvalidInputError("spmm: k = " + std::to_string(problem.k) + " must be >= 1");
+  check_dense_operands("spmm", problem.k, problem.dtype,
+                       {{"B", problem.transpose_a ? features.basic.rows : features.basic.cols},
+                        {"C", problem.transpose_a ? features.basic.cols : features.basic.rows}});
   Decision d;
   d.op = Op::SpMM;
   d.device = device.name;

@@ -10,6 +10,7 @@
 
 #include "cache/kernel_cache.hpp"
 #include "base/sha256.hpp"
+#include "tests/support/fake_cubin.hpp"
 
 namespace {
 
@@ -27,10 +28,7 @@ KernelKey worker_key(int i) {
   return key;
 }
 
-std::vector<char> worker_binary(int i) {
-  const std::string text = "\x7f" "ELF kernel " + std::to_string(i);
-  return {text.begin(), text.end()};
-}
+std::vector<char> worker_binary(int i) { return sparsejit::test::fake_cubin("kernel " + std::to_string(i)); }
 
 }  // namespace
 

@@ -19,6 +19,7 @@
 #include "cli/bench.hpp"
 #include "cli/bench_spamm.hpp"
 #include "cli/commands.hpp"
+#include "cli/matrix_input.hpp"
 #include "sparsejit/error.hpp"
 #include "sparsejit/generate.hpp"
 #include "sparsejit/io.hpp"
@@ -71,7 +72,7 @@ bool is_matrix_file(const std::string& name) {
 }
 
 // A file's name in records: its path without the .gz and .mtx/.smtx endings.
-std::string matrix_name(std::string path) {
+std::string record_name(std::string path) {
   for (const char* suffix : {".gz", ".smtx", ".mtx"})
     if (ends_with(path, suffix)) path.resize(path.size() - std::string(suffix).size());
   return path;
@@ -131,7 +132,7 @@ std::vector<MatrixSource> directory_sources(const std::string& dir) {
   std::sort(files.begin(), files.end());
   std::vector<MatrixSource> sources;
   for (const std::string& file : files)
-    sources.push_back({matrix_name(fs::relative(file, dir).string()), file, ""});
+    sources.push_back({record_name(fs::relative(file, dir).string()), file, ""});
   return sources;
 }
 
@@ -146,7 +147,7 @@ std::vector<MatrixSource> resolve_inputs(const std::vector<std::string>& inputs)
     } else if (fs::is_directory(input)) {
       for (MatrixSource& source : directory_sources(input)) sources.push_back(std::move(source));
     } else if (fs::is_regular_file(input)) {
-      sources.push_back({matrix_name(fs::path(input).filename().string()), input, ""});
+      sources.push_back({record_name(fs::path(input).filename().string()), input, ""});
     } else {
       throw InvalidInputError("bench: input '" + input + "' does not exist (nor is it a gen: spec)");
     }
@@ -157,15 +158,7 @@ std::vector<MatrixSource> resolve_inputs(const std::vector<std::string>& inputs)
 // Pattern files get random values, so no product runs on all-ones (or zero) data.
 template <class T>
 Csr<T> load(const MatrixSource& source, uint64_t seed) {
-  if (!source.spec.empty()) {
-    Csr<double> generated = generate::from_spec(source.spec, seed);
-    if constexpr (std::is_same_v<T, double>) return generated;
-    else return cast<T>(generated);
-  }
-  io::ReadOptions options;
-  options.pattern_values = io::PatternValues::Random;
-  options.seed = seed;
-  return io::read_csr<T>(source.path, options);
+  return load_matrix<T>(source.spec.empty() ? source.path : kGeneratorPrefix + source.spec, seed);
 }
 
 std::string utc_now() {
@@ -331,7 +324,7 @@ void add_bench_command(CLI::App& app) {
                   "spmm (C = A·B), sddmm (P = S ∘ (A·Bᵀ)), spgemm (C = A·A, square matrices) or spamm (C ≈ A·A, decay "
                   "matrices)")
       ->capture_default_str();
-  cmd->add_option("-k", args.ks, "Comma-separated dense widths K (SpMM and SDDMM)")->capture_default_str();
+  cmd->add_option("-k,--k", args.ks, "Comma-separated dense widths K (SpMM and SDDMM)")->capture_default_str();
   cmd->add_option("--dtype", args.dtype, "f32 or f64")->capture_default_str();
   cmd->add_option("--repeat", args.repeat, "Timed runs; the median is reported")->capture_default_str();
   cmd->add_option("--warmup", args.warmup, "Untimed runs before timing")->capture_default_str();

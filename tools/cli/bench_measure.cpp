@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "cli/bench.hpp"
+#include "cli/operand_fit.hpp"
 #include "plan/planner.hpp"
 #include "sparsejit/error.hpp"
 #include "sparsejit/generate.hpp"
@@ -431,6 +432,14 @@ ordered_json measure_op(Runtime& rt, OpBench& bench, const Config& config, int64
 template <class T>
 ordered_json measure(Runtime& rt, const vendor::CusparseHandle& handle, const Csr<T>& a, int32_t k, const Config& config,
                      std::vector<std::string>& failures) {
+  // The dense operands are built on the host before anything runs: refuse what the GPU
+  // cannot hold first (operand_sets may add copies; they are sized to the L2, not to this).
+  const int64_t sparse = (int64_t(a.rows) + 1) * 4 + a.nnz() * int64_t(4 + sizeof(T));
+  if (config.op == Op::SpMM)
+    check_operands_fit(rt.device(), "spmm", k, dtype_of<T>::value,
+                       {{"B", config.transpose ? a.rows : a.cols}, {"C", config.transpose ? a.cols : a.rows}}, sparse);
+  else
+    check_operands_fit(rt.device(), "sddmm", k, dtype_of<T>::value, {{"A", a.rows}, {"B", a.cols}}, sparse);
   if (config.op == Op::SpMM) {
     SpmmBench<T> bench(rt, handle, a, k, config.transpose, config.seed + 101);
     return measure_op(rt, bench, config, a.nnz(), k, reference::check_tolerance<T>(), failures, FirstCall());

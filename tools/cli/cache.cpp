@@ -90,7 +90,11 @@ nlohmann::json key_json(const cache::KernelKey& key) {
           {"schema_version", key.schema_version}};
 }
 
-void print_json(const nlohmann::json& value) { std::cout << value.dump(2) << "\n"; }
+// An object gets the format version; `cache list` prints an array, one object per kernel.
+void print_json(nlohmann::json value) {
+  if (value.is_object()) value["format_version"] = kJsonFormatVersion;
+  std::cout << value.dump(2) << "\n";
+}
 
 void run_stats() {
   const cache::CacheStats s = cache::cache_stats(cache_dir());
@@ -153,14 +157,17 @@ void run_verify() {
   const std::string dir = cache_dir();
   const cache::VerifyReport report = cache::cache_verify(dir);
   if (options.as_json) {
-    print_json({{"path", cache::database_path(dir)},
+    print_json({{"path", report.path},
+                {"exists", report.exists},
                 {"ok", report.ok},
                 {"entries_checked", report.entries_checked},
                 {"problems", report.problems}});
   } else {
     for (const std::string& problem : report.problems) std::cout << "problem: " << problem << "\n";
-    std::cout << cache::database_path(dir) << ": " << (report.ok ? "ok" : "NOT ok") << ", "
-              << report.entries_checked << " kernels checked, " << report.problems.size() << " problems\n";
+    std::cout << report.path << ": " << (report.ok ? "ok" : "NOT ok") << ", "
+              << (report.exists ? std::to_string(report.entries_checked) + " kernels checked"
+                                : std::string("no database to check"))
+              << ", " << report.problems.size() << " problems\n";
   }
   // The report is already printed; exit with status 1 and nothing more.
   if (!report.ok) throw CLI::RuntimeError(1);
@@ -202,11 +209,17 @@ void run_prune() {
   if (options.as_json) {
     nlohmann::json kernels = nlohmann::json::array();
     for (const auto& key : removed) kernels.push_back(key_json(key));
-    print_json({{"removed", report.removed}, {"bytes_freed", report.bytes_freed}, {"kernels", kernels}});
+    print_json({{"removed", report.removed},
+                {"bytes_freed", report.bytes_freed},
+                {"damaged", report.damaged},
+                {"kernels", kernels},
+                {"moved_aside_removed", report.moved_aside_removed}});
     return;
   }
   for (const auto& key : removed) std::cout << "removed " << key.to_string() << "\n";
-  std::cout << "pruned " << report.removed << " kernels, " << report.bytes_freed << " bytes freed\n";
+  for (const auto& file : report.moved_aside_removed) std::cout << "removed moved-aside " << file << "\n";
+  std::cout << "pruned " << report.removed << " kernels, " << report.bytes_freed << " bytes freed"
+            << (report.damaged > 0 ? ", " + std::to_string(report.damaged) + " of them with a damaged cubin" : "") << "\n";
 }
 
 void run_clear() {

@@ -4,6 +4,10 @@
 
 namespace sparsejit::cli {
 
+// The version of the JSON objects info, inspect, explain and cache (stats, verify, prune,
+// clear) print, as their "format_version" field; raised when a field changes meaning or goes.
+constexpr int kJsonFormatVersion = 1;
+
 void register_commands(CLI::App& app);
 void add_info_command(CLI::App& app);
 void add_inspect_command(CLI::App& app);

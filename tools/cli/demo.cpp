@@ -5,6 +5,8 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "cli/matrix_input.hpp"
+#include "plan/operand_limits.hpp"
 #include "sparsejit/device.hpp"
 #include "sparsejit/features.hpp"
 #include "sparsejit/generate.hpp"
@@ -49,11 +51,12 @@ void add_demo_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("demo", "Generate a matrix, inspect it, then plan, compile and run auto SpMM");
   static std::string spec = "clustered:100000:32:0.5:16";
   static int32_t k = 128;
-  cmd->add_option("--matrix", spec, "Generator spec: " + generate::spec_help())->capture_default_str();
-  cmd->add_option("-k", k, "Columns of the dense operand")->capture_default_str();
+  cmd->add_option("--matrix", spec, "Generator spec, with or without gen: in front: " + generate::spec_help())->capture_default_str();
+  cmd->add_option("-k,--k", k, "Columns of the dense operand")->capture_default_str();
   cmd->callback([] {
+    plan::check_dense_operands("spmm", k, DType::F32, {});  // K's range, before generating anything
     auto start = std::chrono::steady_clock::now();
-    const Csr<float> a = cast<float>(generate::from_spec(spec, /*seed=*/1));
+    const Csr<float> a = load_matrix<float>(is_generator(spec) ? spec : "gen:" + spec, /*seed=*/1);
     std::cout << "generated " << spec << " in " << elapsed_ms(start) << " ms\n" << describe(inspect(a.pattern()));
     start = std::chrono::steady_clock::now();
     const Decision d = explain_spmm(a.pattern(), k, DType::F32);

@@ -1,5 +1,6 @@
 #include <iostream>
 
+#include "cli/call_options.hpp"
 #include "cli/commands.hpp"
 #include "cli/matrix_input.hpp"
 #include "cli/spamm_input.hpp"
@@ -23,6 +24,7 @@ void explain_spamm_as(const Dense<double>& a, const std::string& input, const Sp
     nlohmann::json out = to_json(d);
     out["matrix"] = input;
     out["search_iterations"] = info.search_iterations;
+    out["format_version"] = kJsonFormatVersion;
     std::cout << out.dump(2) << "\n";
     return;
   }
@@ -51,9 +53,9 @@ void add_explain_command(CLI::App& app) {
   static SpammArgs spamm;
   cmd->add_option("matrix", input, std::string("Matrix file or gen:SPEC; for --op spamm a dense ") + kSpammSpecHelp);
   cmd->add_option("--op", op, "spmm | sddmm | spgemm (C = A·A) | spamm (C ≈ A·A)")->capture_default_str();
-  cmd->add_option("-k", k, "Columns of the dense operands (SpMM: of B and C; SDDMM: the inner dimension; SpGEMM: unused)")->capture_default_str();
+  cmd->add_option("-k,--k", k, "Columns of the dense operands (SpMM: of B and C; SDDMM: the inner dimension; SpGEMM: unused)")->capture_default_str();
   cmd->add_option("--dtype", dtype, "f32 | f64")->capture_default_str();
-  cmd->add_option("--variant", variant, "Force a variant (as SPARSEJIT_FORCE does)");
+  cmd->add_option("--variant", variant, "Force a variant, with parameters as SPARSEJIT_FORCE takes them: NAME[:key=value,...], e.g. rs:threshold=8");
   cmd->add_flag("--transpose", transpose, "SpMM: C = Aᵀ·B");
   cmd->add_flag("--json", as_json, "Print the Decision record as JSON");
   cmd->add_flag("--list", list, "List the variants of --op and exit");
@@ -68,15 +70,13 @@ void add_explain_command(CLI::App& app) {
       return;
     }
     if (input.empty()) throw InvalidInputError("explain: a matrix (file or gen:SPEC) is required");
+    const Options options = call_options(parsed_op, variant, transpose);
     if (parsed_op == Op::SpAMM) {
       explain_spamm_input(input, dtype, variant, spamm, as_json);
       return;
     }
-    const Csr<float> a = load_matrix<float>(input, 1);
-    Options options;
-    options.variant = variant;
-    options.transpose_a = transpose;
     const DType type = parse_dtype(dtype);
+    const Csr<float> a = load_matrix<float>(input, 1);
     if (parsed_op == Op::SpGEMM && a.rows != a.cols)
       throw InvalidInputError("explain --op spgemm multiplies the matrix by itself, so it must be square; " + matrix_name(input) +
                               " is " + std::to_string(a.rows) + "x" + std::to_string(a.cols));
@@ -86,6 +86,7 @@ void add_explain_command(CLI::App& app) {
     if (as_json) {
       nlohmann::json out = to_json(d);
       out["matrix"] = matrix_name(input);
+      out["format_version"] = kJsonFormatVersion;
       std::cout << out.dump(2) << "\n";
     } else {
       std::cout << matrix_name(input) << " (" << a.rows << "x" << a.cols << ", " << a.nnz() << " nonzeros), "

@@ -4,9 +4,11 @@
 #include <cublas_v2.h>
 #include <cusparse.h>
 #include <sqlite3.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -26,7 +28,8 @@ namespace {
 
 // Every environment variable the library reads (see DESIGN.md, "Errors, logging, environment").
 constexpr const char* kEnvironmentVariables[] = {"SPARSEJIT_CACHE_DIR", "SPARSEJIT_LOG", "SPARSEJIT_DUMP_SOURCE",
-                                                 "SPARSEJIT_FORCE", "SPARSEJIT_TEMPLATE_DIR"};
+                                                 "SPARSEJIT_FORCE", "SPARSEJIT_TEMPLATE_DIR", "SPARSEJIT_MAX_DIMENSION",
+                                                 "SPARSEJIT_MAX_INFLATED_BYTES", "SPARSEJIT_MAX_GENERATED_ENTRIES"};
 
 // "major.minor.patch" of a library that answers from itself (cuSPARSE, cuBLAS), so it works
 // without a GPU; get(property, &value) returns `ok` on success.
@@ -58,10 +61,25 @@ nlohmann::json driver_json() {
   return driver;
 }
 
+// default_cache_dir() gives no folder when SPARSEJIT_CACHE_DIR is set but empty, or when no
+// variable names a place for one.
+std::string cache_disabled_reason() {
+  const char* dir = std::getenv("SPARSEJIT_CACHE_DIR");
+  if (dir != nullptr) return "disabled (SPARSEJIT_CACHE_DIR is empty)";
+  return "disabled (SPARSEJIT_CACHE_DIR, XDG_CACHE_HOME and HOME are all unset or empty: nowhere to keep it)";
+}
+
 nlohmann::json cache_json() {
   const std::optional<std::string> dir = cache::default_cache_dir();
-  if (!dir) return {{"enabled", false}, {"reason", "disabled (SPARSEJIT_CACHE_DIR is empty)"}};
-  return {{"enabled", true}, {"dir", *dir}, {"database", cache::database_path(*dir)}};
+  if (!dir) return {{"enabled", false}, {"reason", cache_disabled_reason()}};
+  std::error_code ec;
+  if (std::filesystem::exists(*dir, ec) && !std::filesystem::is_directory(*dir, ec))
+    return {{"enabled", false}, {"reason", "unusable (" + *dir + " is not a directory): memory only"}};
+  // A folder or database this process cannot write serves lookups only (cache/database.hpp).
+  const std::string database = cache::database_path(*dir);
+  const bool read_only = (::access(database.c_str(), F_OK) == 0 && ::access(database.c_str(), W_OK) != 0) ||
+                         (::access(dir->c_str(), F_OK) == 0 && ::access(dir->c_str(), W_OK) != 0);
+  return {{"enabled", true}, {"dir", *dir}, {"database", database}, {"read_only", read_only}};
 }
 
 nlohmann::json environment_json() {
@@ -112,7 +130,7 @@ void print_text(const nlohmann::json& info) {
   }
   const auto& cache = info["cache"];
   if (cache["enabled"].get<bool>()) {
-    std::cout << "cache dir: " << cache["dir"].get<std::string>() << "\n"
+    std::cout << "cache dir: " << cache["dir"].get<std::string>() << (cache["read_only"].get<bool>() ? " (read-only: lookups only)" : "") << "\n"
               << "cache db:  " << cache["database"].get<std::string>() << "\n";
   } else {
     std::cout << "cache:     " << cache["reason"].get<std::string>() << "\n";
@@ -136,7 +154,9 @@ void add_info_command(CLI::App& app) {
   cmd->callback([] {
     const nlohmann::json info = collect_info();
     if (as_json) {
-      std::cout << info.dump(2) << "\n";
+      nlohmann::json out = info;
+      out["format_version"] = kJsonFormatVersion;
+      std::cout << out.dump(2) << "\n";
     } else {
       print_text(info);
     }

@@ -5,8 +5,10 @@
 #include <iostream>
 #include <limits>
 
+#include "cli/call_options.hpp"
 #include "cli/commands.hpp"
 #include "cli/matrix_input.hpp"
+#include "cli/operand_fit.hpp"
 #include "cli/spamm_baseline.hpp"
 #include "cli/spamm_input.hpp"
 #include "sparsejit/error.hpp"
@@ -26,7 +28,14 @@ struct RunArgs {
   int32_t k = 128;
   int repeat = 20;
   bool check = false, transpose = false;
+  Options call;  // from variant and transpose (call_options)
 };
+
+// Bytes of a CSR on the device: offsets, indices and values.
+template <class T>
+int64_t sparse_bytes(const Csr<T>& a) {
+  return (int64_t(a.rows) + 1) * 4 + a.nnz() * int64_t(4 + sizeof(T));
+}
 
 // Wall-clock microseconds per call for `calls` back-to-back calls (host side only: launches
 // are asynchronous), after the plan exists.
@@ -53,15 +62,14 @@ void report(const RunArgs& args, const Csr<double>& shape, const Decision& d, do
 template <class T>
 void run_spmm(const RunArgs& args) {
   Csr<T> a = load_matrix<T>(args.input, 1);
-  Runtime rt;
   const int32_t inner = args.transpose ? a.rows : a.cols, outer = args.transpose ? a.cols : a.rows;
+  Runtime rt;
+  check_operands_fit(rt.device(), "spmm", args.k, dtype_of<T>::value, {{"B", inner}, {"C", outer}}, sparse_bytes(a));
   Dense<T> b(inner, args.k);
   generate::fill_random(b, 2);
   DeviceCsr<T> da(rt.context(), a);
   DeviceDense<T> db(rt.context(), b), dc(rt.context(), outer, args.k);
-  Options options;
-  options.variant = args.variant;
-  options.transpose_a = args.transpose;
+  const Options& options = args.call;
   std::string check;
   if (args.check) {
     dc.buffer().fill_bytes(0xFF);
@@ -90,14 +98,16 @@ template <class T>
 void run_sddmm(const RunArgs& args) {
   Csr<T> s = load_matrix<T>(args.input, 1);
   Runtime rt;
+  // S's values twice: the input and P.
+  check_operands_fit(rt.device(), "sddmm", args.k, dtype_of<T>::value, {{"A", s.rows}, {"B", s.cols}},
+                     sparse_bytes(s) + s.nnz() * int64_t(sizeof(T)));
   Dense<T> a(s.rows, args.k), b(s.cols, args.k);
   generate::fill_random(a, 2);
   generate::fill_random(b, 3);
   DeviceCsr<T> ds(rt.context(), s);
   DeviceDense<T> da(rt.context(), a), db(rt.context(), b);
   DeviceBuffer dp(rt.context(), std::max<std::size_t>(1, s.values.size()) * sizeof(T));
-  Options options;
-  options.variant = args.variant;
+  const Options& options = args.call;
   std::string check;
   if (args.check) {
     dp.fill_bytes(0xFF);
@@ -131,8 +141,7 @@ void run_spgemm(const RunArgs& args) {
                             " is " + std::to_string(a.rows) + "x" + std::to_string(a.cols));
   Runtime rt;
   DeviceCsr<T> da(rt.context(), a);
-  Options options;
-  options.variant = args.variant;
+  const Options& options = args.call;
   std::string check;
   if (args.check) {
     const Csr<T> got = rt.spgemm(da, da, options).download();
@@ -231,9 +240,9 @@ void add_run_command(CLI::App& app) {
   static SpammArgs spamm;
   cmd->add_option("matrix", args.input, std::string("Matrix file or gen:SPEC; for --op spamm a dense ") + kSpammSpecHelp)->required();
   cmd->add_option("--op", args.op, "spmm | sddmm | spgemm (C = A·A) | spamm (C ≈ A·A)")->capture_default_str();
-  cmd->add_option("-k", args.k, "Columns of the dense operands (not used by spgemm)")->capture_default_str();
+  cmd->add_option("-k,--k", args.k, "Columns of the dense operands (not used by spgemm)")->capture_default_str();
   cmd->add_option("--dtype", args.dtype, "f32 | f64")->capture_default_str();
-  cmd->add_option("--variant", args.variant, "Force a variant (`sparsejit explain --list --op OP` lists them)");
+  cmd->add_option("--variant", args.variant, "Force a variant, NAME[:key=value,...] as SPARSEJIT_FORCE takes it (`sparsejit explain --list --op OP` lists them)");
   cmd->add_option("--repeat", args.repeat, "Timed repetitions (the median is printed); `sparsejit bench` rotates operands, this does not")->capture_default_str();
   cmd->add_flag("--check", args.check, "Compare with the CPU reference first (output poisoned before the run)");
   cmd->add_flag("--transpose", args.transpose, "SpMM: C = Aᵀ·B");
@@ -241,7 +250,7 @@ void add_run_command(CLI::App& app) {
   cmd->callback([] {
     const Op op = parse_op(args.op);
     const DType type = parse_dtype(args.dtype);
-    if (args.k < 1) throw InvalidInputError("-k " + std::to_string(args.k) + " must be >= 1");
+    args.call = call_options(op, args.variant, args.transpose);
     if (args.repeat < 1) throw InvalidInputError("--repeat " + std::to_string(args.repeat) + " must be >= 1");
     if (type != DType::F32 && type != DType::F64) throw UnsupportedError(std::string("run supports f32 and f64, not ") + to_string(type));
     if (!driver_available()) throw UnsupportedError(driver_unavailable_reason());

@@ -81,7 +81,7 @@ void add_tune_command(CLI::App& app) {
   cmd->add_flag("--quick", args.quick, "Three tiny generated matrices and short timing (a smoke test)");
   auto* resume = cmd->add_flag("--resume", args.resume, "Skip candidates this device already has records for (the default)");
   cmd->add_flag("--restart", args.restart, "Measure everything again (earlier records stay, newer ones win)")->excludes(resume);
-  cmd->add_option("--k", args.ks, "Widths K to tune, comma separated (default: spmm 32,128,512; sddmm 32,64,128)")->delimiter(',');
+  cmd->add_option("-k,--k", args.ks, "Widths K to tune, comma separated (default: spmm 32,128,512; sddmm 32,64,128)")->delimiter(',');
   cmd->add_option("--dtype", args.dtypes, "Value types to tune, comma separated (f32, f64)")->delimiter(',')->capture_default_str();
   cmd->add_option("--write-models", args.write_models, "Also write the tuned model as DIR/<op>.json (to ship as a default)");
   cmd->add_option("--seed", args.seed, "Seed of the generated matrices and values")->capture_default_str();

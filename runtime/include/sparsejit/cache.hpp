@@ -2,9 +2,12 @@
 // management operations behind `sparsejit cache stats|list|verify|prune|clear`.
 //
 // Location (first that applies):
-//   SPARSEJIT_CACHE_DIR=DIR   DIR/kernels.db; set but empty disables the disk cache
-//   XDG_CACHE_HOME=DIR        DIR/sparsejit/kernels.db
-//   HOME                      ~/.cache/sparsejit/kernels.db
+//   SPARSEJIT_CACHE_DIR=DIR   DIR; set but empty disables the disk cache
+//   XDG_CACHE_HOME=DIR        DIR/sparsejit
+//   HOME                      ~/.cache/sparsejit
+// The database in that folder is kernels-schema<kSchemaVersion>.db: builds of other schemas
+// keep their own files beside it. A folder or file this process cannot write is used for
+// lookups only (a prebuilt or shared cache); new kernels then stay in memory.
 // Timestamps are unix milliseconds.
 #pragma once
 #include <cstdint>
@@ -14,7 +17,7 @@
 
 namespace sparsejit::cache {
 
-// Bumped whenever the tables change; a database with another value is moved aside.
+// Bumped whenever the tables change; it names the database file (database_path).
 constexpr int kSchemaVersion = 1;
 
 // What identifies a compiled kernel. Each field is its own column of the kernels table, so a
@@ -54,7 +57,7 @@ KernelKey current_key_context(int sm = 0);
 // The cache directory from the environment (see the top of this file); nullopt when
 // SPARSEJIT_CACHE_DIR is set to "" (disk cache disabled) or no HOME is known.
 std::optional<std::string> default_cache_dir();
-// DIR/kernels.db
+// DIR/kernels-schema<kSchemaVersion>.db
 std::string database_path(const std::string& dir);
 
 struct CacheStats {
@@ -80,8 +83,12 @@ struct CacheEntry {
 
 struct VerifyReport {
   bool ok = true;
+  std::string path;            // the database file
+  bool exists = false;         // false: no database to check (ok unless the folder itself is a problem)
   int64_t entries_checked = 0;
-  std::vector<std::string> problems;  // integrity_check messages, empty or non-ELF blobs
+  // A folder that is a file or cannot be read, integrity_check messages, and every cubin
+  // that is not a whole CUDA ELF image (empty, no ELF magic, cut short, ...).
+  std::vector<std::string> problems;
 };
 
 struct PruneOptions {
@@ -92,16 +99,23 @@ struct PruneOptions {
   std::optional<double> older_than_days;
   // Then remove least recently used kernels until their cubins total at most this.
   std::optional<int64_t> max_bytes;
+  // Kernels whose cubin fails verification are always removed. Files a damaged database was
+  // moved aside to (<database>.corrupt-*) are removed once older than this many days, after
+  // their tuning records and models are copied into the cache where SQLite can read them.
+  double moved_aside_days = 7;
 };
 
 struct PruneReport {
-  int64_t removed = 0;
+  int64_t removed = 0;      // kernels, damaged ones included
   int64_t bytes_freed = 0;
+  int64_t damaged = 0;      // of the removed kernels, those whose cubin failed verification
+  std::vector<std::string> moved_aside_removed;  // moved-aside database files removed
 };
 
 // All of these take the cache directory (default_cache_dir() for the user's cache). A
 // database that is corrupt or foreign is moved aside with a warning, as on any open, except
-// by cache_verify, which only reports. IoError when the directory cannot be used at all.
+// by cache_verify, which only reports. IoError when the directory cannot be used at all: it
+// is a file, or cannot be read (cache_verify reports that as a problem instead).
 CacheStats cache_stats(const std::string& dir);
 std::vector<CacheEntry> cache_list(const std::string& dir, const KernelKey& wanted = {});
 VerifyReport cache_verify(const std::string& dir);

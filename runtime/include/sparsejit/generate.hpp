@@ -74,8 +74,11 @@ Dense<double> exponential_decay(int32_t rows, int32_t cols, double c, double lam
 //   rmat:N:EDGES              rmat(N, EDGES) with the default a, b, c
 //   clustered:N:R:FRAC:RUN    clustered(N, N, R, FRAC, RUN) with 32-row groups
 //   blockdiag:N:B:NOISE       block_diagonal(N, B, NOISE)
-// A bad spec throws InvalidInputError naming the spec and the bad field.
-Csr<double> from_spec(const std::string& spec, uint64_t seed);
+// A bad spec throws InvalidInputError naming the spec and the bad field, and so does one
+// asking for more rows or entries than max_entries (0: no limit), before allocating: a typo
+// such as uniform:2000000000:1 would otherwise take tens of gigabytes.
+constexpr int64_t kMaxGeneratedEntries = int64_t(1) << 27;
+Csr<double> from_spec(const std::string& spec, uint64_t seed, int64_t max_entries = kMaxGeneratedEntries);
 
 // The accepted spec forms, one per line, for help texts.
 std::string spec_help();

@@ -21,12 +21,29 @@ enum class PatternValues {
 };
 const char* to_string(PatternValues values);  // "ones", "random"
 
+// What a file may make a reader allocate beyond its own size: a 60-byte file declaring 2^30
+// rows would otherwise take gigabytes for row offsets, and a small gzip of blank lines
+// inflates to gigabytes of text. Past a limit the reader throws InvalidInputError naming the
+// value and the limit, before allocating for it. The defaults pass every real matrix we know
+// (SuiteSparse, DLMC); raise them for hypersparse files (the CLI reads
+// SPARSEJIT_MAX_DIMENSION and SPARSEJIT_MAX_INFLATED_BYTES); 0 turns a limit off.
+struct SizeLimits {
+  // A declared row or column count may be at most
+  // max(max_dimension, kDimensionsPerEntry x the entries stored in the file).
+  static constexpr int64_t kDimensionsPerEntry = 16;
+  int64_t max_dimension = int64_t(1) << 24;
+  // A gzip file may inflate to at most max(max_inflated_bytes, kInflationRatio x its size).
+  static constexpr int64_t kInflationRatio = 64;
+  int64_t max_inflated_bytes = int64_t(1) << 28;
+};
+
 struct ReadOptions {
   PatternValues pattern_values = PatternValues::Ones;  // values of pattern files
   uint64_t seed = 0;                                   // seed of PatternValues::Random
   // Symmetric and skew-symmetric files store one triangle; true (default) returns the full
   // general matrix, false the stored triangle as it is.
   bool expand_symmetric = true;
+  SizeLimits limits;
 };
 
 // What the file said about itself.
@@ -53,7 +70,7 @@ Csr<T> read_csr(const std::string& path, const ReadOptions& options = {}, Matrix
 // Reads a Matrix Market array (dense) file, general, symmetric or skew-symmetric, into a
 // row-major Dense (the file is column-major).
 template <class T>
-Dense<T> read_dense(const std::string& path, MatrixInfo* info = nullptr);
+Dense<T> read_dense(const std::string& path, MatrixInfo* info = nullptr, const SizeLimits& limits = {});
 
 // Write Matrix Market text (coordinate real general, 1-based; array real general) with
 // values in the shortest form that reads back to the same T. The file is written beside

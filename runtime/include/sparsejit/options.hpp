@@ -64,5 +64,8 @@ struct ForcedChoice {
 
 // Parses a SPARSEJIT_FORCE value; throws InvalidInputError naming the bad part.
 ForcedChoice parse_force(const std::string& spec);
+// Parses "variant[:key=value,...]" (SPARSEJIT_FORCE without the op, as the CLI's --variant
+// takes it) for `op`; errors start with `source`, which names where the text came from.
+ForcedChoice parse_variant_choice(Op op, const std::string& text, const std::string& source);
 
 }  // namespace sparsejit

@@ -130,9 +130,9 @@ class PanelGather final : public SddmmVariantOf<PanelGather> {
   void check(const plan::SddmmProblem& problem, const plan::DeviceTarget&, const json& params) const override {
     check_vector_width(params, problem, name);
     check_row_gather(params, problem, name);
-    for (const char* edge : {"band_rows", "panel_cols"}) {
+    for (const char* edge : {"band_rows", "panel_cols"}) {  // stated range: [1, 2^20]
       const int64_t v = int_param(params, name, edge);
-      require(v >= 1, name, std::string(edge) + " = " + std::to_string(v) + " must be >= 1");
+      require(v >= 1 && v <= (int64_t(1) << 20), name, std::string(edge) + " = " + std::to_string(v) + " outside [1, 1048576]");
     }
   }
 

@@ -226,10 +226,30 @@ class Rs final : public SpmmVariantOf<Rs> {
 
   // A forced choice without a panel width (or read-ahead) gets the formula's width (and
   // read-ahead) for its own slice.
+  void require_range(const nlohmann::json& params, const char* key, int64_t largest) const {
+    const int64_t value = params.at(key).get<int64_t>();
+    if (value < 1 || value > largest)
+      throw InvalidInputError(std::string("rs: ") + key + " = " + params.at(key).dump() + " must be in [1, " +
+                              std::to_string(largest) + "]");
+  }
+
+  // What the panel width is derived from (the heavy slice's bytes and the blocks sharing an
+  // SM), checked before anything divides by it; blocks_per_sm is also the kernel's launch
+  // bound, so at most the blocks an SM can hold.
+  void check_panel_width_inputs(const nlohmann::json& params, const plan::SpmmProblem& problem,
+                                const plan::DeviceTarget& device) const {
+    check_light_params(name, params, problem);
+    require_one_of(name, params, "heavy_lanes", {8, 16, 32});
+    require_one_of(name, params, "cf_v", {1, 2, 4});
+    require_range(params, "blocks_per_sm", device.max_blocks_per_sm);
+  }
+
   nlohmann::json complete_forced(const SpmmPlanInputs& in, const nlohmann::json& forced, const nlohmann::json& merged) const override {
     nlohmann::json completed = forced;
     if (!forced.contains("heavy_unroll")) completed["heavy_unroll"] = heavy_unroll_for(merged.at("cf_v").get<int>());
     if (!forced.contains("panel_width")) {
+      // The width is derived by dividing by these: a forced 0 crashed the planner (SIGFPE).
+      check_panel_width_inputs(merged, in.problem, in.device);
       const int64_t row_bytes = int64_t(heavy_slice(merged)) * value_bytes(in.problem);
       completed["panel_width"] = panel_width_for(in.device, in.features.basic.cols, row_bytes, merged.at("blocks_per_sm").get<int>());
     }
@@ -237,15 +257,14 @@ class Rs final : public SpmmVariantOf<Rs> {
   }
 
   void check(const plan::SpmmProblem& problem, const plan::DeviceTarget& device, const nlohmann::json& params) const override {
-    check_light_params(name, params, problem);
-    require_one_of(name, params, "heavy_lanes", {8, 16, 32});
-    require_one_of(name, params, "cf_v", {1, 2, 4});
+    check_panel_width_inputs(params, problem, device);
     require_one_of(name, params, "heavy_unroll", {1, 2, 4, 8});
     require_one_of(name, params, "heavy_threads", {64, 128, 256, 512, 1024});
-    for (const char* key : {"threshold", "panel_width", "segments_per_block", "blocks_per_sm"}) {
-      if (params.at(key).get<int64_t>() < 1)
-        throw InvalidInputError(std::string("rs: ") + key + " = " + params.at(key).dump() + " must be >= 1");
-    }
+    // Stated ranges: threshold and panel_width any positive int (panel_width is bounded by
+    // shared memory below); segments_per_block up to 2^20 per work item.
+    require_range(params, "threshold", std::numeric_limits<int32_t>::max());
+    require_range(params, "panel_width", std::numeric_limits<int32_t>::max());
+    require_range(params, "segments_per_block", int64_t(1) << 20);
     const int64_t shared = heavy_shared_bytes(params, problem.dtype);
     if (shared > device.shared_per_block_optin)
       throw InvalidInputError("rs: panel_width = " + params.at("panel_width").dump() + " needs " + std::to_string(shared) +

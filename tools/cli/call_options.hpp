@@ -1,0 +1,15 @@
+// The call options that explain and run take alike from the command line.
+#pragma once
+#include <string>
+
+#include "sparsejit/decision.hpp"
+#include "sparsejit/options.hpp"
+
+namespace sparsejit::cli {
+
+// Options for one call of `op`: `variant` is "" (auto) or "name[:key=value,...]" as
+// SPARSEJIT_FORCE takes it after the op (e.g. rs:threshold=8); `transpose` is C = Aᵀ·B, which
+// only SpMM has. Throws InvalidInputError naming the bad part.
+Options call_options(Op op, const std::string& variant, bool transpose);
+
+}  // namespace sparsejit::cli
