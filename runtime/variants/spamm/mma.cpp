@@ -1,7 +1,7 @@
 // mma: SpAMM's kept tile products on tensor cores (templates/spamm_mma.cu), mma.sync with f32
 // accumulation in the precision the caller asked for: full f32 as the 3xTF32 split (m16n8k8),
 // tf32 (one m16n8k8 product of operands rounded to TF32), fp16 or bf16 (m16n8k16 on the
-// executor's converted copies). f32 only.
+// caller's 16-bit operands or the executor's converted copies). f32 C only.
 #include "sparsejit/error.hpp"
 #include "variants/spamm/spamm_variant.hpp"
 
@@ -9,7 +9,7 @@ namespace sparsejit::variants::spamm {
 
 namespace {
 
-bool half_operands(const plan::SpammProblem& p) { return reads_converted_copies(p.precision); }
+bool half_operands(const plan::SpammProblem& p) { return variants::half_operands(p.precision); }
 int elem_bytes(const plan::SpammProblem& p) { return half_operands(p) ? 2 : 4; }
 int mma_k(const plan::SpammProblem& p) { return half_operands(p) ? 16 : 8; }
 // A rows 4 words past a multiple of 32 banks, B rows 8 (spamm_mma.cu's conflict-free reads).

@@ -58,17 +58,34 @@ void note_kernel(Decision& d, const ops::LoadedKernel& loaded) {
   d.load_ms += loaded.load_ms;
 }
 
-bool reads_converted_copies(SpammPrecision precision) {
+bool half_operands(SpammPrecision precision) {
   return precision == SpammPrecision::FP16 || precision == SpammPrecision::BF16;
 }
 
 int default_vec(const plan::SpammProblem& p, int elem_bytes) {
   const int vec = 16 / elem_bytes;
-  if (reads_converted_copies(p.precision)) return vec;
+  if (half_operands(p.precision)) return vec;
   for (int64_t size : {int64_t(p.k), int64_t(p.n), p.lda, p.ldb})
     if (size % vec != 0) return 1;
   return vec;
 }
+
+jit::KernelSpec norms_spec(DType stored, SpammPrecision precision, int32_t tile, bool copies, int vec) {
+  const bool fp16 = precision == SpammPrecision::FP16, bf16 = precision == SpammPrecision::BF16;
+  const std::string value_t = cuda_type_name(stored);
+  const std::string copy_t = copies ? (fp16 ? "__half" : "__nv_bfloat16") : value_t;
+  const std::string to_float = stored == DType::F16 ? "__half2float" : stored == DType::BF16 ? "__bfloat162float" : "";
+  const bool converts = copies && copy_t != value_t;
+  const std::string convert = !converts ? "" : fp16 ? "__float2half_rn" : "__float2bfloat16_rn";
+  const std::string name = std::string("sj_spamm_norms_") + to_string(stored) + "_t" + std::to_string(tile) + "_v" + std::to_string(vec) +
+                           (copies ? std::string("_copy_") + to_string(precision) : "");
+  return {"spamm_norms.cu", name,
+          {{"value_t", value_t}, {"to_float", to_float}, {"copy_t", copy_t}, {"convert", convert}, {"tile", tile}, {"vec", vec},
+           {"write_copy", copies}, {"fp16", fp16 || stored == DType::F16}, {"bf16", bf16 || stored == DType::BF16}},
+          {}};
+}
+
+jit::KernelSpec select_spec() { return {"spamm_select.cu", "sj_spamm_select", nlohmann::json::object(), {}}; }
 
 int64_t stage_bytes(int32_t tile, int slice, int pad_a, int pad_b, int elem_bytes) {
   return (int64_t(tile) * (slice + pad_a) + int64_t(slice) * (tile + pad_b)) * elem_bytes;
@@ -86,7 +103,7 @@ void check_tile_loop(const std::string& variant, const plan::SpammProblem& p, co
     throw InvalidInputError(variant + ": vec = " + std::to_string(vec) + " must be 1 or " + std::to_string(16 / elem_bytes));
   if (vec > widest)
     throw InvalidInputError(variant + ": vec = " + std::to_string(vec) + " needs k, n and the leading dimensions of A and B to be multiples of it");
-  if (reads_converted_copies(p.precision) && vec == 1)
+  if (half_operands(p.precision) && vec == 1)
     throw InvalidInputError(variant + ": vec = 1 would copy 2-byte elements, which cp.async cannot; the converted copies take vec = 8");
   const int64_t bytes = stages * one_stage + 4 * int64_t(std::max(p.tile_inner(), 1));
   if (bytes > device.shared_per_block_optin)
