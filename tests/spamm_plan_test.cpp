@@ -280,7 +280,16 @@ TEST(SpammPlan, ForcedVariantsAndTheirParameterChecks) {
   o.params = {{"slice", 4}};  // under one tf32 mma step
   EXPECT_NE(message_of([&] { plan::plan_spamm(features_at(0.1, p), p, {}, o); }).find("slice = 4 must be a multiple of 8"),
             std::string::npos);
+  o.params = {{"group", 2}};  // tile 64 only
+  plan::SpammProblem small = p;
+  small.tile = 32;
+  EXPECT_NE(message_of([&] { plan::plan_spamm(features_at(0.1, small), small, {}, o); }).find("group = 2 must be 1, or 2 with tile 64 (the tile is 32)"),
+            std::string::npos);
+  o.params = {{"group", 3}};
+  EXPECT_NE(message_of([&] { plan::plan_spamm(features_at(0.1, p), p, {}, o); }).find("group = 3"), std::string::npos);
   o.params = nlohmann::json::object();
+  EXPECT_EQ(plan::plan_spamm(features_at(0.1, p), p, {}, o).params.at("group"), 2);  // p's tile is 64
+  EXPECT_EQ(plan::plan_spamm(features_at(0.1, small), small, {}, o).params.at("group"), 1);
   plan::DeviceTarget turing;
   turing.sm = 75;
   turing.name = "T4";

@@ -36,13 +36,15 @@ plan::SpammProblem problem(DType dtype, SpammPrecision precision, int32_t tile, 
 }
 
 // The planned kernels of a forced variant on a problem with 10% of its products kept.
-std::vector<jit::KernelSpec> planned_specs(const std::string& variant, const plan::SpammProblem& p) {
+std::vector<jit::KernelSpec> planned_specs(const std::string& variant, const plan::SpammProblem& p,
+                                           const nlohmann::json& params = nlohmann::json::object()) {
   plan::SpammFeatures f;
   f.selection.triples = int64_t(p.tile_rows()) * p.tile_inner() * p.tile_cols();
   f.selection.valid = f.selection.triples / 10;
   f.selection.ratio = 0.1;
   SpammOptions o;
   o.variant = variant;
+  o.params = params;
   const Decision d = plan::plan_spamm(f, p, {}, o);
   return variants::SpammRegistry::find(variant)->kernel_specs(d, p);
 }
@@ -54,8 +56,13 @@ std::vector<jit::KernelSpec> every_multiplication_kernel() {
     for (bool aligned : {true, false}) {
       for (DType dtype : {DType::F32, DType::F64})
         for (const jit::KernelSpec& s : planned_specs("simt", problem(dtype, SpammPrecision::Full, tile, aligned))) specs.push_back(s);
-      for (SpammPrecision precision : {SpammPrecision::Full, SpammPrecision::TF32, SpammPrecision::FP16, SpammPrecision::BF16})
+      for (SpammPrecision precision : {SpammPrecision::Full, SpammPrecision::TF32, SpammPrecision::FP16, SpammPrecision::BF16}) {
         for (const jit::KernelSpec& s : planned_specs("mma", problem(DType::F32, precision, tile, aligned))) specs.push_back(s);
+        // Tile 64 groups 2 x 2 C tiles by default; one per block when forced.
+        if (tile == 64)
+          for (const jit::KernelSpec& s : planned_specs("mma", problem(DType::F32, precision, tile, aligned), {{"group", 1}}))
+            specs.push_back(s);
+      }
     }
   return specs;
 }
@@ -116,8 +123,9 @@ TEST(SpammTemplates, ThePlannerAsksForDistinctKernelsOfEveryShape) {
   const auto specs = every_multiplication_kernel();
   std::set<std::string> names;
   for (const auto& s : specs) names.insert(s.kernel_name);
-  // 3 tiles x (2 widths x (simt f32, f64; mma full, tf32) + (mma fp16, bf16) at width 8 only).
-  EXPECT_EQ(names.size(), 3u * (2 * 4 + 2));
+  // 3 tiles x (2 widths x (simt f32, f64; mma full, tf32) + (mma fp16, bf16) at width 8 only),
+  // and tile 64's mma again with one C tile per block (2 widths x (full, tf32) + fp16, bf16).
+  EXPECT_EQ(names.size(), 3u * (2 * 4 + 2) + (2 * 2 + 2));
 }
 
 TEST(SpammTemplates, EveryKernelCompilesForSm80AndSm90) {
@@ -153,6 +161,9 @@ TEST(SpammTemplates, RenderedSourcesCarryTheShapes) {
   const auto split = planned_specs("mma", problem(DType::F32, SpammPrecision::Full, 64, false));
   const std::string split_source = jit::render(split[0]);
   EXPECT_NE(split_source.find("0xffffe000u"), std::string::npos);
+  // Tile 64: 2 x 2 C tiles per block, 8 warps of 64 x 32 (each inside one tile).
+  for (const char* line : {"constexpr int kGroup = 2;", "constexpr int kThreads = 256;", "constexpr int kWarpRows = 64;"})
+    EXPECT_NE(split_source.find(line), std::string::npos) << line;
   EXPECT_NE(split_source.find("constexpr int kVec = 1;"), std::string::npos);  // k = 1021: one float per copy
   const auto simt = planned_specs("simt", problem(DType::F64, SpammPrecision::Full, 32, true));
   const std::string simt_source = jit::render(simt[0]);

@@ -320,7 +320,8 @@ SpammInfo check_sixteen(Runtime& rt, const Shape& s, Input kind, const SpammOpti
     }
   const Decision& d = *info.decision;
   if (!o.variant.empty()) EXPECT_EQ(d.variant, o.variant) << what;
-  EXPECT_EQ(d.features.at("precision"), std::is_same_v<H, half> ? "fp16" : "bf16") << what;
+  const std::string precision = std::is_same_v<H, half> ? "fp16" : "bf16";
+  EXPECT_EQ(d.features.at("precision"), precision) << what;
   const Dense<float> af = cast<float>(a), bf = cast<float>(b);
   const SpammSelection cpu = spamm_selection(tile_norms(af, info.tile), tile_norms(bf, info.tile), info.tau);
   EXPECT_EQ(info.valid_products, cpu.valid) << what;

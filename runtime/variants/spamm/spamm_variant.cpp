@@ -38,10 +38,10 @@ template <class T>
 void launch_tile_loop(const cuda::Kernel& kernel, const TileLoopLaunch& launch, const plan::SpammProblem& p, int multiprocessors,
                       const SpammOperands<T>& o) {
   int tile_rows = p.tile_rows(), tile_inner = p.tile_inner(), tile_cols = p.tile_cols();
-  const int64_t tiles = int64_t(tile_rows) * tile_cols;
-  if (tiles == 0) return;
+  const int64_t groups = ((int64_t(tile_rows) + launch.group - 1) / launch.group) * ((int64_t(tile_cols) + launch.group - 1) / launch.group);
+  if (groups == 0) return;
   const int64_t resident = int64_t(std::max(launch.blocks_per_sm, 1)) * multiprocessors;
-  const unsigned blocks = unsigned(std::min<int64_t>(tiles, resident));
+  const unsigned blocks = unsigned(std::min<int64_t>(groups, resident));
   CUdeviceptr a = o.a.data, b = o.b.data, c = o.c.buffer().ptr(), a_norms = o.a_norms, b_norms = o.b_norms;
   long long lda = o.a.ld, ldb = o.b.ld, ldc = o.c.ld();
   int a_rows = o.a.rows, a_cols = o.a.cols, b_cols = o.b.cols, c_rows = o.c.rows(), c_cols = o.c.cols();
@@ -87,8 +87,8 @@ jit::KernelSpec norms_spec(DType stored, SpammPrecision precision, int32_t tile,
 
 jit::KernelSpec select_spec() { return {"spamm_select.cu", "sj_spamm_select", nlohmann::json::object(), {}}; }
 
-int64_t stage_bytes(int32_t tile, int slice, int pad_a, int pad_b, int elem_bytes) {
-  return (int64_t(tile) * (slice + pad_a) + int64_t(slice) * (tile + pad_b)) * elem_bytes;
+int64_t stage_bytes(int32_t region, int slice, int pad_a, int pad_b, int elem_bytes) {
+  return (int64_t(region) * (slice + pad_a) + int64_t(slice) * (region + pad_b)) * elem_bytes;
 }
 
 void check_tile_loop(const std::string& variant, const plan::SpammProblem& p, const plan::DeviceTarget& device,

@@ -121,11 +121,12 @@ double dense_flops(const plan::SpammProblem& problem);
 // tensor cores or SIMT, which names the model's terms.
 std::string rate_class(const plan::SpammProblem& problem, bool tensor_cores);
 
-// The multiplication kernels' shared launch: one block per C tile up to the resident limit,
-// each block striding over C's tiles (spamm_stage.cuh). Used by simt.cpp and mma.cpp.
+// The multiplication kernels' shared launch: one block per group of C tiles up to the resident
+// limit, each block striding over the groups (spamm_stage.cuh). Used by simt.cpp and mma.cpp.
 struct TileLoopLaunch {
   int block_threads = 0;
   int blocks_per_sm = 1;
+  int group = 1;            // C tiles per block side
   int64_t stage_bytes = 0;  // shared memory of the staged slices
 };
 // Dynamic shared memory of a launch: the stages plus the list of kept k (4 bytes each).
@@ -151,9 +152,9 @@ int default_vec(const plan::SpammProblem& problem, int elem_bytes);
 // bytes where the sizes are not multiples), shared memory past the device's.
 void check_tile_loop(const std::string& variant, const plan::SpammProblem& problem, const plan::DeviceTarget& device,
                      const nlohmann::json& params, int elem_bytes, int step, int64_t stage_bytes);
-// Staged bytes of one stage: tile rows of (slice + pad_a) A elements, slice rows of
-// (tile + pad_b) B elements.
-int64_t stage_bytes(int32_t tile, int slice, int pad_a, int pad_b, int elem_bytes);
+// Staged bytes of one stage: `region` rows of (slice + pad_a) A elements, slice rows of
+// (region + pad_b) B elements (region: the block's C part, group x tile).
+int64_t stage_bytes(int32_t region, int slice, int pad_a, int pad_b, int elem_bytes);
 
 // The norm pass of one operand (templates/spamm_norms.cu): `stored` the matrix's element type,
 // copies whether it also writes the 16-bit copy of `precision`, vec the elements per load (1,
