@@ -38,6 +38,7 @@ namespace {
 // The block sizes spamm_norms.cu and spamm_select.cu are written for.
 constexpr int kNormThreads = 256;
 constexpr int kSelectThreads = 256;
+constexpr int kSelectTilesPerBlock = kSelectThreads / 32;  // a warp per C tile
 constexpr std::size_t kAlign = 256;
 
 std::string dims(int64_t rows, int64_t cols) { return std::to_string(rows) + "x" + std::to_string(cols); }
@@ -123,7 +124,7 @@ class DeviceSelection {
     CUdeviceptr a = a_norms_, b = b_norms_, valid = results_, bound = results_ + 8, max_bits = results_ + 16, min_bits = results_ + 24;
     void* args[] = {&a, &b, &tile_rows, &tile_inner, &tile_cols, &tau, &valid, &bound, &max_bits, &min_bits};
     if (tiles > 0)
-      select_.launch({ops::blocks_for(tiles, kSelectThreads), 1, 1}, {unsigned(kSelectThreads), 1, 1}, 0, stream_, args, early_);
+      select_.launch({ops::blocks_for(tiles, kSelectTilesPerBlock), 1, 1}, {unsigned(kSelectThreads), 1, 1}, 0, stream_, args, early_);
     SelectResults back{};
     SPARSEJIT_CU(cuMemcpyDtoHAsync_v2, &back, results_, sizeof back, stream_);
     SPARSEJIT_CU(cuStreamSynchronize, stream_);
