@@ -15,8 +15,11 @@ constexpr int kThreads = 256;
 constexpr int kRowsPerBlock = kThreads / 32;
 
 void check(cudaError_t status, const std::string& call) {
-  if (status != cudaSuccess)
-    throw CudaError(call + " failed: " + cudaGetErrorName(status) + " (" + cudaGetErrorString(status) + ")");
+  if (status == cudaSuccess) return;
+  // A failure (CUB's included) stays the thread's last error: clear it, or the next call's
+  // launch check reports it again after this one was thrown (seen after an out-of-memory).
+  (void)cudaGetLastError();
+  throw CudaError(call + " failed: " + cudaGetErrorName(status) + " (" + cudaGetErrorString(status) + ")");
 }
 
 // Atomic adds, so duplicate columns of a row sum as in the sparse kernels.

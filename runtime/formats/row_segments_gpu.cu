@@ -41,8 +41,11 @@ constexpr int kThreads = 256;
 constexpr int64_t kMaxBlocks = int64_t(1) << 20;
 
 void check(cudaError_t status, const std::string& call) {
-  if (status != cudaSuccess)
-    throw CudaError(call + " failed: " + cudaGetErrorName(status) + " (" + cudaGetErrorString(status) + ")");
+  if (status == cudaSuccess) return;
+  // A failure (CUB's included) stays the thread's last error: clear it, or the next call's
+  // launch check reports it again after this one was thrown (seen after an out-of-memory).
+  (void)cudaGetLastError();
+  throw CudaError(call + " failed: " + cudaGetErrorName(status) + " (" + cudaGetErrorString(status) + ")");
 }
 
 // Device memory for one build step, freed in stream order when the step's owner goes away.

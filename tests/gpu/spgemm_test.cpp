@@ -141,24 +141,33 @@ Csr<double> with_long_first_row(int32_t rows, int32_t cols, int32_t per_row, int
   return out;
 }
 
-template <class T>
-void every_shape(Runtime& rt, uint64_t seed) {
+// Every pair of patterns the product tests run: check(name, a, b) on R-MAT, banded and
+// uniform squares, empty rows and columns, a row of 12000 products, and a rectangular pair.
+template <class Check>
+void for_every_shape(uint64_t seed, Check check) {
   const Csr<double> rmat = generate::from_spec("rmat:4096:40000", seed);
-  check_every_variant<T>(rt, "rmat A·A", rmat, rmat, seed);
+  check("rmat A·A", rmat, rmat);
   const Csr<double> band = generate::from_spec("band:3000:12:40", seed);
-  check_every_variant<T>(rt, "band A·A", band, band, seed);
+  check("band A·A", band, band);
   const Csr<double> uniform = generate::from_spec("uniform:2500:8", seed);
-  check_every_variant<T>(rt, "uniform A·A", uniform, uniform, seed);
+  check("uniform A·A", uniform, uniform);
   const Csr<double> holes = empty_columns(test::empty_every(generate::from_spec("uniform:900:10", seed), 3), 4);
-  check_every_variant<T>(rt, "empty rows and columns", holes, holes, seed);
+  check("empty rows and columns", holes, holes);
   // Row 0: 1500 entries times B rows of 8 = 12000 products over 5000 columns (a global table
   // at the default bins); the other rows 48.
   const Csr<double> long_a = with_long_first_row(300, 2000, 6, 1500, seed);
   const Csr<double> wide_b = generate::uniform(2000, 5000, 8, seed + 5);
-  check_every_variant<T>(rt, "a row of 12000 products", long_a, wide_b, seed);
+  check("a row of 12000 products", long_a, wide_b);
   const Csr<double> rect_a = generate::uniform(700, 1300, 9, seed);
   const Csr<double> rect_b = generate::uniform(1300, 450, 5, seed + 7);
-  check_every_variant<T>(rt, "rectangular 700x1300 · 1300x450", rect_a, rect_b, seed);
+  check("rectangular 700x1300 · 1300x450", rect_a, rect_b);
+}
+
+template <class T>
+void every_shape(Runtime& rt, uint64_t seed) {
+  for_every_shape(seed, [&](const std::string& name, const Csr<double>& a, const Csr<double>& b) {
+    check_every_variant<T>(rt, name, a, b, seed);
+  });
 }
 
 TEST_F(SpgemmGpu, EveryVariantAndShapeF32) { every_shape<float>(rt(), next_seed()); }
@@ -300,16 +309,9 @@ void check_numeric_phase(Runtime& rt, const std::string& name, const Csr<double>
 
 template <class T>
 void numeric_phase_shapes(Runtime& rt, uint64_t seed) {
-  const Csr<double> rmat = generate::from_spec("rmat:2048:20000", seed);
-  check_numeric_phase<T>(rt, "rmat A·A", rmat, rmat, seed);
-  const Csr<double> band = generate::from_spec("band:3000:12:40", seed);
-  check_numeric_phase<T>(rt, "band A·A", band, band, seed);
-  const Csr<double> long_a = with_long_first_row(300, 2000, 6, 1500, seed);
-  const Csr<double> wide_b = generate::uniform(2000, 5000, 8, seed + 5);
-  check_numeric_phase<T>(rt, "a row of 12000 products", long_a, wide_b, seed);
-  const Csr<double> rect_a = generate::uniform(700, 1300, 9, seed);
-  const Csr<double> rect_b = generate::uniform(1300, 450, 5, seed + 7);
-  check_numeric_phase<T>(rt, "rectangular", rect_a, rect_b, seed);
+  for_every_shape(seed, [&](const std::string& name, const Csr<double>& a, const Csr<double>& b) {
+    check_numeric_phase<T>(rt, name, a, b, seed);
+  });
 }
 
 TEST_F(SpgemmGpu, TheNumericPhaseFollowsNewValuesF32) { numeric_phase_shapes<float>(rt(), next_seed()); }

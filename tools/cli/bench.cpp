@@ -161,14 +161,6 @@ Csr<T> load(const MatrixSource& source, uint64_t seed) {
   return load_matrix<T>(source.spec.empty() ? source.path : kGeneratorPrefix + source.spec, seed);
 }
 
-std::string utc_now() {
-  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buffer[32];
-  std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buffer;
-}
 
 std::string without_final_newline(std::string text) {
   while (!text.empty() && text.back() == '\n') text.pop_back();
@@ -247,7 +239,7 @@ class BenchRun {
   }
 
   ordered_json record_header(const MatrixSource& source, int32_t rows, int32_t cols, int64_t nnz, int32_t k) const {
-    return {{"device", rt_.device().name}, {"date", utc_now()}, {"op", to_string(config_.op)},
+    return {{"device", rt_.device().name}, {"date", bench::utc_now()}, {"op", to_string(config_.op)},
             {"dtype", to_string(config_.dtype)}, {"matrix", source.name}, {"rows", rows}, {"cols", cols},
             {"nnz", nnz}, {"k", k}, {"transpose", config_.transpose}, {"seed", config_.seed},
             {"warmup", config_.timing.warmup}, {"repeat", config_.timing.repeat},
@@ -275,20 +267,28 @@ class BenchRun {
   bool failed_ = false;
 };
 
+// The --json-out file opened for appending (none without the option).
+std::unique_ptr<std::ofstream> open_json_out(const std::string& path) {
+  if (path.empty()) return nullptr;
+  auto out = std::make_unique<std::ofstream>(path, std::ios::app);
+  if (!*out) throw IoError("bench: cannot open --json-out '" + path + "' for appending");
+  return out;
+}
+
+// Without a CUDA driver there is nothing to measure: one line, exit 1.
+void require_driver() {
+  if (driver_available()) return;
+  std::cerr << "sparsejit bench: " << without_consequence(driver_unavailable_reason()) << ": nothing to measure" << std::endl;
+  throw CLI::RuntimeError(1);
+}
+
 // --op spamm: dense decay inputs instead of matrices (bench_spamm.cpp).
 void run_spamm_bench(const BenchArgs& args) {
   if (!args.inputs.empty()) throw InvalidInputError("bench --op spamm takes no inputs: it generates its decay matrices (--sizes, --decays)");
   const bench::SpammConfig config = bench::spamm_config(args.sizes, args.decays, args.ratios, args.precisions, args.paths, args.operands,
                                                         args.dtype, args.tile, {args.warmup, args.repeat, tuner::Clock::Events});
-  std::unique_ptr<std::ofstream> json_out;
-  if (!args.json_out.empty()) {
-    json_out = std::make_unique<std::ofstream>(args.json_out, std::ios::app);
-    if (!*json_out) throw IoError("bench: cannot open --json-out '" + args.json_out + "' for appending");
-  }
-  if (!driver_available()) {
-    std::cerr << "sparsejit bench: " << without_consequence(driver_unavailable_reason()) << ": nothing to measure" << std::endl;
-    throw CLI::RuntimeError(1);
-  }
+  const std::unique_ptr<std::ofstream> json_out = open_json_out(args.json_out);
+  require_driver();
   if (!bench::run_spamm(config, json_out.get())) throw CLI::RuntimeError(1);
 }
 
@@ -296,15 +296,8 @@ void run_bench(const BenchArgs& args) {
   if (args.op == "spamm") return run_spamm_bench(args);
   const bench::Config config = validated(args);
   const std::vector<MatrixSource> sources = resolve_inputs(args.inputs);
-  std::unique_ptr<std::ofstream> json_out;
-  if (!args.json_out.empty()) {
-    json_out = std::make_unique<std::ofstream>(args.json_out, std::ios::app);
-    if (!*json_out) throw IoError("bench: cannot open --json-out '" + args.json_out + "' for appending");
-  }
-  if (!driver_available()) {
-    std::cerr << "sparsejit bench: " << without_consequence(driver_unavailable_reason()) << ": nothing to measure" << std::endl;
-    throw CLI::RuntimeError(1);
-  }
+  const std::unique_ptr<std::ofstream> json_out = open_json_out(args.json_out);
+  require_driver();
   BenchRun run(config, json_out.get());
   run.measure_all(sources);
   bench::print_report(std::cerr, run.records());

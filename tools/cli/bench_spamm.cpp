@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/bench.hpp"
 #include "cli/spamm_baseline.hpp"
 #include "cli/spamm_input.hpp"
 #include "plan/spamm.hpp"
@@ -45,14 +46,6 @@ double number(const std::string& what, const std::string& item) {
   return x;
 }
 
-std::string utc_now() {
-  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buffer[32];
-  std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buffer;
-}
 
 double frobenius(const std::vector<double>& x) {
   double s = 0;
