@@ -138,6 +138,7 @@ std::unique_ptr<SpammExecution<T>> prepare_tile_loop(const SpammPreparation<T>& 
   note_kernel(p.decision, loaded);
   const int64_t shared = tile_loop_shared_bytes(launch, p.problem.tile_inner());
   if (shared > 48 * 1024) loaded.kernel.set_max_dynamic_shared(int(shared));
+  loaded.kernel.prefer_max_shared_carveout();
   launch.blocks_per_sm = std::max(1, loaded.kernel.max_active_blocks_per_sm(launch.block_threads, std::size_t(shared)));
   return std::make_unique<TileLoopExecution<T>>(loaded.kernel, launch, p.problem, p.rt.target.multiprocessors);
 }
