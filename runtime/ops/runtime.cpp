@@ -36,12 +36,6 @@ const Stream& RuntimeState::measure_stream() {
   return *measure_stream_;
 }
 
-const Stream& RuntimeState::side_stream() {
-  std::lock_guard<std::mutex> lock(side_mutex_);
-  if (!side_stream_) side_stream_.emplace(Stream::non_blocking(context));
-  return *side_stream_;
-}
-
 cuda::ScratchPool& RuntimeState::scratch_pool() {
   std::lock_guard<std::mutex> lock(scratch_mutex_);
   if (!scratch_) scratch_ = std::make_unique<cuda::ScratchPool>(context);

@@ -64,11 +64,6 @@ struct RuntimeState {
   // call allocates nothing from the device (cuda/scratch_pool.hpp).
   cuda::ScratchPool& scratch_pool();
 
-  // A second stream for work a call runs beside its own (SpAMM's norm pass and τ search beside
-  // a cuBLAS GEMM they do not feed), created on first use; non-blocking, and ordered with the
-  // caller's stream only through the events the call records.
-  const Stream& side_stream();
-
   // Prepared plans of an op whose operands have no handle to keep them on (SpAMM's dense A
   // and B), by plan key: `make` runs once per key (under the lock), later calls share its result.
   std::shared_ptr<void> prepared(const std::string& key, const std::function<std::shared_ptr<void>()>& make);
@@ -78,8 +73,6 @@ struct RuntimeState {
   std::mutex measured_mutex_;
   std::map<std::string, std::vector<plan::TimedChoice>> measured_;
   std::optional<Stream> measure_stream_;
-  std::mutex side_mutex_;
-  std::optional<Stream> side_stream_;
   std::mutex scratch_mutex_;
   std::unique_ptr<cuda::ScratchPool> scratch_;
   std::mutex prepared_mutex_;
