@@ -11,9 +11,10 @@
 //               read back (one synchronization); a τ search repeats it per step
 //   plan        plan::plan_spamm over the registry (runtime/variants/spamm/), from the kept share
 //   run         the chosen variant's execution (prepared once per plan key on the runtime)
-// When the caller gives a target share and the planner takes cuBLAS at that share, the GEMM
-// needs neither the norms nor τ, and skips nothing: the call reports what it computed, every
-// tile product (τ = 0, share 1, bound 0), with the share asked in the Decision. (Searching τ
+// A call that cuBLAS serves skipped nothing and reports what it computed: every tile product
+// (τ = 0, share 1, bound 0). When the caller gives a target share and the planner takes
+// cuBLAS at that share, the GEMM needs neither the norms nor τ: the share asked goes into the
+// Decision and no norm is computed. (Searching τ
 // beside the GEMM only to report it cost 0.1-0.2 ms of a 1.3 ms GEMM at N = 8192 on an H100.)
 // The norm maps, the results and the copies live in the runtime's stream-ordered scratch pool.
 #include <chrono>
@@ -354,6 +355,8 @@ SpammInfo spamm_call(detail::RuntimeState& rt, const DeviceDense<In>& a, const D
     search();
     d = plan::plan_spamm({tau.tau, tau.selection}, problem, rt.target, forced, sources);
     multiply(*prepared_for<Out>(rt, d, problem)->execution, tau.tau);
+    // cuBLAS took every product whatever τ was (the share at τ that chose it stays in d).
+    if (variants::SpammRegistry::find(d.variant)->traits.vendor) tau = every_product(problem);
   }
 
   SpammInfo info;

@@ -194,7 +194,8 @@ class SpammBench {
         ordered_json record{{"device", rt_.device().name}, {"date", utc_now()}, {"op", "spamm"}, {"n", n}, {"decay", decay},
                             {"dtype", to_string(config_.dtype)}, {"precision", to_string(precision)}, {"operands", operands},
                             {"path", path}, {"variant", info.decision->variant}, {"params", info.decision->params},
-                            {"tile", info.tile}, {"target_ratio", ratio}, {"valid_ratio", info.valid_ratio},
+                            {"tile", info.tile}, {"target_ratio", ratio}, {"valid_ratio", found.valid_ratio},
+                            {"computed_share", info.valid_ratio},
                             {"ratio_error", ratio_error}, {"tau", info.tau}, {"search_iterations", found.search_iterations},
                             {"search_ms", found.search_ms}, {"search_per_multiplication", found.search_ms / ms}, {"ms", ms},
                             {"baseline", vendor}, {"baseline_ms", vendor_ms}, {"speedup", vendor_ms / ms},
@@ -211,7 +212,7 @@ class SpammBench {
         int used = std::snprintf(line, sizeof line,
                                  "%-12s %6d %-5s %-5s %6.2f%% %-6s %-7s %9.4f ms  %s %9.4f ms  %6.2fx  err %.2e  bound %.2e  "
                                  "search %d steps %.2f ms = %.2fx the call, share off by %.2f%%",
-                                 decay.c_str(), n, to_string(precision), operands.c_str(), 100 * info.valid_ratio, path.c_str(),
+                                 decay.c_str(), n, to_string(precision), operands.c_str(), 100 * found.valid_ratio, path.c_str(),
                                  info.decision->variant.c_str(), ms, vendor.c_str(), vendor_ms, vendor_ms / ms, error,
                                  info.error_bound / input.exact_norm(), found.search_iterations, found.search_ms, found.search_ms / ms,
                                  100 * ratio_error);
