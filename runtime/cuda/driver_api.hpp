@@ -28,6 +28,7 @@ namespace sparsejit::cuda {
   X(cuMemcpy2DAsync_v2)                                                                  \
   X(cuMemsetD8Async) X(cuMemsetD32Async)                                                 \
   X(cuStreamCreate) X(cuStreamDestroy_v2) X(cuStreamSynchronize) X(cuStreamIsCapturing)    \
+  X(cuStreamWaitEvent)                                                                   \
   X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime_v2)       \
   X(cuEventDestroy_v2)                                                                    \
   X(cuStreamBeginCapture_v2) X(cuStreamEndCapture) X(cuGraphInstantiateWithFlags)       \

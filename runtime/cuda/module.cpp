@@ -80,6 +80,11 @@ void Kernel::set_max_dynamic_shared(int bytes) const {
   SPARSEJIT_CU(cuFuncSetAttribute, function_, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes);
 }
 
+void Kernel::prefer_max_shared_carveout() const {
+  module_->context.make_current();
+  SPARSEJIT_CU(cuFuncSetAttribute, function_, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, int(CU_SHAREDMEM_CARVEOUT_MAX_SHARED));
+}
+
 int Kernel::attribute(CUfunction_attribute which) const {
   int value = 0;
   module_->context.make_current();

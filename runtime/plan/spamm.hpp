@@ -16,8 +16,11 @@
 namespace sparsejit::plan {
 
 // C ≈ A·B with A m×k, B k×n (row-major, leading dimensions lda, ldb, ldc), tiles of `tile`.
+// dtype is C's value type; operands the type A and B are stored in: dtype itself, or f16/bf16
+// operands of the fp16/bf16 precisions, whose products accumulate into f32 C.
 struct SpammProblem {
   DType dtype = DType::F32;
+  DType operands = DType::F32;
   SpammPrecision precision = SpammPrecision::Full;
   int32_t m = 0, k = 0, n = 0;
   int64_t lda = 0, ldb = 0, ldc = 0;

@@ -48,7 +48,7 @@ struct BenchArgs {
   uint64_t seed = 1;
   // --op spamm (bench_spamm.hpp)
   std::string sizes = "4096,8192,16384", decays = "algebraic,exponential", ratios = "1,5,10,25,50", precisions = "full",
-              paths = "auto,simt,mma,cublas";
+              paths = "auto,simt,mma,cublas", operands = "value";
   int32_t tile = 0;
 };
 
@@ -285,8 +285,8 @@ void require_driver() {
 // --op spamm: dense decay inputs instead of matrices (bench_spamm.cpp).
 void run_spamm_bench(const BenchArgs& args) {
   if (!args.inputs.empty()) throw InvalidInputError("bench --op spamm takes no inputs: it generates its decay matrices (--sizes, --decays)");
-  const bench::SpammConfig config = bench::spamm_config(args.sizes, args.decays, args.ratios, args.precisions, args.paths, args.dtype,
-                                                        args.tile, {args.warmup, args.repeat, tuner::Clock::Events});
+  const bench::SpammConfig config = bench::spamm_config(args.sizes, args.decays, args.ratios, args.precisions, args.paths, args.operands,
+                                                        args.dtype, args.tile, {args.warmup, args.repeat, tuner::Clock::Events});
   const std::unique_ptr<std::ofstream> json_out = open_json_out(args.json_out);
   require_driver();
   if (!bench::run_spamm(config, json_out.get())) throw CLI::RuntimeError(1);
@@ -341,6 +341,10 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--precisions", args.precisions, "SpAMM: full, tf32, fp16, bf16 (each against cuBLAS of its class)")->capture_default_str();
   cmd->add_option("--paths", args.paths, "SpAMM: auto and forced variants")->capture_default_str();
   cmd->add_option("--tile", args.tile, "SpAMM: tile 32, 64 or 128 (0: the planner's)")->capture_default_str();
+  cmd->add_option("--operands", args.operands,
+                  "SpAMM: value (A and B in --dtype; fp16/bf16 convert them inside the call), 16bit (fp16/bf16 only: A and B "
+                  "given as half/bfloat16, converted on the host like the cuBLAS baseline's)")
+      ->capture_default_str();
   cmd->callback([] { run_bench(args); });
 }
 
