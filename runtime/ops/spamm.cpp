@@ -81,12 +81,8 @@ struct ScratchLayout {
 
 ScratchLayout layout_for(const plan::SpammProblem& p, const OperandForm& form) {
   ScratchLayout l;
-  std::size_t at = 0;
-  const auto take = [&](std::size_t bytes) {
-    const std::size_t start = at;
-    at += (bytes + kAlign - 1) / kAlign * kAlign;
-    return start;
-  };
+  cuda::ScratchCursor cursor(kAlign);
+  const auto take = [&](std::size_t bytes) { return cursor.take(bytes); };
   l.a_norms = take(std::size_t(p.tile_rows()) * std::size_t(p.tile_inner()) * 8);
   l.b_norms = form.same ? l.a_norms : take(std::size_t(p.tile_cols()) * std::size_t(p.tile_inner()) * 8);
   l.results = take(4 * 8);
@@ -94,7 +90,7 @@ ScratchLayout layout_for(const plan::SpammProblem& p, const OperandForm& form) {
     l.a_copy = take(std::size_t(padded(p.m, p.tile)) * std::size_t(padded(p.k, p.tile)) * 2);
     l.b_copy = form.same ? l.a_copy : take(std::size_t(padded(p.k, p.tile)) * std::size_t(padded(p.n, p.tile)) * 2);
   }
-  l.total = at;
+  l.total = cursor.total();
   return l;
 }
 
