@@ -228,6 +228,7 @@ plan::SpammFeatures expected_at(double share, const plan::SpammProblem& p) {
   f.selection.triples = int64_t(p.tile_rows()) * p.tile_inner() * p.tile_cols();
   f.selection.valid = int64_t(std::llround(share * double(f.selection.triples)));
   f.selection.ratio = share;
+  f.tau_to_search = true;
   return f;
 }
 

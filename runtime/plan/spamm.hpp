@@ -34,6 +34,10 @@ struct SpammProblem {
 struct SpammFeatures {
   double tau = 0;
   SpammSelection selection;
+  // The call asked for a share and τ is still to be found: a tile variant would pay the norm
+  // pass and the search first, cuBLAS (decided now) neither. The selection is then the share
+  // asked, not a measured one.
+  bool tau_to_search = false;
 };
 // Keys: tau valid_products tile_products valid_ratio error_bound tile.
 nlohmann::json to_json(const SpammFeatures& features, const SpammProblem& problem);

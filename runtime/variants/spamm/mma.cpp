@@ -103,7 +103,7 @@ class Mma final : public SpammVariantOf<Mma> {
   nlohmann::json cost_terms(const SpammPlanInputs& in, const nlohmann::json&) const override {
     const std::string rate = rate_class(in.problem, true);
     const double flops = kept_flops(in);
-    nlohmann::json terms = {{"launch", 1.0}, {"c_tiles", double(in.problem.tile_rows()) * in.problem.tile_cols()}};
+    nlohmann::json terms = tile_loop_terms(in);
     for (const char* r : {"3xtf32", "tf32", "f16"}) terms[std::string("mma_") + r + "_flops"] = rate == r ? flops : 0.0;
     return terms;
   }

@@ -17,6 +17,16 @@ double kept_flops(const SpammPlanInputs& in) {
   return 2.0 * t * t * t * double(in.features.selection.valid);
 }
 
+nlohmann::json tile_loop_terms(const SpammPlanInputs& in) {
+  const plan::SpammProblem& p = in.problem;
+  const bool searching = in.features.tau_to_search;
+  const double operand_bytes = double(size_of(p.operands)) * (double(p.m) * p.k + double(p.k) * p.n);
+  return {{"launch", 1.0},
+          {"c_tiles", double(p.tile_rows()) * p.tile_cols()},
+          {"norm_bytes", searching ? operand_bytes : 0.0},
+          {"tau_search", searching ? 1.0 : 0.0}};
+}
+
 double dense_flops(const plan::SpammProblem& p) { return 2.0 * double(p.m) * double(p.k) * double(p.n); }
 
 std::string rate_class(const plan::SpammProblem& p, bool tensor_cores) {

@@ -115,6 +115,11 @@ using SpammRegistry = Registry<SpammVariant>;
 // The flops of the kept tile products, 2·t³ each (edge tiles counted whole: the kernels
 // compute them whole).
 double kept_flops(const SpammPlanInputs& in);
+// The terms every tile variant pays besides its products: a launch; per C tile its list of kept
+// k and its store; and, while τ is still to be searched for a share the caller asked
+// (features.tau_to_search), the norm pass over A and B (norm_bytes) and the search
+// (tau_search: one), which cuBLAS decided before the norms does without.
+nlohmann::json tile_loop_terms(const SpammPlanInputs& in);
 // The flops of the whole product, 2·m·k·n.
 double dense_flops(const plan::SpammProblem& problem);
 // "f32", "tf32", "3xtf32", "f16" (fp16 and bf16) or "f64": the rate class of a kept product on
