@@ -1,14 +1,13 @@
 #include "cli/bench_spamm.hpp"
 
-#include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <ctime>
 #include <iostream>
 
 #include <nlohmann/json.hpp>
 
 #include "cli/bench.hpp"
+#include "cli/json_lines.hpp"
 #include "cli/spamm_baseline.hpp"
 #include "cli/spamm_input.hpp"
 #include "plan/spamm.hpp"
