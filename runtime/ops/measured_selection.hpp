@@ -36,7 +36,7 @@ inline std::string pattern_key(const Features& features, const std::string& plan
 inline std::optional<std::vector<plan::TimedChoice>> earlier_times(detail::RuntimeState& rt, const Features& features,
                                                                    const std::string& plan_key, const Options& options) {
   if (!options.measure) return std::nullopt;
-  return rt.measured_times(pattern_key(features, plan_key));
+  return rt.measured.find(pattern_key(features, plan_key));
 }
 
 // Whether this call times the shortlist of a plan (`settled`: its one measurement is claimed
@@ -110,7 +110,7 @@ std::shared_ptr<Plan> measure_selection(detail::RuntimeState& rt, const std::sha
   time_from(first_neighbor);
   Decision d = *planned->decision;
   if (!plan::take_fastest(d, shortlist, vendor, hooks.vendor_margin)) return nullptr;
-  rt.remember_times(pattern_key(features, plan_key), shortlist);
+  rt.measured.remember(pattern_key(features, plan_key), shortlist);
   std::size_t fastest = 0;
   while (shortlist[fastest].variant != d.variant || shortlist[fastest].params != d.params) ++fastest;
   // The planned plan may be running on another thread: when it won, a new plan of the same

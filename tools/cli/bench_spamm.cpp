@@ -1,9 +1,7 @@
 #include "cli/bench_spamm.hpp"
 
-#include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <ctime>
 #include <iostream>
 #include <optional>
 #include <type_traits>
@@ -11,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/bench.hpp"
+#include "cli/json_lines.hpp"
 #include "cli/spamm_baseline.hpp"
 #include "cli/spamm_input.hpp"
 #include "plan/spamm.hpp"
