@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "cuda/graph.hpp"
 #include "sparsejit/error.hpp"
 
 namespace sparsejit {
@@ -99,8 +100,7 @@ const DeviceInfo& Context::info() const { return state_->info; }
 void Context::make_current() const { cuda::ensure_current(state_->context); }
 
 void Context::synchronize() const {
-  make_current();
-  SPARSEJIT_CU(cuCtxSynchronize);
+  cuda::check(cuda::synchronize_outside_captures(*this), "cuCtxSynchronize");  // not across a runtime's capture
 }
 
 std::size_t Context::free_bytes() const {

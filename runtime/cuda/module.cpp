@@ -1,6 +1,7 @@
 #include "cuda/module.hpp"
 
 #include <chrono>
+#include <mutex>
 
 #include "cuda/context.hpp"
 #include "sparsejit/error.hpp"
@@ -75,8 +76,15 @@ void Kernel::launch(Dim3 grid, Dim3 block, unsigned shared_bytes, CUstream strea
 }
 
 void Kernel::set_max_dynamic_shared(int bytes) const {
+  // The attribute belongs to the CUfunction, which every plan of this kernel shares: plans of
+  // different sizes prepared by concurrent threads must only raise it, or one lowers it under
+  // another's launch (the soak saw CUDA_ERROR_INVALID_VALUE that way). Read and write under one lock.
+  static std::mutex raising;
+  const std::lock_guard<std::mutex> lock(raising);
   module_->context.make_current();
-  SPARSEJIT_CU(cuFuncSetAttribute, function_, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes);
+  int current = 0;
+  SPARSEJIT_CU(cuFuncGetAttribute, &current, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, function_);
+  if (current < bytes) SPARSEJIT_CU(cuFuncSetAttribute, function_, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes);
 }
 
 void Kernel::prefer_max_shared_carveout() const {

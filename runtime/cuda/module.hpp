@@ -29,7 +29,8 @@ class Kernel {
   // writes are visible.
   void launch(Dim3 grid, Dim3 block, unsigned shared_bytes, CUstream stream, void** args,
               bool early_launch = false) const;
-  // Opts the kernel in to `bytes` of dynamic shared memory (needed above 48 KiB).
+  // Opts the kernel in to at least `bytes` of dynamic shared memory (needed above 48 KiB);
+  // never lowers what an earlier call allowed. Thread-safe.
   void set_max_dynamic_shared(int bytes) const;
   // Asks the driver for the largest shared-memory carveout: left to itself it may pick the
   // smallest that fits one block, capping a kernel that could keep two resident at one.
