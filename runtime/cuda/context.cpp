@@ -2,7 +2,6 @@
 
 #include <cstdio>
 
-#include "cuda/graph.hpp"
 #include "sparsejit/error.hpp"
 
 namespace sparsejit {
@@ -100,7 +99,8 @@ const DeviceInfo& Context::info() const { return state_->info; }
 void Context::make_current() const { cuda::ensure_current(state_->context); }
 
 void Context::synchronize() const {
-  cuda::check(cuda::synchronize_outside_captures(*this), "cuCtxSynchronize");  // not across a runtime's capture
+  make_current();
+  SPARSEJIT_CU(cuCtxSynchronize);
 }
 
 std::size_t Context::free_bytes() const {

@@ -1,8 +1,5 @@
 #include "cuda/graph.hpp"
 
-#include <mutex>
-#include <shared_mutex>
-
 #include "cuda/context.hpp"
 #include "sparsejit/error.hpp"
 
@@ -16,23 +13,7 @@ void abandon_capture(CUstream stream) noexcept {
   if (driver().cuStreamEndCapture(stream, &partial) == CUDA_SUCCESS && partial != nullptr) driver().cuGraphDestroy(partial);
 }
 
-// Held shared by every capture in progress, exclusively by a context synchronization.
-std::shared_mutex& captures() {
-  static std::shared_mutex m;
-  return m;
-}
-
 }  // namespace
-
-CUresult synchronize_outside_captures(const Context& context) noexcept {
-  const std::unique_lock<std::shared_mutex> no_capture(captures());
-  try {
-    context.make_current();
-  } catch (const Error&) {
-    return CUDA_ERROR_INVALID_CONTEXT;
-  }
-  return driver().cuCtxSynchronize();
-}
 
 bool is_capturing(const Context& context, CUstream stream) {
   context.make_current();
@@ -44,7 +25,6 @@ CapturedGraph::CapturedGraph(const Context& context, CUstream stream, const std:
     : context_(context) {
   if (stream == nullptr) throw InvalidInputError("graph capture needs a created stream, not the legacy default stream");
   context.make_current();
-  const std::shared_lock<std::shared_mutex> capturing(captures());  // no context synchronization meanwhile
   // Relaxed: other threads of the process may make calls that are unsafe during a capture
   // (allocations); only this stream's work is recorded.
   SPARSEJIT_CU(cuStreamBeginCapture_v2, stream, CU_STREAM_CAPTURE_MODE_RELAXED);

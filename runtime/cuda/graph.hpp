@@ -9,13 +9,6 @@
 
 namespace sparsejit::cuda {
 
-// cuCtxSynchronize on `context`, once no CapturedGraph of this process is capturing: a
-// context synchronization while another thread captures fails with
-// CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidates that capture, and under the soak (8
-// threads, measured selection capturing while SpGEMM results were dropped) it crashed the
-// process inside the driver. Must not be called from inside a capture's `record`.
-CUresult synchronize_outside_captures(const Context& context) noexcept;
-
 class CapturedGraph {
  public:
   // Captures everything `record` enqueues on `stream` (which must not be the legacy default

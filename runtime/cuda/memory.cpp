@@ -3,7 +3,6 @@
 #include <utility>
 
 #include "cuda/context.hpp"
-#include "cuda/graph.hpp"
 #include "sparsejit/error.hpp"
 
 namespace sparsejit {
@@ -60,8 +59,7 @@ void DeviceBuffer::release() noexcept {
     // ran), so that wait is the context synchronization, as cudaFree's is for its memory.
     try {
       context_->make_current();
-      if (pooled_) cuda::synchronize_outside_captures(*context_);
-      context_->make_current();
+      if (pooled_) cuda::driver().cuCtxSynchronize();
       cuda::driver().cuMemFree_v2(ptr_);
     } catch (const Error&) {
     }

@@ -2,8 +2,6 @@
 
 #include <cstdlib>
 
-#include "base/log.hpp"
-#include "cuda/graph.hpp"
 #include "sparsejit/error.hpp"
 
 namespace sparsejit::ops {
@@ -23,21 +21,16 @@ void record_kernel(Decision& decision, const LoadedKernel& loaded) {
   decision.load_ms = loaded.load_ms;
 }
 
+// Back-to-back launches between two events, not a captured graph: a runtime is shared by
+// threads, and a capture on one thread fails every context synchronization made meanwhile on
+// another (a dropped SpGEMM result's release) and is invalidated by it; under the 8-thread soak
+// that crashed the process inside the driver. The launches' host time is part of what a
+// caller pays anyway.
 double time_device_calls(const Context& context, CUstream stream, const std::function<void()>& call) {
   call();
   const Event start(context), end(context);
-  try {
-    const cuda::CapturedGraph graph(context, stream, [&] {
-      for (int i = 0; i < kMeasureCalls; ++i) call();
-    });
-    graph.launch(stream);  // the graph's first replay uploads it
-    start.record(stream);
-    graph.launch(stream);
-  } catch (const CudaError& e) {
-    log(LogLevel::Debug, std::string("timing without a graph: ") + e.what());
-    start.record(stream);
-    for (int i = 0; i < kMeasureCalls; ++i) call();
-  }
+  start.record(stream);
+  for (int i = 0; i < kMeasureCalls; ++i) call();
   end.record(stream);
   return double(elapsed_ms(start, end)) / kMeasureCalls;
 }

@@ -31,9 +31,8 @@ void record_kernel(Decision& decision, const LoadedKernel& loaded);
 
 // Device ms of one `call` (which enqueues on `stream`, a created stream): one untimed call
 // (what a plan builds lazily, such as cuSPARSE's per-operand preparation, happens there), then
-// kMeasureCalls calls captured into a graph and replayed, so the host's per-launch cost does
-// not count (the benchmark times the same way); the calls are timed one by one with events
-// when `call` cannot be captured. Returns after the device has finished.
+// kMeasureCalls calls launched back to back between two events (no graph capture: see
+// call_common.cpp), after one untimed call. Returns after the device has finished.
 inline constexpr int kMeasureCalls = 12;
 double time_device_calls(const Context& context, CUstream stream, const std::function<void()>& call);
 
