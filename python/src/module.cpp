@@ -272,8 +272,9 @@ NB_MODULE(_sparsejit, m) {
       .def_prop_ro("device_name", [](const Runtime& rt) { return rt.device().name; });
 
   nb::class_<CsrHandle>(m, "Csr")
+      // A handle's plans hold the runtime's loaded kernels: the runtime stays alive as long.
       .def(nb::init<Runtime&, const std::string&, int32_t, int32_t, uintptr_t, uintptr_t, uintptr_t, int64_t, uintptr_t>(),
-           nb::call_guard<nb::gil_scoped_release>())
+           nb::keep_alive<1, 2>(), nb::call_guard<nb::gil_scoped_release>())
       .def_prop_ro("rows", &CsrHandle::rows)
       .def_prop_ro("cols", &CsrHandle::cols)
       .def_prop_ro("nnz", &CsrHandle::nnz)
