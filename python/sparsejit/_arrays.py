@@ -54,6 +54,13 @@ def _row_major(name, shape, strides, fix):
     return rows, cols, max(ld, cols)
 
 
+def _instance_of(module, cls, x):
+    """isinstance(x, module.cls) without importing the module: an array of a library that was
+    never imported cannot exist."""
+    loaded = sys.modules.get(module)
+    return loaded is not None and isinstance(x, getattr(loaded, cls))
+
+
 def _not_cuda(name, where):
     return ValueError(f"{name} is on {where}, not a CUDA device: sparsejit multiplies arrays in GPU memory")
 
@@ -63,8 +70,7 @@ class _Torch:
 
     @staticmethod
     def owns(x):
-        torch = sys.modules.get("torch")
-        return torch is not None and isinstance(x, torch.Tensor)
+        return _instance_of("torch", "Tensor", x)
 
     @staticmethod
     def dense(x, name):
@@ -139,8 +145,7 @@ class _Cupy:
 
     @staticmethod
     def owns(x):
-        cupy = sys.modules.get("cupy")
-        return cupy is not None and isinstance(x, cupy.ndarray)
+        return _instance_of("cupy", "ndarray", x)
 
     @staticmethod
     def dense(x, name):
