@@ -126,10 +126,19 @@ class _Torch:
         return a.crow_indices(), a.col_indices(), a.values(), tuple(a.shape)
 
     @staticmethod
+    def csr(indptr, indices, data, shape):
+        """A torch.sparse_csr_tensor over the arrays (not copied)."""
+        return sys.modules["torch"].sparse_csr_tensor(indptr, indices, data, shape, check_invariants=False)
+
+    @staticmethod
     def csr_like(a, values):
         """A torch.sparse_csr_tensor with a's pattern (shared, not copied) and `values`."""
-        torch = sys.modules["torch"]
-        return torch.sparse_csr_tensor(a.crow_indices(), a.col_indices(), values, a.shape, check_invariants=False)
+        return _Torch.csr(a.crow_indices(), a.col_indices(), values, a.shape)
+
+    @staticmethod
+    def adopt(array, device):
+        """A tensor over an array exposing __cuda_array_interface__ (kept alive by the tensor)."""
+        return sys.modules["torch"].as_tensor(array, device=f"cuda:{device}")
 
     @staticmethod
     def to_int32(x):
@@ -192,9 +201,21 @@ class _Cupy:
         return a.indptr, a.indices, a.data, tuple(a.shape)
 
     @staticmethod
+    def csr(indptr, indices, data, shape):
+        """A cupyx csr_matrix over the arrays (not copied)."""
+        return sys.modules["cupyx.scipy.sparse"].csr_matrix((data, indices, indptr), shape=shape, copy=False)
+
+    @staticmethod
     def csr_like(a, values):
         """A cupyx csr_matrix with a's pattern (shared, not copied) and `values`."""
-        return sys.modules["cupyx.scipy.sparse"].csr_matrix((values, a.indices, a.indptr), shape=a.shape, copy=False)
+        return _Cupy.csr(a.indptr, a.indices, values, a.shape)
+
+    @staticmethod
+    def adopt(array, device):
+        """An array over one exposing __cuda_array_interface__ (kept alive by it)."""
+        cupy = sys.modules["cupy"]
+        with cupy.cuda.Device(device):
+            return cupy.asarray(array)
 
     @staticmethod
     def to_int32(x):

@@ -6,7 +6,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import _arrays, _sparsejit
-from ._matrix import Matrix
+from ._matrix import Matrix, runtime
 
 
 def _matrix(a):
@@ -46,6 +46,47 @@ def sddmm(s, a, b, *, variant=None, reuse=None):
     m = _matrix(s)
     p = m._sddmm(a, b, variant, reuse)
     return p if s is m else m.lib.csr_like(s, p)
+
+
+def spgemm(a, b, *, transpose_a=False, transpose_b=False, variant=None):
+    """C = A·B for sparse A and B (Aᵀ and Bᵀ with the flags; A·Aᵀ is spgemm(a, a,
+    transpose_b=True)): a new CSR matrix of A's library, int32 indices, every row's columns
+    sorted, holding every column the patterns produce (products that cancel stay as explicit
+    zeros). Its arrays are made by the runtime and lent to PyTorch or CuPy without a copy. The
+    call synchronizes the stream once, to learn C's size. `variant`: "row_hash", "cusparse"."""
+    ma, mb = _matrix(a), _matrix(b)
+    _arrays.require_same(mb, "b", ma.dtype, ma.device, "a")
+    lib = ma.lib
+    rows, cols, indptr, indices, data = _sparsejit.spgemm(
+        ma._rt, ma._handle, mb._handle, transpose_a, transpose_b, variant or "", lib.stream(ma.device)
+    )
+    adopt = lib.adopt
+    return lib.csr(adopt(indptr, ma.device), adopt(indices, ma.device), adopt(data, ma.device), (rows, cols))
+
+
+def spamm(a, b, *, tau=None, valid_ratio=None, max_error=None, precision="full", tile=0, variant=None):
+    """SpAMM C ≈ A·B for dense A and B whose entries decay away from the diagonal: the tile
+    products whose norms multiply to less than τ are skipped. τ is given (`tau`), searched for
+    a share of tile products kept (`valid_ratio`) or for an error bound (`max_error`), or 0 (the
+    exact product). `precision`: "full", or for float32 "tf32", "fp16", "bf16"; `tile`: 32, 64,
+    128 or 0 (the planner's). Returns (C, info): C of A's library (B's for other DLPack arrays),
+    info a dict with tau, tile, valid_ratio, error_bound, the search and the decision. The call
+    synchronizes the stream once (τ and the kept share are read back), more during a search."""
+    lib = _arrays.library_of(a) or _arrays.library_of(b)
+    if lib is None:
+        raise TypeError("spamm needs a PyTorch tensor or CuPy array among its operands to allocate C with")
+    like = a if lib.owns(a) else b
+    device = lib.dense(like, "a" if like is a else "b").device
+    stream = lib.stream(device)
+    ad, bd = _arrays.dense(a, "a", stream), _arrays.dense(b, "b", stream)
+    _arrays.require_same(bd, "b", ad.dtype, ad.device, "a")
+    options = _sparsejit.spamm_options(tau, valid_ratio, max_error, precision, tile, variant or "", stream)
+    c = lib.empty((ad.rows, bd.cols), like)
+    info = _sparsejit.spamm(
+        runtime(device), ad.dtype, ad.ptr, ad.rows, ad.cols, ad.ld, bd.ptr, bd.rows, bd.cols, bd.ld,
+        lib.address(c), ad.rows, bd.cols, bd.cols, options,
+    )  # fmt: skip
+    return c, json.loads(info)
 
 
 def _host_pattern(a):

@@ -5,6 +5,7 @@
 // the only ones. Its errors become the package's exceptions (python/sparsejit/_errors.py).
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
@@ -113,6 +114,8 @@ class CsrHandle {
     });
   }
   PatternView host_pattern() { return visit([](auto& h) { return h.host_pattern(); }); }
+  template <class T>
+  DeviceCsr<T>* get_if() { return std::get_if<DeviceCsr<T>>(&handle_); }
 
  private:
   using Handle = std::variant<DeviceCsr<float>, DeviceCsr<double>>;
@@ -170,6 +173,90 @@ Call sddmm(Runtime& rt, CsrHandle& s, uintptr_t a, int32_t a_rows, int32_t a_col
     DeviceBuffer dp = DeviceBuffer::borrow(rt.context(), p, std::size_t(h.nnz()) * sizeof(T));
     return Call{rt.sddmm(h, da, db, dp, options)};
   });
+}
+
+// A 1-D device array owned here (one of a product's CSR arrays), lent to PyTorch or CuPy
+// through __cuda_array_interface__: the array they make keeps this object, and so `owner`
+// (the product's handle), alive.
+struct OwnedArray {
+  std::shared_ptr<void> owner;
+  CUdeviceptr ptr = 0;
+  std::size_t length = 0;
+  const char* typestr = "";  // "<i4", "<f4", "<f8"
+  nb::dict interface() const {
+    nb::dict d;
+    d["shape"] = nb::make_tuple(length);
+    d["typestr"] = typestr;
+    d["data"] = nb::make_tuple(uintptr_t(ptr), false);
+    d["version"] = 3;
+    return d;
+  }
+};
+
+// C = A·B (Aᵀ, Bᵀ with the flags), a new matrix: (rows, cols, indptr, indices, data), its arrays
+// owned here and lent out.
+nb::tuple spgemm(Runtime& rt, CsrHandle& a, CsrHandle& b, bool transpose_a, bool transpose_b, const std::string& variant,
+                 uintptr_t stream) {
+  Options options = call_options(Op::SpGEMM, variant, "", transpose_a, stream);
+  options.transpose_b = transpose_b;
+  return a.visit([&](auto& ha) {
+    using T = value_t<decltype(ha)>;
+    DeviceCsr<T>* hb = b.get_if<T>();
+    if (hb == nullptr) throw InvalidInputError("spgemm: A holds " + a.dtype() + " values but B holds " + b.dtype());
+    std::shared_ptr<DeviceCsr<T>> c;
+    {
+      nb::gil_scoped_release unlocked;  // the product may compile and synchronizes once
+      c = std::make_shared<DeviceCsr<T>>(rt.spgemm(ha, *hb, options));
+    }
+    const char* values = sizeof(T) == 4 ? "<f4" : "<f8";
+    return nb::make_tuple(c->rows(), c->cols(), OwnedArray{c, c->row_ptr().ptr(), std::size_t(c->rows()) + 1, "<i4"},
+                          OwnedArray{c, c->col_idx().ptr(), std::size_t(c->nnz()), "<i4"},
+                          OwnedArray{c, c->values().ptr(), std::size_t(c->nnz()), values});
+  });
+}
+
+// SpAMM's options: at most one of tau, valid_ratio and max_error (the runtime checks), a
+// precision by name, a tile size (0: the planner's), a variant as call_options takes it.
+SpammOptions spamm_options(std::optional<double> tau, std::optional<double> valid_ratio, std::optional<double> max_error,
+                           const std::string& precision, int32_t tile, const std::string& variant, uintptr_t stream) {
+  SpammOptions o;
+  o.tau = tau;
+  o.valid_ratio = valid_ratio;
+  o.max_error = max_error;
+  o.precision = parse_spamm_precision(precision);
+  o.tile = tile;
+  o.stream = reinterpret_cast<void*>(stream);
+  if (!variant.empty()) {
+    const ForcedChoice choice = parse_variant_choice(Op::SpAMM, variant, "variant '" + variant + "'");
+    o.variant = choice.variant;
+    o.params = choice.params;
+  }
+  return o;
+}
+
+// C ≈ A·B on dense arrays; returns what the call reports (τ, the kept share, the bound, the
+// Decision) as JSON text.
+std::string spamm(Runtime& rt, const std::string& dtype, uintptr_t a, int32_t a_rows, int32_t a_cols, int64_t a_ld, uintptr_t b,
+                  int32_t b_rows, int32_t b_cols, int64_t b_ld, uintptr_t c, int32_t c_rows, int32_t c_cols, int64_t c_ld,
+                  const SpammOptions& options) {
+  const auto run = [&](auto zero) {
+    using T = decltype(zero);
+    const DeviceDense<T> da = dense_view<T>(rt.context(), a, a_rows, a_cols, a_ld);
+    const DeviceDense<T> db = dense_view<T>(rt.context(), b, b_rows, b_cols, b_ld);
+    DeviceDense<T> dc = dense_view<T>(rt.context(), c, c_rows, c_cols, c_ld);
+    return rt.spamm(da, db, dc, options);
+  };
+  const SpammInfo info = value_type(dtype) == DType::F32 ? run(0.0f) : run(0.0);
+  return nlohmann::json{{"tau", info.tau},
+                        {"tile", info.tile},
+                        {"valid_products", info.valid_products},
+                        {"tile_products", info.tile_products},
+                        {"valid_ratio", info.valid_ratio},
+                        {"error_bound", info.error_bound},
+                        {"search_iterations", info.search_iterations},
+                        {"search_ms", info.search_ms},
+                        {"decision", to_json(*info.decision)}}
+      .dump();
 }
 
 // --- Other DLPack producers ------------------------------------------------------------------
@@ -288,6 +375,11 @@ NB_MODULE(_sparsejit, m) {
 
   m.def("spmm", &spmm, nb::call_guard<nb::gil_scoped_release>());
   m.def("sddmm", &sddmm, nb::call_guard<nb::gil_scoped_release>());
+  nb::class_<OwnedArray>(m, "OwnedArray").def_prop_ro("__cuda_array_interface__", &OwnedArray::interface);
+  m.def("spgemm", &spgemm);
+  nb::class_<SpammOptions>(m, "SpammOptions");
+  m.def("spamm_options", &spamm_options);
+  m.def("spamm", &spamm, nb::call_guard<nb::gil_scoped_release>());
 
   m.def(
       "explain_arrays",

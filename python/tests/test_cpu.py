@@ -151,3 +151,10 @@ def test_layouts_the_kernels_read():
     assert _arrays._row_major("b", (4, 3), (8, 1), "") == (4, 3, 8)  # a column slice: ld 8
     assert _arrays._row_major("b", (1, 3), (0, 1), "") == (1, 3, 3)  # one row: any row stride
     assert _arrays._row_major("b", (4, 1), (1, 7), "") == (4, 1, 1)  # one column: any column stride
+
+
+def test_spamm_argument_errors():
+    with pytest.raises(ValueError, match="fp8"):
+        sparsejit._sparsejit.spamm_options(None, None, None, "fp8", 0, "", 0)
+    with pytest.raises(TypeError, match="spamm needs a PyTorch tensor or CuPy array"):
+        sparsejit.spamm(np.ones((4, 4)), np.ones((4, 4)))

@@ -185,3 +185,49 @@ def test_cupy_arrays_in_cupy_arrays_out():
     rows = cupy.repeat(cupy.arange(300), cupy.diff(a.indptr).get().tolist())
     expected = a.data * (x[rows] * y[a.indices]).sum(axis=1)
     assert isinstance(p, sparse.csr_matrix) and float(cupy.abs(p.data - expected).max()) < 1e-4
+
+
+def decay_matrix(n, dtype, seed):
+    """Entries that fall off as 1/(1 + |i - j|)^2 away from the diagonal (SpAMM's inputs)."""
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    i = torch.arange(n, device="cuda")
+    falloff = (1.0 + (i[:, None] - i[None, :]).abs().to(dtype)) ** -2
+    return falloff * torch.randn(n, n, dtype=dtype, device="cuda", generator=g)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_spamm_matches_the_product_and_its_bound(dtype):
+    a, b = decay_matrix(300, dtype, 1), decay_matrix(300, dtype, 2)
+    exact = a @ b
+    c, info = sparsejit.spamm(a, b)  # τ = 0: every tile product kept
+    assert isinstance(c, torch.Tensor) and c.dtype == dtype
+    assert info["tau"] == 0 and info["valid_ratio"] == 1.0
+    assert relative_error(c, exact) < TOLERANCE[dtype] * 10
+    c, info = sparsejit.spamm(a, b, valid_ratio=0.5)
+    assert 0 < info["valid_ratio"] < 1 and info["decision"]["op"] == "spamm"
+    assert (c - exact).norm().item() <= info["error_bound"] * (1 + 1e-3) + 1e-4 * exact.norm().item()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_spgemm_matches_torch_and_owns_its_arrays(dtype):
+    a = random_csr(200, 150, 6, dtype, seed=1)
+    b = random_csr(150, 120, 5, dtype, seed=2)
+    c = sparsejit.spgemm(a, b)
+    assert c.layout == torch.sparse_csr and c.shape == (200, 120) and c.dtype == dtype
+    assert c.crow_indices().dtype == torch.int32 and c.values().device == a.device
+    assert relative_error(c.to_dense(), torch.sparse.mm(a, b).to_dense()) < TOLERANCE[dtype]
+    gram = sparsejit.spgemm(a, a, transpose_b=True)  # A·Aᵀ
+    dense = a.to_dense()
+    assert gram.shape == (200, 200)
+    assert relative_error(gram.to_dense(), dense @ dense.t()) < TOLERANCE[dtype]
+    values = c.values()
+    del c  # the runtime's arrays live as long as a tensor over them
+    assert torch.isfinite(values).all() and values.numel() > 0
+
+
+def test_spgemm_refuses_mismatched_operands():
+    a = random_csr(20, 10, 3)
+    with pytest.raises(ValueError, match="spgemm: A is 20x10 but B has 11"):
+        sparsejit.spgemm(a, random_csr(11, 5, 2))
+    with pytest.raises(ValueError, match="b has dtype float64 but a has float32"):
+        sparsejit.spgemm(a, random_csr(10, 5, 2, torch.float64))
