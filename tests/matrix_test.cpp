@@ -75,6 +75,17 @@ TEST(Matrix, ValidateNamesTheBadIndex) {
   EXPECT_THROW(validate(csr, false), InvalidInputError);  // offsets not monotone
 }
 
+TEST(Matrix, ValidateChecksEveryOffsetBeforeReadingColumns) {
+  // Row 0 claims 100 entries of 5: the offsets are refused before any column past 5 is read.
+  const std::vector<int32_t> row_ptr = {0, 100, 5}, col_idx = {0, 1, 2, 3, 4};
+  try {
+    validate(PatternView{2, 8, row_ptr.data(), col_idx.data()}, false);
+    FAIL() << "expected InvalidInputError";
+  } catch (const InvalidInputError& e) {
+    EXPECT_STREQ(e.what(), "row 1: offsets not monotone (100 then 5)");
+  }
+}
+
 TEST(Matrix, CooToCsrRejectsOutOfRangeEntries) {
   Coo<double> coo = small_coo();
   coo.row_idx[3] = 3;

@@ -149,10 +149,14 @@ void validate(const PatternView& p, bool require_sorted) {
     throw InvalidInputError("negative matrix size " + std::to_string(p.rows) + "x" + std::to_string(p.cols));
   if (p.row_ptr == nullptr) throw InvalidInputError("row offsets missing");
   if (p.row_ptr[0] != 0) throw InvalidInputError("row offsets start at " + std::to_string(p.row_ptr[0]) + ", expected 0");
+  // Every offset first: the column pass reads col_idx up to each row's end, which is within
+  // the nnz = row_ptr[rows] column indices only once the offsets are known to be monotone.
+  for (int32_t r = 0; r < p.rows; ++r)
+    if (p.row_ptr[r + 1] < p.row_ptr[r])
+      throw InvalidInputError("row " + std::to_string(r) + ": offsets not monotone (" + std::to_string(p.row_ptr[r]) + " then " +
+                              std::to_string(p.row_ptr[r + 1]) + ")");
   for (int32_t r = 0; r < p.rows; ++r) {
     const int32_t begin = p.row_ptr[r], end = p.row_ptr[r + 1];
-    if (end < begin)
-      throw InvalidInputError("row " + std::to_string(r) + ": offsets not monotone (" + std::to_string(begin) + " then " + std::to_string(end) + ")");
     for (int32_t e = begin; e < end; ++e) {
       const int32_t c = p.col_idx[e];
       if (c < 0 || c >= p.cols)

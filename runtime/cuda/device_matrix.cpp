@@ -19,6 +19,37 @@ DeviceCsr<T>::DeviceCsr(const Context& context, const Csr<T>& host)
   values_ = DeviceBuffer::from_host(context, host.values);
 }
 
+namespace {
+// A device array must hold exactly `elements` of `size` bytes each.
+void check_array_bytes(const char* what, const DeviceBuffer& buffer, std::size_t elements, std::size_t size) {
+  if (buffer.bytes() != elements * size)
+    throw InvalidInputError(std::string(what) + ": " + std::to_string(buffer.bytes()) + " bytes, " +
+                            std::to_string(elements) + " elements of " + std::to_string(size) + " bytes need " +
+                            std::to_string(elements * size));
+}
+}  // namespace
+
+template <class T>
+DeviceCsr<T>::DeviceCsr(const Context& context, int32_t rows, int32_t cols, DeviceBuffer row_ptr, DeviceBuffer col_idx,
+                        DeviceBuffer values, CUstream stream)
+    : context_(context), rows_(rows), cols_(cols), nnz_(int64_t(col_idx.bytes() / sizeof(int32_t))),
+      row_ptr_(std::move(row_ptr)), col_idx_(std::move(col_idx)), values_(std::move(values)) {
+  if (rows < 0 || cols < 0)
+    throw InvalidInputError("CSR shape " + std::to_string(rows) + "x" + std::to_string(cols) + " is negative");
+  check_array_bytes("CSR row offsets", row_ptr_, std::size_t(rows) + 1, sizeof(int32_t));
+  check_array_bytes("CSR column indices", col_idx_, std::size_t(nnz_), sizeof(int32_t));
+  check_array_bytes("CSR values", values_, std::size_t(nnz_), sizeof(T));
+  context.make_current();
+  SPARSEJIT_CU(cuStreamSynchronize, stream);  // the caller's kernels may still be writing the pattern
+  host_row_ptr_ = row_ptr_.download_as<int32_t>(std::size_t(rows) + 1);
+  host_col_idx_ = col_idx_.download_as<int32_t>(std::size_t(nnz_));
+  const PatternView pattern{rows_, cols_, host_row_ptr_.data(), host_col_idx_.data()};
+  if (pattern.nnz() != nnz_)
+    throw InvalidInputError("CSR row offsets end at " + std::to_string(pattern.nnz()) + " but there are " +
+                            std::to_string(nnz_) + " column indices");
+  validate(pattern, /*require_sorted=*/false);
+}
+
 template <class T>
 struct DeviceCsr<T>::PendingPattern {
   explicit PendingPattern(Event ready) : ready(std::move(ready)) {}
@@ -64,6 +95,14 @@ void DeviceCsr<T>::update_values(const std::vector<T>& values) {
 }
 
 template <class T>
+void DeviceCsr<T>::use_values(DeviceBuffer values) {
+  check_array_bytes("use_values: values", values, std::size_t(nnz_), sizeof(T));
+  if (pending_) fetch_host_pattern();  // as update_values: the producer's writes finish first
+  values_ = std::move(values);
+  ++values_version_;
+}
+
+template <class T>
 std::shared_ptr<void> DeviceCsr<T>::find(const std::string& key) const {
   std::lock_guard<std::mutex> lock(cache_->mutex);
   const auto it = cache_->entries.find(key);
@@ -96,6 +135,16 @@ DeviceDense<T>::DeviceDense(const Context& context, int32_t rows, int32_t cols, 
 template <class T>
 DeviceDense<T>::DeviceDense(const Context& context, const Dense<T>& host) : DeviceDense(context, host.rows, host.cols) {
   upload(host);
+}
+
+template <class T>
+DeviceDense<T>::DeviceDense(const Context& context, DeviceBuffer storage, int32_t rows, int32_t cols, int64_t ld)
+    : context_(context), rows_(rows), cols_(cols), ld_(checked_ld(rows, cols, ld)), buffer_(std::move(storage)) {
+  const std::size_t extent = rows == 0 ? 0 : (std::size_t(rows) - 1) * std::size_t(ld_) + std::size_t(cols);
+  if (buffer_.bytes() < extent * sizeof(T))
+    throw InvalidInputError("dense matrix " + std::to_string(rows) + "x" + std::to_string(cols) + " with leading dimension " +
+                            std::to_string(ld_) + " needs " + std::to_string(extent * sizeof(T)) + " bytes, its storage has " +
+                            std::to_string(buffer_.bytes()));
 }
 
 template <class T>

@@ -29,8 +29,14 @@ DeviceBuffer::DeviceBuffer(const Context& context, std::size_t bytes) : context_
   if (bytes > 0) allocate(&ptr_, bytes);
 }
 
-DeviceBuffer::DeviceBuffer(const Context& context, CUdeviceptr pooled, std::size_t bytes)
-    : context_(context), ptr_(pooled), bytes_(bytes), pooled_(true) {}
+DeviceBuffer::DeviceBuffer(const Context& context, CUdeviceptr ptr, std::size_t bytes, Ownership ownership)
+    : context_(context), ptr_(ptr), bytes_(bytes), ownership_(ownership) {}
+
+DeviceBuffer DeviceBuffer::borrow(const Context& context, CUdeviceptr ptr, std::size_t bytes) {
+  if (ptr == 0 && bytes > 0)
+    throw InvalidInputError("borrowed device memory of " + std::to_string(bytes) + " bytes at a null pointer");
+  return DeviceBuffer(context, ptr, bytes, Ownership::Borrowed);
+}
 
 DeviceBuffer::~DeviceBuffer() { release(); }
 
@@ -38,7 +44,7 @@ DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept
     : context_(std::move(other.context_)),
       ptr_(std::exchange(other.ptr_, 0)),
       bytes_(std::exchange(other.bytes_, 0)),
-      pooled_(std::exchange(other.pooled_, false)) {}
+      ownership_(std::exchange(other.ownership_, Ownership::Allocated)) {}
 
 DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
   if (this != &other) {
@@ -46,27 +52,27 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
     context_ = std::move(other.context_);
     ptr_ = std::exchange(other.ptr_, 0);
     bytes_ = std::exchange(other.bytes_, 0);
-    pooled_ = std::exchange(other.pooled_, false);
+    ownership_ = std::exchange(other.ownership_, Ownership::Allocated);
   }
   return *this;
 }
 
 void DeviceBuffer::release() noexcept {
-  if (ptr_ != 0) {
+  if (ptr_ != 0 && ownership_ != Ownership::Borrowed) {
     // A destructor cannot report; a failing free means the context is already gone. Pool
     // memory goes back to its pool, the rest to the device. cuMemFree does not wait for the
     // work queued on pool memory (the device faulted on a result dropped while its kernels
     // ran), so that wait is the context synchronization, as cudaFree's is for its memory.
     try {
       context_->make_current();
-      if (pooled_) cuda::driver().cuCtxSynchronize();
+      if (ownership_ == Ownership::Pooled) cuda::driver().cuCtxSynchronize();
       cuda::driver().cuMemFree_v2(ptr_);
     } catch (const Error&) {
     }
   }
   ptr_ = 0;
   bytes_ = 0;
-  pooled_ = false;
+  ownership_ = Ownership::Allocated;
 }
 
 void DeviceBuffer::check_range(const char* what, std::size_t bytes, std::size_t offset) const {

@@ -68,7 +68,7 @@ DeviceBuffer ScratchPool::allocate_buffer(std::size_t bytes, CUstream stream) {
   const CUresult result = allocate_from_pool(&ptr, bytes, stream);
   if (result != CUDA_SUCCESS)
     fail(result, "cuMemAllocFromPoolAsync of " + std::to_string(bytes) + " bytes for a result failed: " + describe(result));
-  return DeviceBuffer(context_, ptr, bytes);
+  return DeviceBuffer(context_, ptr, bytes, DeviceBuffer::Ownership::Pooled);
 }
 
 ScratchPool::Block::~Block() { release(); }

@@ -135,6 +135,8 @@ class ScratchPool;
 // stream-ordered result pool. Either way a buffer may be dropped while kernels that use it are
 // still queued: its release waits for the device's work first (cuMemFree does for its own
 // memory; for pool memory it does not, so the release synchronizes the context itself).
+// A borrowed buffer (borrow()) is a view of memory someone else owns, e.g. a PyTorch or CuPy
+// array: it is used like any other and released by nobody here.
 // Blocking transfers run on the legacy default stream and have completed when they return;
 // the _async ones are ordered on the given stream only (the host memory must stay valid, and be
 // pinned for a truly asynchronous copy). Offsets and sizes are in bytes and bounds-checked.
@@ -147,6 +149,12 @@ class DeviceBuffer {
   DeviceBuffer& operator=(DeviceBuffer&& other) noexcept;
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+
+  // A view of `bytes` of device memory at `ptr` that the caller allocated and keeps alive for
+  // the buffer's life (and for the work queued on it); never freed here. InvalidInputError for
+  // a null `ptr` with `bytes` > 0.
+  static DeviceBuffer borrow(const Context& context, CUdeviceptr ptr, std::size_t bytes);
+  bool borrowed() const { return ownership_ == Ownership::Borrowed; }
 
   // A buffer holding a copy of `host`.
   template <class T>
@@ -180,13 +188,14 @@ class DeviceBuffer {
 
  private:
   friend class cuda::ScratchPool;  // hands out pool memory as buffers
-  DeviceBuffer(const Context& context, CUdeviceptr pooled, std::size_t bytes);
+  enum class Ownership { Allocated, Pooled, Borrowed };
+  DeviceBuffer(const Context& context, CUdeviceptr ptr, std::size_t bytes, Ownership ownership);
   void check_range(const char* what, std::size_t bytes, std::size_t offset) const;
   void release() noexcept;
   std::optional<Context> context_;  // empty for a default-constructed buffer
   CUdeviceptr ptr_ = 0;
   std::size_t bytes_ = 0;
-  bool pooled_ = false;  // from a stream-ordered pool
+  Ownership ownership_ = Ownership::Allocated;
 };
 
 }  // namespace sparsejit

@@ -4,6 +4,8 @@
 // DeviceCsr lifecycle (the rule every cache user relies on):
 //   - made from a host Csr<T>: the pattern (row_ptr, col_idx) and values are uploaded once;
 //     a host copy of the pattern is kept so features can be measured without a download;
+//   - made over arrays the caller owns on the device (borrowed buffers, e.g. a PyTorch or CuPy
+//     CSR matrix's): nothing is copied, the pattern is downloaded once at construction;
 //   - made on the device by an operation (Runtime::spgemm's C): the handle owns the arrays the
 //     operation wrote and an event recorded after its last write; the host copy of the pattern
 //     is downloaded on first use of host_pattern() (which waits for that event), so a product
@@ -14,7 +16,9 @@
 //   - the PATTERN IS IMMUTABLE for the handle's whole life, so anything derived from the pattern
 //     alone (features, formats, plans) attached to the cache stays valid until the handle dies;
 //   - update_values() replaces the values in place and increments values_version(); entries that
-//     depend on values must store the version they were built from and rebuild on a mismatch;
+//     depend on values must store the version they were built from and rebuild on a mismatch.
+//     use_values() (other device memory) and values_changed() (the caller rewrote the values on
+//     the device) increment it too;
 //   - the handle is move-only; the cache is internally locked, so const handles may be shared
 //     between threads for lookups and attachments.
 #pragma once
@@ -41,6 +45,14 @@ class DeviceCsr {
   // Validates `host` (InvalidInputError naming the first violation; rows need not be sorted)
   // and uploads it.
   DeviceCsr(const Context& context, const Csr<T>& host);
+  // A handle over CSR arrays already on the device, usually borrowed (DeviceBuffer::borrow):
+  // rows + 1 int32 offsets, nnz int32 columns and nnz values, nnz read from col_idx's size.
+  // Nothing is copied. The pattern is downloaded here, after the work queued on `stream` (the
+  // caller's, which may still be writing it), and validated as a host Csr is (InvalidInputError
+  // naming the first violation, or a buffer whose size does not match); the caller keeps it
+  // unchanged for the handle's life.
+  DeviceCsr(const Context& context, int32_t rows, int32_t cols, DeviceBuffer row_ptr, DeviceBuffer col_idx,
+            DeviceBuffer values, CUstream stream);
 
   const Context& context() const { return context_; }
   int32_t rows() const { return rows_; }
@@ -60,6 +72,12 @@ class DeviceCsr {
 
   // Replaces the values (same count as nnz, else InvalidInputError); keeps the pattern caches.
   void update_values(const std::vector<T>& values);
+  // Takes `values` (nnz values of T, else InvalidInputError; borrowed or owned) in place of the
+  // current ones, which are released (freed if owned); keeps the pattern caches.
+  void use_values(DeviceBuffer values);
+  // Tells the handle that its values were rewritten on the device (by the caller's kernels,
+  // in place): what was derived from the old values is rebuilt on the next call.
+  void values_changed() { ++values_version_; }
   uint64_t values_version() const { return values_version_; }
 
   // The per-handle cache: key -> shared object. find() returns nullptr when absent.
@@ -122,6 +140,10 @@ class DeviceDense {
   DeviceDense(const Context& context, int32_t rows, int32_t cols, int64_t ld = 0);
   // A copy of `host` with ld = cols.
   DeviceDense(const Context& context, const Dense<T>& host);
+  // A matrix over `storage` (usually borrowed: the caller's array), which must hold its
+  // (rows - 1)·ld + cols elements (InvalidInputError naming both sizes otherwise). As an
+  // output (C) its whole extent may be written, the elements between cols and ld included.
+  DeviceDense(const Context& context, DeviceBuffer storage, int32_t rows, int32_t cols, int64_t ld = 0);
 
   int32_t rows() const { return rows_; }
   int32_t cols() const { return cols_; }

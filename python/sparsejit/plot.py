@@ -1,0 +1,136 @@
+"""Pictures of benchmark results, for people who would rather look than read:
+
+    python -m sparsejit.plot RESULTS.jsonl... [--peak-gflops G] [--bandwidth-gbs B]
+
+reads JSON lines of `sparsejit bench` (ours automatic, each variant, cuSPARSE) or of
+python/benchmarks/python_bench.py (sparsejit, PyTorch) and writes, beside the first file:
+  NAME-profile.png   performance profile: for each implementation, the share of problems it
+                     runs within a factor x of the fastest (Dolan and Moré, 2002);
+  NAME-speedup.png   the baseline's time over ours against nnz, one series per op and K;
+  NAME-roofline.png  ours in GFLOP/s against arithmetic intensity (2·nnz·K flops over the
+                     compulsory bytes: A once, the dense operands once, the output once), under
+                     the memory-bandwidth and compute ceilings given (H200 defaults).
+matplotlib is needed for the drawing only (pip install matplotlib)."""
+
+import argparse
+import json
+import pathlib
+
+# The baseline each format compares against, and the implementation that is "ours".
+_OURS = ("auto", "sparsejit")
+_BASELINES = ("cusparse", "torch")
+
+
+def times_of(record):
+    """{implementation: ms} of one result line, either format."""
+    if "sparsejit_ms" in record:
+        return {"sparsejit": record["sparsejit_ms"], "torch": record["torch_ms"]}
+    times = {"auto": record["auto"]["ms"], "cusparse": record["vendor"]["best"]}
+    times.update(record.get("variants", {}))
+    # A variant that did not run holds a word ("unsupported") instead of a time.
+    return {name: ms for name, ms in times.items() if isinstance(ms, (int, float)) and ms > 0}
+
+
+def profile(records, factors):
+    """{implementation: [share of problems within each factor of the fastest]}; a problem an
+    implementation did not run counts as never within."""
+    table = [times_of(r) for r in records]
+    names = sorted({name for times in table for name in times})
+    shares = {}
+    for name in names:
+        ratios = [times[name] / min(times.values()) for times in table if name in times]
+        shares[name] = [sum(ratio <= f for ratio in ratios) / len(table) for f in factors]
+    return shares
+
+
+def _ours_and_baseline(record):
+    times = times_of(record)
+    ours = next(times[n] for n in _OURS if n in times)
+    baseline = next(times[n] for n in _BASELINES if n in times)
+    return ours, baseline
+
+
+def speedups(records):
+    """{(op, k): [(nnz, baseline ms / ours ms)]}."""
+    series = {}
+    for r in records:
+        ours, baseline = _ours_and_baseline(r)
+        series.setdefault((r["op"], r["k"]), []).append((r["nnz"], baseline / ours))
+    return series
+
+
+def roofline_point(record):
+    """(flops per byte, GFLOP/s) of ours on one problem."""
+    value = 8 if record.get("dtype") in ("f64", "float64") else 4
+    nnz, k, rows, cols = record["nnz"], record["k"], record["rows"], record["cols"]
+    sparse = nnz * (4 + value) + (rows + 1) * 4
+    if record["op"] == "spmm":
+        inner, outer = (rows, cols) if record.get("transpose") else (cols, rows)
+        dense = (inner + outer) * k * value
+    else:  # sddmm: both dense operands read, nnz values written
+        dense = (rows + cols) * k * value + nnz * value
+    ours, _ = _ours_and_baseline(record)
+    flops = 2 * nnz * k
+    return flops / (sparse + dense), flops / ours / 1e6
+
+
+def read(paths):
+    records = []
+    for path in paths:
+        with open(path) as f:
+            records += [json.loads(line) for line in f if line.strip()]
+    return records
+
+
+def _draw(records, stem, peak_gflops, bandwidth_gbs):
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only, no display
+    import matplotlib.pyplot as plt
+
+    factors = [1 + i * 0.05 for i in range(181)]  # 1x to 10x
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for name, shares in profile(records, factors).items():
+        ax.plot(factors, shares, label=name, linewidth=2.5 if name in _OURS or name in _BASELINES else 1)
+    ax.set(xscale="log", xlabel="within this factor of the fastest", ylabel="share of problems", ylim=(0, 1.02))
+    ax.set_title(f"Performance profile, {len(records)} problems")
+    ax.legend(fontsize=8)
+    fig.savefig(f"{stem}-profile.png", dpi=120, bbox_inches="tight")
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for (op, k), points in sorted(speedups(records).items()):
+        ax.scatter(*zip(*points), label=f"{op} K={k}", s=14)
+    ax.axhline(1, color="gray", linewidth=1)
+    ax.set(xscale="log", yscale="log", xlabel="nnz", ylabel="baseline time / ours")
+    ax.set_title("Speedup over the baseline (cuSPARSE or PyTorch)")
+    ax.legend(fontsize=8)
+    fig.savefig(f"{stem}-speedup.png", dpi=120, bbox_inches="tight")
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    points = [roofline_point(r) for r in records]
+    intensity = [p[0] for p in points]
+    span = [min(intensity) / 2, max(intensity) * 2]
+    ax.plot(span, [min(peak_gflops, bandwidth_gbs * x) for x in span], color="black", linewidth=1)
+    ax.axhline(peak_gflops, color="black", linestyle=":", linewidth=1)
+    dots = ax.scatter(intensity, [p[1] for p in points], s=14, c=[r["k"] for r in records], cmap="viridis")
+    fig.colorbar(dots, label="K")
+    ax.set(xscale="log", yscale="log", xlabel="flops per compulsory byte", ylabel="GFLOP/s (ours)")
+    ax.set_title(f"Roofline: {bandwidth_gbs:g} GB/s, {peak_gflops:g} GFLOP/s")
+    fig.savefig(f"{stem}-roofline.png", dpi=120, bbox_inches="tight")
+    return [f"{stem}-{kind}.png" for kind in ("profile", "speedup", "roofline")]
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="python -m sparsejit.plot", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    p.add_argument("results", nargs="+", help="JSON lines files")
+    p.add_argument("--peak-gflops", type=float, default=67000, help="compute ceiling (default: H200 FP32, 67 TFLOP/s)")
+    p.add_argument("--bandwidth-gbs", type=float, default=4300, help="memory ceiling (default: 4300 GB/s, measured on an H200)")
+    args = p.parse_args(argv)
+    first = pathlib.Path(args.results[0])
+    for png in _draw(read(args.results), str(first.with_suffix("")), args.peak_gflops, args.bandwidth_gbs):
+        print(png)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,160 @@
+"""What needs no GPU: the import, explain on host patterns, loading matrices, and the argument
+errors (Python exceptions of matching kinds with the C++ library's messages)."""
+
+import json
+import re
+import subprocess
+
+import numpy as np
+import pytest
+
+import sparsejit
+from sparsejit import _arrays
+
+BAND = "gen:band:300:7:5"
+
+
+def test_import_reports_the_version_and_the_driver():
+    assert re.fullmatch(r"\d+\.\d+\.\d+", sparsejit.__version__)
+    assert sparsejit.driver_available() == (sparsejit.device_count() > 0)
+    assert sparsejit.driver_available() or "driver" in sparsejit.driver_unavailable_reason()
+
+
+def test_runtime_without_a_gpu_raises_unsupported():
+    if sparsejit.driver_available():
+        pytest.skip("a GPU is present")
+    with pytest.raises(sparsejit.UnsupportedError, match="no CUDA driver"):
+        sparsejit._sparsejit.Runtime(0)
+
+
+def test_load_generates_the_spec_as_int32_csr():
+    m = sparsejit.load(BAND)
+    assert m.shape == (300, 300)
+    assert m.indptr.dtype == np.int32 and m.indices.dtype == np.int32 and m.data.dtype == np.float64
+    assert len(m.indptr) == 301 and m.indptr[-1] == len(m.indices) == len(m.data)
+    assert np.all(np.diff(m.indptr) <= 7)
+    assert np.array_equal(sparsejit.load(BAND).indices, m.indices)  # deterministic for a seed
+
+
+def test_load_reads_a_matrix_file(shared_matrix):
+    m = sparsejit.load(shared_matrix)
+    assert m.shape == (2003, 2003)
+    assert m.indptr[-1] == len(m.indices) > 0
+
+
+def test_explain_returns_the_decision_as_a_dict():
+    d = sparsejit.explain(BAND, k=64)
+    assert d["op"] == "spmm"
+    assert d["variant"] in sparsejit.variants("spmm")
+    assert d["features"]["rows"] == 300 and d["features"]["k"] == 64
+    assert d["features"]["nnz"] == sparsejit.load(BAND).indptr[-1]
+    chosen = [c for c in d["candidates"] if c["variant"] == d["variant"]]
+    assert chosen and not chosen[0].get("rejected_because")
+    if not sparsejit.driver_available():
+        assert d["device"] == "sm_90 (no GPU)"
+
+
+def test_explain_of_host_arrays_matches_the_spec_it_came_from():
+    m = sparsejit.load(BAND)
+    from_spec = sparsejit.explain(BAND, op="sddmm", k=32, dtype="float64")
+    for pattern in (m, (m.indptr, m.indices, m.shape), (m.indptr.astype(np.int64), m.indices, m.data, m.shape)):
+        d = sparsejit.explain(pattern, op="sddmm", k=32, dtype=np.float64)
+        assert (d["variant"], d["params"], d["features"]) == (from_spec["variant"], from_spec["params"], from_spec["features"])
+        assert d["features"]["value_bytes"] == 8
+
+
+def test_explain_options_reach_the_planner():
+    forced = sparsejit.explain(BAND, k=16, variant="rs:threshold=8")
+    assert (forced["variant"], forced["source"], forced["params"]["threshold"]) == ("rs", "forced", 8)
+    assert sparsejit.explain(BAND, k=16, transpose_a=True)["features"]["transpose_a"] is True
+    assert sparsejit.explain(BAND, op="spgemm")["op"] == "spgemm"
+
+
+def test_explain_is_the_cli_json(cli):
+    out = subprocess.run([cli, "explain", BAND, "--op", "spmm", "-k", "48", "--json"], check=True, capture_output=True, text=True)
+    from_cli = json.loads(out.stdout)
+    ours = sparsejit.explain(BAND, k=48)
+    timing = {"compile_ms", "load_ms", "kernel_origin", "measure_ms"}
+    assert set(from_cli) - set(ours) == {"matrix", "format_version"}
+    assert {k: v for k, v in ours.items() if k not in timing} == {k: from_cli[k] for k in ours if k not in timing}
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, message",
+    [
+        ({"dtype": "float16"}, ValueError, "dtype float16 is not supported: sparsejit multiplies float32 or float64 values"),
+        ({"variant": "nope"}, ValueError, "unknown spmm variant 'nope'"),
+        ({"variant": "rs:threshold=0"}, ValueError, "threshold"),
+        ({"reuse": "twice"}, ValueError, "reuse 'twice': expected 'once' or 'many'"),
+        ({"op": "spmv"}, ValueError, "unknown operation 'spmv'"),
+        ({"op": "sddmm", "transpose_a": True}, ValueError, "transpose_a (C = Aᵀ·B) applies to spmm only, not sddmm"),
+        ({"k": 0}, ValueError, "spmm: k = 0 must be >= 1"),
+    ],
+)
+def test_explain_argument_errors(kwargs, error, message):
+    with pytest.raises(error) as caught:
+        sparsejit.explain(BAND, **kwargs)
+    assert isinstance(caught.value, sparsejit.InvalidInputError)
+    assert message in str(caught.value)
+
+
+def test_bad_patterns_name_the_bad_value():
+    indptr = np.array([0, 1, 2], np.int32)
+    with pytest.raises(sparsejit.InvalidInputError, match=re.escape("row 1: column index 5 out of range [0, 3)")):
+        sparsejit.explain((indptr, np.array([0, 5], np.int32), (2, 3)))
+    with pytest.raises(ValueError, match="indptr has 3 entries, a matrix of 4 rows needs rows \\+ 1"):
+        sparsejit.explain((indptr, np.array([0, 1], np.int32), (4, 3)))
+    with pytest.raises(ValueError, match="indptr ends at 2 but indices has 3 entries"):
+        sparsejit.explain((indptr, np.array([0, 1, 2], np.int32), (2, 3)))
+    with pytest.raises(ValueError, match="spgemm explains C = A·A, so A must be square; it is 2x3"):
+        sparsejit.explain((indptr, np.array([0, 1], np.int32), (2, 3)), op="spgemm")
+
+
+def test_sources_that_cannot_be_read():
+    with pytest.raises(OSError, match="cannot open /nonexistent.mtx") as caught:
+        sparsejit.load("/nonexistent.mtx")
+    assert isinstance(caught.value, sparsejit.IoError)
+    with pytest.raises(ValueError, match="uniformly"):
+        sparsejit.load("gen:uniformly:10:2")
+    with pytest.raises(TypeError, match="explain takes a Matrix"):
+        sparsejit.explain(42)
+
+
+def test_operands_that_are_not_gpu_arrays():
+    with pytest.raises(ValueError, match="b is on DLPack device type 1 .numpy.ndarray., not a CUDA device"):
+        _arrays.dense(np.ones((3, 3), np.float32), "b")
+    with pytest.raises(TypeError, match="b is a builtins.list, not an array"):
+        _arrays.dense([[1.0]], "b")
+    with pytest.raises(TypeError, match="a numpy.ndarray is not a sparse matrix sparsejit takes"):
+        sparsejit.spmm(np.ones((3, 3)), np.ones((3, 3)))
+    host = sparsejit.load(BAND)
+    with pytest.raises(TypeError, match="must be PyTorch tensors or CuPy arrays"):
+        sparsejit.Matrix(tuple(host))
+
+
+@pytest.mark.parametrize(
+    "shape, strides, message",
+    [
+        ((4, 3, 2), (6, 2, 1), "b must be a 2-D array; it has shape \\(4, 3, 2\\)"),
+        ((4, 3), (1, 4), "b has strides \\(1, 4\\) \\(in elements\\) for shape \\(4, 3\\)"),
+        ((4, 3), (2, 1), "b has strides \\(2, 1\\)"),
+        ((2**31, 3), (3, 1), "at most 2\\^31-1 rows"),
+    ],
+)
+def test_layouts_the_kernels_cannot_read(shape, strides, message):
+    with pytest.raises(ValueError, match=message):
+        _arrays._row_major("b", shape, strides, "b.contiguous()")
+
+
+def test_layouts_the_kernels_read():
+    assert _arrays._row_major("b", (4, 3), (3, 1), "") == (4, 3, 3)
+    assert _arrays._row_major("b", (4, 3), (8, 1), "") == (4, 3, 8)  # a column slice: ld 8
+    assert _arrays._row_major("b", (1, 3), (0, 1), "") == (1, 3, 3)  # one row: any row stride
+    assert _arrays._row_major("b", (4, 1), (1, 7), "") == (4, 1, 1)  # one column: any column stride
+
+
+def test_spamm_argument_errors():
+    with pytest.raises(ValueError, match="fp8"):
+        sparsejit._sparsejit.spamm_options(None, None, None, "fp8", 0, "", 0)
+    with pytest.raises(TypeError, match="spamm needs a PyTorch tensor or CuPy array"):
+        sparsejit.spamm(np.ones((4, 4)), np.ones((4, 4)))

@@ -1,0 +1,233 @@
+"""On a GPU, against PyTorch's own results: SpMM against torch.sparse.mm, SDDMM against
+torch.sparse.sampled_addmm, gradients against torch.autograd.gradcheck (f64), the caller's
+stream, zero-copy operands, and CuPy. Skipped, saying why, without PyTorch or a GPU."""
+
+import pytest
+
+import sparsejit
+
+torch = pytest.importorskip("torch", reason="PyTorch is not installed")
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="PyTorch sees no CUDA GPU"),
+    pytest.mark.skipif(not sparsejit.driver_available(), reason=sparsejit.driver_unavailable_reason() or "no driver"),
+]
+
+TOLERANCE = {torch.float32: 1e-5, torch.float64: 1e-12}
+
+
+def random_csr(rows, cols, per_row, dtype=torch.float32, index_dtype=torch.int64, seed=0):
+    """A torch.sparse_csr_tensor with about per_row entries a row, on the GPU."""
+    g = torch.Generator().manual_seed(seed)
+    dense = (torch.rand(rows, cols, generator=g) < per_row / cols).to(dtype) * torch.randn(rows, cols, generator=g, dtype=dtype)
+    csr = dense.to_sparse_csr()
+    crow, col = csr.crow_indices().to(index_dtype), csr.col_indices().to(index_dtype)
+    return torch.sparse_csr_tensor(crow, col, csr.values(), (rows, cols)).cuda()
+
+
+def relative_error(out, ref):
+    return ((out - ref).norm() / ref.norm().clamp_min(1e-30)).item()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("transpose_a", [False, True])
+@pytest.mark.parametrize("variant", [None, "rs", "csr_rowwarp", "cusparse"])
+def test_spmm_matches_torch_sparse_mm(dtype, transpose_a, variant):
+    a = random_csr(500, 300, 12, dtype)
+    b = torch.randn(a.shape[0] if transpose_a else a.shape[1], 40, dtype=dtype, device="cuda")
+    c = sparsejit.spmm(a, b, transpose_a=transpose_a, variant=variant)
+    reference = torch.sparse.mm(a.to_dense().t().to_sparse_csr() if transpose_a else a, b)
+    assert isinstance(c, torch.Tensor) and c.device == b.device and c.dtype == dtype
+    assert relative_error(c, reference) < TOLERANCE[dtype]
+
+
+def test_strided_operand_is_read_in_place():
+    a = random_csr(200, 150, 9)
+    wide = torch.randn(150, 96, device="cuda")
+    b = wide[:, 10:42]  # leading dimension 96, not contiguous
+    assert not b.is_contiguous()
+    assert relative_error(sparsejit.spmm(a, b), torch.sparse.mm(a, b.contiguous())) < 1e-5
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("variant", [None, "coo_flat", "cusparse"])
+def test_sddmm_matches_torch_sampled_addmm(dtype, variant):
+    s = random_csr(400, 350, 10, dtype)
+    a = torch.randn(400, 64, dtype=dtype, device="cuda")
+    b = torch.randn(350, 64, dtype=dtype, device="cuda")
+    p = sparsejit.sddmm(s, a, b, variant=variant)
+    # sampled_addmm samples A·B at S's pattern; sparsejit also scales by S's values.
+    sampled = torch.sparse.sampled_addmm(s, a, b.t(), beta=0.0)
+    assert p.layout == torch.sparse_csr and p.shape == s.shape
+    assert torch.equal(p.crow_indices(), s.crow_indices()) and torch.equal(p.col_indices(), s.col_indices())
+    assert relative_error(p.values(), sampled.values() * s.values()) < TOLERANCE[dtype]
+
+
+def test_matrix_keeps_its_plans_and_follows_new_values():
+    a = random_csr(300, 300, 20, index_dtype=torch.int32)
+    values = a.values().clone()
+    m = sparsejit.Matrix((a.crow_indices(), a.col_indices(), values, a.shape))
+    b = torch.randn(300, 32, device="cuda")
+    sparsejit.spmm(m, b, variant="rs")  # rs keeps a copy of the values in its split
+    assert sparsejit.spmm(m, b, variant="rs") is not None and m.last_call.plan_reused
+    assert m.last_decision["variant"] == "rs"
+    values.mul_(-2.0)  # in place: PyTorch's version counter tells the matrix
+    expected = torch.sparse.mm(torch.sparse_csr_tensor(a.crow_indices(), a.col_indices(), values, a.shape), b)
+    assert relative_error(sparsejit.spmm(m, b, variant="rs"), expected) < 1e-5
+    other = torch.randn_like(values)
+    m.set_values(other)
+    expected = torch.sparse.mm(torch.sparse_csr_tensor(a.crow_indices(), a.col_indices(), other, a.shape), b)
+    assert relative_error(sparsejit.spmm(m, b, variant="rs"), expected) < 1e-5
+
+
+@pytest.mark.parametrize("transpose_a", [False, True])
+def test_gradients_pass_gradcheck_in_f64(transpose_a):
+    a = random_csr(30, 20, 4, torch.float64, index_dtype=torch.int32)
+    values = a.values().clone().requires_grad_()
+    m = sparsejit.Matrix((a.crow_indices(), a.col_indices(), values, a.shape))
+    b = torch.randn(30 if transpose_a else 20, 6, dtype=torch.float64, device="cuda", requires_grad=True)
+
+    def product(v, dense):
+        return sparsejit.autograd.SpmmFunction.apply(v, dense, m, transpose_a, None, None)
+
+    # nondet_tol: Aᵀ·B may add with atomics, so two backward passes can differ in the last bits.
+    assert torch.autograd.gradcheck(product, (values, b), eps=1e-6, atol=1e-8, nondet_tol=1e-12)
+
+
+def test_gradients_through_spmm_equal_the_dense_formulas():
+    a = random_csr(120, 80, 6, index_dtype=torch.int32)
+    values = a.values().clone().requires_grad_()
+    m = sparsejit.Matrix((a.crow_indices(), a.col_indices(), values, a.shape))
+    b = torch.randn(80, 16, device="cuda", requires_grad=True)
+    c = sparsejit.spmm(m, b)
+    c.square().sum().backward()
+    grad_c = 2 * c.detach()
+    dense_a = a.to_dense()
+    rows = torch.repeat_interleave(torch.arange(120, device="cuda"), a.crow_indices().diff().long())
+    cols = a.col_indices().long()
+    assert relative_error(b.grad, dense_a.t() @ grad_c) < 1e-5
+    assert relative_error(values.grad, (grad_c[rows] * b.detach()[cols]).sum(dim=1)) < 1e-5
+
+
+def test_calls_run_on_the_callers_stream():
+    # B is written by a long chain of work on a side stream (PyTorch's are not ordered with the
+    # legacy default stream); a call made on that stream must see it finished, with no
+    # synchronization by the caller. The plan is made first, and forced, so that the call
+    # neither reads the pattern nor times a shortlist (both synchronize the stream).
+    a = random_csr(2000, 1000, 16)
+    m = sparsejit.Matrix(a)
+    expected_b = torch.randn(1000, 64, device="cuda")
+    sparsejit.spmm(m, expected_b, variant="csr_rowwarp")
+    torch.cuda.synchronize()
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        x = torch.randn(4096, 4096, device="cuda")
+        for _ in range(20):
+            x = torch.tanh(x @ x)
+        b = expected_b + 0.0 * x[:1000, :64]
+        c = sparsejit.spmm(m, b, variant="csr_rowwarp")
+    side.synchronize()
+    assert relative_error(c, torch.sparse.mm(a, expected_b)) < 1e-5
+
+
+def test_errors_are_python_exceptions_with_the_library_messages():
+    a = random_csr(30, 20, 3)
+    with pytest.raises(ValueError, match="spmm: A is 30x20 but B has 7 rows"):
+        sparsejit.spmm(a, torch.randn(7, 4, device="cuda"))
+    with pytest.raises(ValueError, match="b has dtype float64 but the sparse matrix has float32"):
+        sparsejit.spmm(a, torch.randn(20, 4, dtype=torch.float64, device="cuda"))
+    with pytest.raises(ValueError, match="b is on cpu, not a CUDA device"):
+        sparsejit.spmm(a, torch.randn(20, 4))
+    with pytest.raises(ValueError, match="b has strides"):
+        sparsejit.spmm(a, torch.randn(4, 20, device="cuda").t())
+    with pytest.raises(ValueError, match="sddmm: A has 8 columns but B has 9"):
+        sparsejit.sddmm(a, torch.randn(30, 8, device="cuda"), torch.randn(20, 9, device="cuda"))
+
+
+class ForeignArray:
+    """A DLPack producer that is neither PyTorch nor CuPy (as JAX or Numba arrays are)."""
+
+    def __init__(self, tensor):
+        self.tensor = tensor
+
+    def __dlpack__(self, stream=None):
+        return self.tensor.__dlpack__(stream=stream)
+
+    def __dlpack_device__(self):
+        return self.tensor.__dlpack_device__()
+
+
+def test_other_dlpack_arrays_are_operands():
+    a = random_csr(100, 80, 5)
+    b = torch.randn(80, 24, device="cuda")
+    c = sparsejit.spmm(a, ForeignArray(b))
+    assert isinstance(c, torch.Tensor)  # the matrix's library allocates the result
+    assert relative_error(c, torch.sparse.mm(a, b)) < 1e-5
+
+
+def test_explain_of_a_matrix_is_the_plan_of_its_pattern():
+    a = random_csr(400, 400, 8, index_dtype=torch.int32)
+    m = sparsejit.Matrix(a)
+    host = (a.crow_indices().cpu().numpy(), a.col_indices().cpu().numpy(), a.shape)
+    assert sparsejit.explain(m, k=32)["features"] == sparsejit.explain(host, k=32)["features"]
+
+
+def test_cupy_arrays_in_cupy_arrays_out():
+    cupy = pytest.importorskip("cupy", reason="CuPy is not installed")
+    sparse = pytest.importorskip("cupyx.scipy.sparse", reason="CuPy has no cupyx.scipy.sparse")
+    a = sparse.random(300, 200, density=0.05, format="csr", dtype=cupy.float32, random_state=3)
+    b = cupy.random.standard_normal((200, 16), dtype=cupy.float32)
+    c = sparsejit.spmm(a, b)
+    assert isinstance(c, cupy.ndarray)
+    assert float(cupy.linalg.norm(c - a @ b) / cupy.linalg.norm(a @ b)) < 1e-5
+    x, y = cupy.random.standard_normal((300, 8), dtype=cupy.float32), cupy.random.standard_normal((200, 8), dtype=cupy.float32)
+    p = sparsejit.sddmm(a, x, y)
+    rows = cupy.repeat(cupy.arange(300), cupy.diff(a.indptr).get().tolist())
+    expected = a.data * (x[rows] * y[a.indices]).sum(axis=1)
+    assert isinstance(p, sparse.csr_matrix) and float(cupy.abs(p.data - expected).max()) < 1e-4
+
+
+def decay_matrix(n, dtype, seed):
+    """Entries that fall off as 1/(1 + |i - j|)^2 away from the diagonal (SpAMM's inputs)."""
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    i = torch.arange(n, device="cuda")
+    falloff = (1.0 + (i[:, None] - i[None, :]).abs().to(dtype)) ** -2
+    return falloff * torch.randn(n, n, dtype=dtype, device="cuda", generator=g)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_spamm_matches_the_product_and_its_bound(dtype):
+    a, b = decay_matrix(300, dtype, 1), decay_matrix(300, dtype, 2)
+    exact = a @ b
+    c, info = sparsejit.spamm(a, b)  # τ = 0: every tile product kept
+    assert isinstance(c, torch.Tensor) and c.dtype == dtype
+    assert info["tau"] == 0 and info["valid_ratio"] == 1.0
+    assert relative_error(c, exact) < TOLERANCE[dtype] * 10
+    c, info = sparsejit.spamm(a, b, valid_ratio=0.5)
+    assert 0 < info["valid_ratio"] < 1 and info["decision"]["op"] == "spamm"
+    assert (c - exact).norm().item() <= info["error_bound"] * (1 + 1e-3) + 1e-4 * exact.norm().item()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_spgemm_matches_torch_and_owns_its_arrays(dtype):
+    a = random_csr(200, 150, 6, dtype, seed=1)
+    b = random_csr(150, 120, 5, dtype, seed=2)
+    c = sparsejit.spgemm(a, b)
+    assert c.layout == torch.sparse_csr and c.shape == (200, 120) and c.dtype == dtype
+    assert c.crow_indices().dtype == torch.int32 and c.values().device == a.device
+    assert relative_error(c.to_dense(), torch.sparse.mm(a, b).to_dense()) < TOLERANCE[dtype]
+    gram = sparsejit.spgemm(a, a, transpose_b=True)  # A·Aᵀ
+    dense = a.to_dense()
+    assert gram.shape == (200, 200)
+    assert relative_error(gram.to_dense(), dense @ dense.t()) < TOLERANCE[dtype]
+    values = c.values()
+    del c  # the runtime's arrays live as long as a tensor over them
+    assert torch.isfinite(values).all() and values.numel() > 0
+
+
+def test_spgemm_refuses_mismatched_operands():
+    a = random_csr(20, 10, 3)
+    with pytest.raises(ValueError, match="spgemm: A is 20x10 but B has 11"):
+        sparsejit.spgemm(a, random_csr(11, 5, 2))
+    with pytest.raises(ValueError, match="b has dtype float64 but a has float32"):
+        sparsejit.spgemm(a, random_csr(10, 5, 2, torch.float64))

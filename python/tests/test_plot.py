@@ -1,0 +1,53 @@
+"""python -m sparsejit.plot: what it computes from result lines of both benchmarks, and the
+pictures (drawn where matplotlib is installed)."""
+
+import json
+
+import pytest
+
+from sparsejit import plot
+
+
+def cpp_record(op, k, nnz, auto, cusparse, variants):
+    return {"op": op, "k": k, "nnz": nnz, "rows": 100, "cols": 100, "dtype": "f32", "transpose": False,
+            "auto": {"ms": auto}, "vendor": {"best": cusparse}, "variants": variants}  # fmt: skip
+
+
+RECORDS = [
+    cpp_record("spmm", 32, 1000, 1.0, 2.0, {"rs": 1.5, "dense": "unsupported"}),
+    cpp_record("spmm", 32, 4000, 3.0, 1.0, {}),
+    cpp_record("sddmm", 64, 2000, 0.5, 1.0, {}),
+]
+
+
+def test_times_of_reads_both_formats():
+    assert plot.times_of(RECORDS[0]) == {"auto": 1.0, "cusparse": 2.0, "rs": 1.5}
+    python_line = {"sparsejit_ms": 0.2, "torch_ms": 0.5}
+    assert plot.times_of(python_line) == {"sparsejit": 0.2, "torch": 0.5}
+
+
+def test_profile_is_the_share_within_each_factor_of_the_fastest():
+    shares = plot.profile(RECORDS[:2], [1.0, 1.5, 3.0])
+    assert shares == {"auto": [0.5, 0.5, 1.0], "cusparse": [0.5, 0.5, 1.0], "rs": [0.0, 0.5, 0.5]}
+
+
+def test_speedups_are_grouped_by_op_and_k():
+    assert plot.speedups(RECORDS) == {("spmm", 32): [(1000, 2.0), (4000, 1 / 3)], ("sddmm", 64): [(2000, 2.0)]}
+
+
+def test_roofline_point_counts_the_compulsory_bytes():
+    intensity, gflops = plot.roofline_point(RECORDS[0])
+    sparse = 1000 * (4 + 4) + 101 * 4
+    dense = (100 + 100) * 32 * 4
+    assert intensity == pytest.approx(2 * 1000 * 32 / (sparse + dense))
+    assert gflops == pytest.approx(2 * 1000 * 32 / 1.0 / 1e6)
+
+
+def test_pictures_are_written_beside_the_results(tmp_path):
+    pytest.importorskip("matplotlib", reason="matplotlib is not installed")
+    results = tmp_path / "spmm.jsonl"
+    results.write_text("".join(json.dumps(r) + "\n" for r in RECORDS))
+    plot.main([str(results)])
+    for kind in ("profile", "speedup", "roofline"):
+        png = tmp_path / f"spmm-{kind}.png"
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
