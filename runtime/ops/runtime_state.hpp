@@ -58,6 +58,8 @@ struct RuntimeState {
   // it: one shortlist at a time, so concurrent captures never share the stream.
   const Stream& measure_stream();
   std::mutex measuring;
+  // Shortlists this runtime has timed (Runtime::shortlists_timed).
+  std::atomic<int64_t> shortlists_timed{0};
 
   // Stream-ordered scratch for calls that need temporary device memory (SpGEMM), created on
   // first use: a pool that keeps its high-water mark for the runtime's life, so a repeated
