@@ -12,6 +12,7 @@
 #include "ops/call_common.hpp"
 #include "ops/measured_selection.hpp"
 #include "ops/plan_sources.hpp"
+#include "ops/problem_keys.hpp"
 #include "ops/runtime_state.hpp"
 #include "sparsejit/error.hpp"
 #include "sparsejit/runtime.hpp"
@@ -32,13 +33,6 @@ struct PreparedSddmm {
   // Measured selection has run for this plan's pattern and problem, or will not.
   std::atomic<bool> settled{false};
 };
-
-// What an SDDMM plan is stored under besides the pattern (ops::problem_key): the shared part,
-// A's and B's leading dimensions and whether the caller declared the pattern reused.
-std::string sddmm_problem_key(const plan::SddmmProblem& problem, const Options& options) {
-  return ops::problem_key(Op::SDDMM, problem.dtype, problem.k, false, options) + ":ld" + std::to_string(problem.lda) + "," +
-         std::to_string(problem.ldb) + ":reuse=" + to_string(options.reuse);
-}
 
 template <class T>
 void check_sddmm_shapes(const DeviceCsr<T>& s, const DeviceDense<T>& a, const DeviceDense<T>& b, const DeviceBuffer& p) {
@@ -84,6 +78,11 @@ void run_prepared(detail::RuntimeState& rt, PreparedSddmm<T>& prepared, const De
 
 }  // namespace
 
+std::string ops::sddmm_problem_key(const plan::SddmmProblem& problem, const Options& options) {
+  return problem_key(Op::SDDMM, problem.dtype, problem.k, false, options) + ":ld" + std::to_string(problem.lda) + "," +
+         std::to_string(problem.ldb) + ":reuse=" + to_string(options.reuse);
+}
+
 template <class T>
 CallInfo Runtime::sddmm(const DeviceCsr<T>& s, const DeviceDense<T>& a, const DeviceDense<T>& b, DeviceBuffer& p,
                         const Options& options) {
@@ -103,7 +102,7 @@ CallInfo Runtime::sddmm(const DeviceCsr<T>& s, const DeviceDense<T>& a, const De
   };
   const auto features = ops::cached_features(s);
   bool reused = true;
-  const std::string problem_key = sddmm_problem_key(problem, options);
+  const std::string problem_key = ops::sddmm_problem_key(problem, options);
   const std::string key = ops::handle_key(problem_key, rt.id);
   std::shared_ptr<PreparedSddmm<T>> prepared = s.template get_or_create<PreparedSddmm<T>>(key, [&] {
     reused = false;
@@ -136,7 +135,7 @@ Decision explain_sddmm(PatternView s, int32_t k, DType dtype, const Options& opt
   Decision d = plan::plan_sddmm(features, problem, target, ops::with_environment_force(Op::SDDMM, options),
                                 ops::plan_sources(Op::SDDMM, target));
   // What a call on this device would run first: a measured selection recorded for the pattern.
-  ops::take_earlier(d, ops::recorded_earlier(Op::SDDMM, target, features, sddmm_problem_key(problem, options), options),
+  ops::take_earlier(d, ops::recorded_earlier(Op::SDDMM, target, features, ops::sddmm_problem_key(problem, options), options),
                     plan::kSddmmVendorMargin);
   for (const jit::KernelSpec& spec : variants::sddmm_variant(d.variant).kernel_specs(d, problem, target)) {
     const jit::CompiledKernel compiled = ops::compile_only(spec, target.sm);

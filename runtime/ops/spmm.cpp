@@ -14,6 +14,7 @@
 #include "ops/call_common.hpp"
 #include "ops/measured_selection.hpp"
 #include "ops/plan_sources.hpp"
+#include "ops/problem_keys.hpp"
 #include "ops/runtime_state.hpp"
 #include "sparsejit/error.hpp"
 #include "sparsejit/runtime.hpp"
@@ -52,13 +53,6 @@ int64_t ld_alignment(int64_t ldb, int64_t ldc) {
   for (int64_t w : {4, 2})
     if (ldb % w == 0 && ldc % w == 0) return w;
   return 1;
-}
-
-// What an SpMM plan is stored under besides the pattern (ops::problem_key): the shared part
-// and the alignment of B's and C's leading dimensions.
-std::string spmm_problem_key(const plan::SpmmProblem& problem, const Options& options) {
-  return ops::problem_key(Op::SpMM, problem.dtype, problem.k, problem.transpose_a, options) + ":ld" +
-         std::to_string(ld_alignment(problem.ldb, problem.ldc));
 }
 
 // Split statistics for the planner, measured once per (W, T) and cached on the handle.
@@ -102,6 +96,11 @@ void run_prepared(detail::RuntimeState& rt, PreparedSpmm<T>& p, const DeviceCsr<
 
 }  // namespace
 
+std::string ops::spmm_problem_key(const plan::SpmmProblem& problem, const Options& options) {
+  return problem_key(Op::SpMM, problem.dtype, problem.k, problem.transpose_a, options) + ":ld" +
+         std::to_string(ld_alignment(problem.ldb, problem.ldc));
+}
+
 template <class T>
 CallInfo Runtime::spmm(const DeviceCsr<T>& a, const DeviceDense<T>& b, DeviceDense<T>& c, const Options& options) {
   if (options.transpose_b) throw UnsupportedError("spmm: Options::transpose_b applies to spgemm only (B is dense here)");
@@ -110,7 +109,7 @@ CallInfo Runtime::spmm(const DeviceCsr<T>& a, const DeviceDense<T>& b, DeviceDen
   detail::RuntimeState& rt = *state_;
   const plan::SpmmProblem problem{b.cols(), dtype_of<T>::value, options.transpose_a, b.ld(), c.ld()};
   const auto features = ops::cached_features(a);
-  const std::string problem_key = spmm_problem_key(problem, options);
+  const std::string problem_key = ops::spmm_problem_key(problem, options);
   const std::string key = ops::handle_key(problem_key, rt.id);
   bool reused = true;
   std::shared_ptr<PreparedSpmm<T>> prepared = a.template get_or_create<PreparedSpmm<T>>(key, [&] {
@@ -142,7 +141,7 @@ Decision explain_spmm(PatternView a, int32_t k, DType dtype, const Options& opti
                                [&a](int32_t w, int32_t t) { return row_segment_split(a, w, t); },
                                ops::plan_sources(Op::SpMM, target));
   // What a call on this device would run first: a measured selection recorded for the pattern.
-  ops::take_earlier(d, ops::recorded_earlier(Op::SpMM, target, features, spmm_problem_key(problem, options), options),
+  ops::take_earlier(d, ops::recorded_earlier(Op::SpMM, target, features, ops::spmm_problem_key(problem, options), options),
                     plan::kSpmmVendorMargin);
   for (const jit::KernelSpec& spec : variants::SpmmRegistry::find(d.variant)->kernel_specs(d, problem)) {
     const jit::CompiledKernel compiled = ops::compile_only(spec, target.sm);
