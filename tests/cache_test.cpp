@@ -31,6 +31,7 @@ namespace fs = std::filesystem;
 
 using test::ScopedEnv;
 using json = nlohmann::json;
+using test::run_sql;
 
 fs::path fresh_dir(const std::string& tag) { return test::fresh_dir("cache-" + tag); }
 
@@ -501,15 +502,6 @@ TEST(MeasuredRecords, AnotherKeyIsNeverFound) {
   with("problem", [](MeasuredKey& k) { k.plan_key = "plan:spmm:f32:k64:n:ld4"; });
   for (const auto& [what, key] : others) EXPECT_FALSE(store.find_measured_record(key).has_value()) << what;
   fs::remove_all(dir);
-}
-
-void run_sql(const std::string& path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  char* error = nullptr;
-  EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &error), SQLITE_OK) << (error ? error : "") << " in " << sql;
-  sqlite3_free(error);
-  sqlite3_close(db);
 }
 
 // Rows whose JSON does not parse (or has the wrong shape) are skipped by every lookup, with one

@@ -371,29 +371,19 @@ TEST(MeasurePolicy, BudgetAllowsTheNextSettingWhileTheAverageFits) {
   EXPECT_FALSE(plan::budget_allows_next(300, 3, 250));
 }
 
-// The message of the InvalidInputError `fn` throws, or "" when it throws none.
-std::string invalid_input_message(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const InvalidInputError& e) {
-    return e.what();
-  }
-  return "";
-}
-
 TEST(MeasurePolicy, BadOptionsAreNamed) {
   EXPECT_NO_THROW(plan::check_measure_options(Options{}));
   Options o;
   o.measure_skip_margin = std::numeric_limits<double>::infinity();
   EXPECT_NO_THROW(plan::check_measure_options(o));
   o.measure_skip_margin = 0.5;
-  EXPECT_NE(invalid_input_message([&] { plan::check_measure_options(o); }).find("Options::measure_skip_margin = 0.5 must be >= 1"),
+  EXPECT_NE(test::invalid_input_message([&] { plan::check_measure_options(o); }).find("Options::measure_skip_margin = 0.5 must be >= 1"),
             std::string::npos);
   o.measure_skip_margin = std::numeric_limits<double>::quiet_NaN();
   EXPECT_THROW(plan::check_measure_options(o), InvalidInputError);
   o = Options{};
   o.measure_budget_ms = 0;
-  EXPECT_NE(invalid_input_message([&] { plan::check_measure_options(o); }).find("Options::measure_budget_ms = 0 must be > 0 ms"),
+  EXPECT_NE(test::invalid_input_message([&] { plan::check_measure_options(o); }).find("Options::measure_budget_ms = 0 must be > 0 ms"),
             std::string::npos);
 }
 

@@ -25,13 +25,7 @@ namespace sparsejit {
 namespace {
 
 // This process's cache, set before anything opens the process-wide cache.
-const std::string kCacheDir = [] {
-  const auto dir = std::filesystem::temp_directory_path() / ("sparsejit_records_test_" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  ::setenv("SPARSEJIT_CACHE_DIR", dir.c_str(), 1);
-  return dir.string();
-}();
+const std::string kCacheDir = test::use_fresh_cache_dir("records");
 
 // Removes kCacheDir when the tests are done.
 class RemoveCacheDir : public ::testing::Environment {
@@ -54,9 +48,9 @@ const Candidate& another_candidate(const Decision& d) {
 }
 
 // Stores, as measured selection would, that `faster` ran in half the time of the model's choice.
-void record_faster(Op op, const Features& features, const std::string& problem_key, const Decision& planned,
+void record_faster(Op op, PatternView pattern, const std::string& problem_key, const Decision& planned,
                    const Candidate& faster, const std::string& model_version = "") {
-  cache::MeasuredKey key = ops::measured_key(op, target(), features, problem_key);
+  cache::MeasuredKey key = ops::measured_key(op, target(), inspect(pattern), problem_key);
   if (!model_version.empty()) key.model_version = model_version;
   Decision measured = planned;
   measured.variant = faster.variant;
@@ -67,6 +61,9 @@ void record_faster(Op op, const Features& features, const std::string& problem_k
   ops::store_selection(key, measured, timed);
 }
 
+// The problem key of explain_spmm(pattern, 64, f32) with default options.
+std::string spmm_k64_key() { return ops::spmm_problem_key({64, DType::F32, false, 64, 64}, {}); }
+
 class RecordedSelection : public ::testing::Test {
  protected:
   void SetUp() override { ASSERT_EQ(jit::default_compiler().cache().store().path(), cache::database_path(kCacheDir)); }
@@ -74,11 +71,10 @@ class RecordedSelection : public ::testing::Test {
 
 TEST_F(RecordedSelection, SpmmExplainTakesTheRecordOfThisDeviceAndModel) {
   const Csr<double> m = generate::uniform(3000, 3000, 9, 11);
-  const plan::SpmmProblem problem{64, DType::F32, false, 64, 64};
   const Decision planned = explain_spmm(m.pattern(), 64, DType::F32);
   ASSERT_EQ(planned.source, DecisionSource::Model) << describe(planned);
   const Candidate faster = another_candidate(planned);
-  record_faster(Op::SpMM, inspect(m.pattern()), ops::spmm_problem_key(problem, {}), planned, faster);
+  record_faster(Op::SpMM, m.pattern(), spmm_k64_key(), planned, faster);
 
   const Decision recorded = explain_spmm(m.pattern(), 64, DType::F32);
   EXPECT_EQ(recorded.source, DecisionSource::Recorded) << describe(recorded);
@@ -103,10 +99,8 @@ TEST_F(RecordedSelection, SpmmExplainTakesTheRecordOfThisDeviceAndModel) {
 // A record of another model (a retrained or shipped model since) is stale: never taken.
 TEST_F(RecordedSelection, RecordOfAnotherModelIsIgnored) {
   const Csr<double> m = generate::uniform(2500, 2500, 7, 12);
-  const plan::SpmmProblem problem{64, DType::F32, false, 64, 64};
   const Decision planned = explain_spmm(m.pattern(), 64, DType::F32);
-  record_faster(Op::SpMM, inspect(m.pattern()), ops::spmm_problem_key(problem, {}), planned, another_candidate(planned),
-                "spmm-default v0 000000000000");
+  record_faster(Op::SpMM, m.pattern(), spmm_k64_key(), planned, another_candidate(planned), "spmm-default v0 000000000000");
   EXPECT_EQ(explain_spmm(m.pattern(), 64, DType::F32).source, DecisionSource::Model);
 }
 
@@ -116,7 +110,7 @@ TEST_F(RecordedSelection, SddmmExplainTakesTheRecord) {
   const Decision planned = explain_sddmm(m.pattern(), 32, DType::F32);
   ASSERT_EQ(planned.source, DecisionSource::Model) << describe(planned);
   const Candidate faster = another_candidate(planned);
-  record_faster(Op::SDDMM, inspect(m.pattern()), ops::sddmm_problem_key(problem, {}), planned, faster);
+  record_faster(Op::SDDMM, m.pattern(), ops::sddmm_problem_key(problem, {}), planned, faster);
   const Decision recorded = explain_sddmm(m.pattern(), 32, DType::F32);
   EXPECT_EQ(recorded.source, DecisionSource::Recorded) << describe(recorded);
   EXPECT_EQ(recorded.variant, faster.variant);
@@ -129,14 +123,11 @@ TEST_F(RecordedSelection, SddmmExplainTakesTheRecord) {
 // A recorded fastest that this problem rejects (here: a name no candidate has) is not taken.
 TEST_F(RecordedSelection, RecordedChoiceThisProblemRejectsIsNotTaken) {
   const Csr<double> m = generate::uniform(1800, 1800, 6, 14);
-  const Features features = inspect(m.pattern());
-  const plan::SpmmProblem problem{64, DType::F32, false, 64, 64};
-  const std::string key = ops::spmm_problem_key(problem, {});
   const Decision planned = explain_spmm(m.pattern(), 64, DType::F32);
   Candidate unknown;
   unknown.variant = "no_such_variant";
-  record_faster(Op::SpMM, features, key, planned, unknown);
-  const auto earlier = ops::recorded_earlier(Op::SpMM, target(), features, key, {});
+  record_faster(Op::SpMM, m.pattern(), spmm_k64_key(), planned, unknown);
+  const auto earlier = ops::recorded_earlier(Op::SpMM, target(), inspect(m.pattern()), spmm_k64_key(), {});
   ASSERT_TRUE(earlier.has_value());
   EXPECT_EQ(earlier->source, DecisionSource::Recorded);
   Decision d = planned;

@@ -194,8 +194,9 @@ TEST_F(FromRecords, SpmmCostsRefitFromTermsAndAreKept) {
   EXPECT_TRUE(s.stored);
   for (int v = 0; v < 2; ++v) {
     const auto& fitted = s.model.model["cost"][variants[v]];
-    for (const auto& [term, c] : shipped["cost"][variants[v]].items())
+    for (const auto& [term, c] : shipped["cost"][variants[v]].items()) {
       if (c.get<double>() > 0) EXPECT_NEAR(fitted[term].get<double>() / c.get<double>(), truth[v], 1e-3 * truth[v]) << term;
+    }
   }
 }
 

@@ -5,10 +5,6 @@
 // correctly.
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
-
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <limits>
 #include <string>
@@ -27,39 +23,36 @@ namespace fs = std::filesystem;
 
 class RecordsGpu : public test::GpuSuite {};
 
-// SpMM on a fresh handle of `a` in `runtime`, checked against the CPU reference.
-CallInfo checked_spmm(Runtime& runtime, const Csr<float>& a, const Dense<float>& b, const Options& options) {
-  DeviceCsr<float> da(runtime.context(), a);
-  DeviceDense<float> db(runtime.context(), b), dc(runtime.context(), a.rows, b.cols);
-  dc.buffer().fill_bytes(0xFF);
-  const CallInfo info = runtime.spmm(da, db, dc, options);
+// SpMM of `pattern` at K = 96 on a fresh handle in `runtime` (values from `seed`), checked
+// against the CPU reference.
+CallInfo checked_spmm(Runtime& runtime, const Csr<double>& pattern, uint64_t seed, const Options& options) {
+  test::SpmmCase<float> c(runtime, pattern, 96, false, seed);
+  c.dc.buffer().fill_bytes(0xFF);
+  const CallInfo info = runtime.spmm(c.da, c.db, c.dc, options);
   runtime.context().synchronize();
-  Dense<float> expected;
-  reference::spmm(a, b, expected);
-  EXPECT_LE(test::relative_error(test::as_double(dc.download().data), test::as_double(expected.data)), 1e-5)
+  EXPECT_LE(test::relative_error(test::as_double(c.dc.download().data), test::as_double(c.expected.data)), 1e-5)
       << describe(*info.decision);
   return info;
 }
 
 TEST_F(RecordsGpu, SecondRuntimeTakesTheSpmmRecordWithoutTiming) {
-  const Csr<float> a = cast<float>(generate::from_spec("rmat:6000:70000", next_seed()));
-  test::forget_recorded(a.pattern());
-  Dense<float> b(a.cols, 96);
-  generate::fill_random(b, next_seed());
+  const Csr<double> pattern = generate::from_spec("rmat:6000:70000", next_seed());
+  test::forget_recorded(pattern.pattern());
+  const uint64_t seed = next_seed();
   Options many = test::always_measure();
   many.reuse = Reuse::Many;  // the first call measures
-  const CallInfo measured = checked_spmm(rt(), a, b, many);
+  const CallInfo measured = checked_spmm(rt(), pattern, seed, many);
   ASSERT_EQ(measured.decision->source, DecisionSource::Measured) << describe(*measured.decision);
 
   Runtime second(0);
-  const CallInfo recorded = checked_spmm(second, a, b, many);
+  const CallInfo recorded = checked_spmm(second, pattern, seed, many);
   EXPECT_EQ(recorded.decision->source, DecisionSource::Recorded) << describe(*recorded.decision);
   EXPECT_EQ(second.shortlists_timed(), 0);
   EXPECT_EQ(recorded.decision->variant, measured.decision->variant);
   EXPECT_EQ(recorded.decision->params, measured.decision->params);
   EXPECT_EQ(recorded.decision->measure_ms, 0);
   // A call that does not declare reuse, on a new handle, takes it on its first call too.
-  const CallInfo once = checked_spmm(second, a, b, test::always_measure());
+  const CallInfo once = checked_spmm(second, pattern, seed, test::always_measure());
   EXPECT_EQ(once.decision->source, DecisionSource::Recorded);
   EXPECT_EQ(second.shortlists_timed(), 0);
 }
@@ -87,23 +80,6 @@ TEST_F(RecordsGpu, SecondRuntimeTakesTheSddmmRecordWithoutTiming) {
             1e-5);
 }
 
-struct CliRun {
-  int status = -1;
-  std::string out;
-};
-
-CliRun run_cli(const std::string& args, const std::string& env) {
-  CliRun r;
-  FILE* pipe = popen((env + " " + test::cli_path() + " " + args + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return r;
-  std::array<char, 4096> buf{};
-  std::size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.out.append(buf.data(), n);
-  const int raw = pclose(pipe);
-  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  return r;
-}
-
 // The first line of `run`'s report: "spmm NAME k=K f32: VARIANT {params}".
 std::string choice_line(const std::string& out) { return out.substr(0, out.find('\n')); }
 
@@ -113,15 +89,15 @@ TEST_F(RecordsGpu, SecondProcessTakesTheRecordWithoutTiming) {
   const fs::path cache = test::fresh_dir("records-processes");
   const std::string env = "SPARSEJIT_CACHE_DIR='" + cache.string() + "'";
   const std::string args = "run gen:rmat:6000:70000 --op spmm -k 96 --repeat 5 --check --measure-skip-margin inf";
-  const CliRun first = run_cli(args, env);
+  const test::CliResult first = test::run_cli(args, env);
   ASSERT_EQ(first.status, 0) << first.out;
   EXPECT_NE(first.out.find("decision source measured; shortlists timed in this process: 1"), std::string::npos) << first.out;
-  const CliRun second = run_cli(args, env);
+  const test::CliResult second = test::run_cli(args, env);
   ASSERT_EQ(second.status, 0) << second.out;
   EXPECT_NE(second.out.find("decision source recorded; shortlists timed in this process: 0"), std::string::npos)
       << second.out;
   EXPECT_EQ(choice_line(second.out), choice_line(first.out));
-  const CliRun records = run_cli("cache list --records --dir '" + cache.string() + "'", "");
+  const test::CliResult records = test::run_cli("cache list --records --dir '" + cache.string() + "'", "");
   EXPECT_NE(records.out.find("plan:spmm:f32:k96:n:ld4"), std::string::npos) << records.out;
   EXPECT_EQ(records.out.find("stale:"), std::string::npos) << records.out;
   fs::remove_all(cache);
