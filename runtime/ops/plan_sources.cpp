@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "base/log.hpp"
+#include "base/sha256.hpp"
 #include "jit/compiler.hpp"
 #include "models/model_check.hpp"
 #include "models/model_store.hpp"
@@ -36,6 +37,7 @@ struct Memo {
   std::mutex mutex;
   std::map<std::string, std::optional<plan::TunedChoice>> choices;
   std::map<std::string, std::shared_ptr<const nlohmann::json>> models;
+  std::map<std::string, std::string> model_versions;
 };
 Memo& memo() {
   static Memo m;
@@ -88,11 +90,28 @@ std::shared_ptr<const nlohmann::json> planner_model(Op op, const plan::DeviceTar
   return model;
 }
 
+std::string model_version(const nlohmann::json& model) {
+  return model.value("id", std::string("?")) + " v" + model.value("version", std::string("?")) + " " +
+         sha256_hex(model.dump()).substr(0, 12);
+}
+
+std::string planner_model_version(Op op, const plan::DeviceTarget& device) {
+  const std::shared_ptr<const nlohmann::json> model = planner_model(op, device);
+  const std::string memo_key = key_text(device_key(device)) + "\n" + plan::tuned_model_name(op);
+  Memo& m = memo();
+  std::lock_guard<std::mutex> lock(m.mutex);
+  // The digest of a model's JSON is worth computing once: every plan that may take a record asks.
+  auto& version = m.model_versions[memo_key];
+  if (version.empty()) version = model_version(*model);
+  return version;
+}
+
 void forget_tuned_lookups() {
   Memo& m = memo();
   std::lock_guard<std::mutex> lock(m.mutex);
   m.choices.clear();
   m.models.clear();
+  m.model_versions.clear();
 }
 
 plan::PlanSources plan_sources(Op op, const plan::DeviceTarget& device) {

@@ -43,6 +43,12 @@ std::shared_ptr<const nlohmann::json> planner_model(Op op, const plan::DeviceTar
 // look into another cache directory.
 std::shared_ptr<const nlohmann::json> planner_model_in(cache::CacheStore* store, Op op, const plan::DeviceTarget& device);
 
+// What measured-selection records are keyed by for a model: "<id> v<version> <first 12 hex
+// digits of the SHA-256 of its JSON>", so that a retrained model (same id and version) differs.
+std::string model_version(const nlohmann::json& model);
+// model_version of planner_model(op, device) (memoized with it).
+std::string planner_model_version(Op op, const plan::DeviceTarget& device);
+
 void forget_tuned_lookups();
 
 // The model and the tuning-record lookup of `op` on `device`.

@@ -1,6 +1,5 @@
 #include "ops/selection_records.hpp"
 
-#include "base/sha256.hpp"
 #include "jit/compiler.hpp"
 #include "ops/plan_sources.hpp"
 
@@ -18,14 +17,9 @@ double time_of(const std::vector<plan::RecordedTiming>& timed, const Decision& d
 
 }  // namespace
 
-std::string model_version(const nlohmann::json& model) {
-  return model.value("id", std::string("?")) + " v" + model.value("version", std::string("?")) + " " +
-         sha256_hex(model.dump()).substr(0, 12);
-}
-
 cache::MeasuredKey measured_key(Op op, const plan::DeviceTarget& device, const Features& features,
                                 const std::string& problem_key) {
-  return {device_key(device), fingerprint_hex(features.fingerprint), problem_key, model_version(*planner_model(op, device))};
+  return {device_key(device), fingerprint_hex(features.fingerprint), problem_key, planner_model_version(op, device)};
 }
 
 std::optional<std::vector<plan::TimedChoice>> recorded_times(const cache::MeasuredKey& key) {

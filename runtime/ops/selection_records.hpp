@@ -24,12 +24,8 @@
 
 namespace sparsejit::ops {
 
-// What records are keyed by for a model: "<id> v<version> <first 12 hex digits of the SHA-256
-// of its JSON>", so that a retrained model (same id and version) still differs.
-std::string model_version(const nlohmann::json& model);
-
 // The key a measured selection of `features`' pattern and `problem_key` is stored under on
-// `device`, with the model op's planner uses there now.
+// `device`, with the version of the model op's planner uses there now (planner_model_version).
 cache::MeasuredKey measured_key(Op op, const plan::DeviceTarget& device, const Features& features,
                                 const std::string& problem_key);
 

@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <ctime>
 #include <filesystem>
-#include <memory>
 #include <iostream>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -16,7 +16,6 @@
 #include "cli/commands.hpp"
 #include "ops/plan_sources.hpp"
 #include "ops/runtime_state.hpp"
-#include "ops/selection_records.hpp"
 #include "sparsejit/cache.hpp"
 #include "sparsejit/device.hpp"
 #include "sparsejit/error.hpp"
