@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sparsejit/cache.hpp"
+#include "sparsejit/device.hpp"
 #include "support/test_support.hpp"
 
 namespace sparsejit {
@@ -66,6 +67,28 @@ TEST_F(CliPromises, ArgumentParserErrorsAreOneLineAndStatusOne) {
       {"cache frobnicate", "frobnicate"},
   };
   for (const auto& [args, named] : cases) expect_one_line_error(run_cli(args, kNoCache), {"usage error", named}, args);
+}
+
+// The soak checks its arguments before it looks for a GPU, so these hold on any machine.
+TEST_F(CliPromises, SoakArgumentErrorsAreOneLine) {
+  const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
+      {"soak --seconds 0", {"usage error", "--seconds", "0"}},
+      {"soak --seconds abc", {"usage error", "--seconds", "abc"}},
+      {"soak --threads 0", {"usage error", "--threads"}},
+      {"soak --threads 100000", {"usage error", "--threads"}},
+      {"soak --runtimes 0", {"usage error", "--runtimes"}},
+      {"soak --warmup-seconds -1", {"usage error", "--warmup-seconds"}},
+      {"soak --seconds 10 --warmup-seconds 10", {"invalid input error", "--warmup-seconds 10", "--seconds 10"}},
+      {"soak --frobnicate", {"usage error", "--frobnicate"}},
+      {"soak --json-out " + (dir_ / "missing" / "soak.json").string(), {"I/O error", "--json-out"}},
+  };
+  for (const auto& [args, parts] : cases) expect_one_line_error(run_cli(args, kNoCache), parts, args);
+}
+
+// Without a GPU the soak has nothing to run: one line naming why, status 1.
+TEST_F(CliPromises, SoakWithoutAGpuSaysWhy) {
+  if (driver_available()) GTEST_SKIP() << "a GPU is present: tests/gpu/soak_test.cpp runs the soak";
+  expect_one_line_error(run_cli("soak --seconds 1", kNoCache), {"unsupported error", driver_unavailable_reason()}, "soak");
 }
 
 TEST_F(CliPromises, VersionAndHelpExitZero) {

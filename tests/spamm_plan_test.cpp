@@ -219,25 +219,53 @@ plan::SpammProblem square(int32_t n, DType dtype, SpammPrecision precision) {
   return p;
 }
 
-// Below cuSpAMM's crossover shares (25% f32, 30% fp16) the tile kernels run, well above them
-// cuBLAS of the same precision class does; each precision class keeps its own kernels.
+// The shipped model's crossovers at N = 8192 (models/spamm.json, fitted on the H100): the tile
+// kernels below, cuBLAS of the same precision class above; each class keeps its own kernels.
+// tf32 and fp16/bf16 cross near 21-22% (not cuSpAMM's 30%), f64 SIMT near 25%, and full f32
+// not at all: the 3xTF32 products beat SGEMM even when every product is kept.
 TEST(SpammPlan, SkipsBelowTheCrossoverAndCallsCublasAbove) {
   struct Case {
     DType dtype;
     SpammPrecision precision;
     std::string kernel;
+    double below, above;  // shares on each side of the crossover
+    std::string above_variant;
   };
-  for (const Case& c : {Case{DType::F32, SpammPrecision::Full, "mma"}, Case{DType::F32, SpammPrecision::TF32, "mma"},
-                        Case{DType::F32, SpammPrecision::FP16, "mma"}, Case{DType::F32, SpammPrecision::BF16, "mma"},
-                        Case{DType::F64, SpammPrecision::Full, "simt"}}) {
+  for (const Case& c : {Case{DType::F32, SpammPrecision::Full, "mma", 0.05, 1.0, "mma"},
+                        Case{DType::F32, SpammPrecision::TF32, "mma", 0.15, 0.3, "cublas"},
+                        Case{DType::F32, SpammPrecision::FP16, "mma", 0.15, 0.3, "cublas"},
+                        Case{DType::F32, SpammPrecision::BF16, "mma", 0.15, 0.3, "cublas"},
+                        Case{DType::F64, SpammPrecision::Full, "simt", 0.05, 0.6, "cublas"}}) {
     const plan::SpammProblem p = square(8192, c.dtype, c.precision);
     const std::string label = std::string(to_string(c.dtype)) + " " + to_string(c.precision);
-    const Decision low = plan::plan_spamm(features_at(0.05, p), p, {}, {});
+    const Decision low = plan::plan_spamm(features_at(c.below, p), p, {}, {});
     EXPECT_EQ(low.variant, c.kernel) << label << "\n" << describe(low);
     EXPECT_EQ(low.source, DecisionSource::Model);
-    const Decision high = plan::plan_spamm(features_at(0.6, p), p, {}, {});
-    EXPECT_EQ(high.variant, "cublas") << label << "\n" << describe(high);
+    const Decision high = plan::plan_spamm(features_at(c.above, p), p, {}, {});
+    EXPECT_EQ(high.variant, c.above_variant) << label << "\n" << describe(high);
   }
+}
+
+// A share asked, τ still to be searched: a tile variant would pay the norm pass and ~10 device
+// round trips of search first, cuBLAS decided before the norms neither. At N = 4096 (HGEMM
+// ~0.17 ms on the H100) that is worth more than any skipping, at N = 8192 below ~10% it is not;
+// with τ given (the norms paid by every variant) the tile kernel keeps the small share.
+TEST(SpammPlan, AnAskedShareCountsTheSearchAgainstTheTileKernels) {
+  const auto asked = [](double share, const plan::SpammProblem& p) {
+    plan::SpammFeatures f = features_at(share, p);
+    f.tau_to_search = true;
+    return f;
+  };
+  const plan::SpammProblem small = square(4096, DType::F32, SpammPrecision::FP16);
+  const plan::SpammProblem large = square(8192, DType::F32, SpammPrecision::FP16);
+  EXPECT_EQ(plan::plan_spamm(asked(0.01, small), small, {}, {}).variant, "cublas");
+  EXPECT_EQ(plan::plan_spamm(features_at(0.01, small), small, {}, {}).variant, "mma");
+  const Decision d = plan::plan_spamm(asked(0.01, large), large, {}, {});
+  EXPECT_EQ(d.variant, "mma") << describe(d);
+  EXPECT_EQ(d.features.at("tau_to_search"), true);
+  EXPECT_GT(test::candidate(d, "mma").terms.at("tau_search").get<double>(), 0.0);
+  EXPECT_EQ(plan::plan_spamm(asked(0.15, large), large, {}, {}).variant, "cublas");
+  EXPECT_EQ(plan::plan_spamm(features_at(0.15, large), large, {}, {}).variant, "mma");
 }
 
 TEST(SpammPlan, RecordsTheSelectionAndPrecisionItDecidedFrom) {
@@ -274,7 +302,16 @@ TEST(SpammPlan, ForcedVariantsAndTheirParameterChecks) {
   o.params = {{"slice", 4}};  // under one tf32 mma step
   EXPECT_NE(message_of([&] { plan::plan_spamm(features_at(0.1, p), p, {}, o); }).find("slice = 4 must be a multiple of 8"),
             std::string::npos);
+  o.params = {{"group", 2}};  // tile 64 only
+  plan::SpammProblem small = p;
+  small.tile = 32;
+  EXPECT_NE(message_of([&] { plan::plan_spamm(features_at(0.1, small), small, {}, o); }).find("group = 2 must be 1, or 2 with tile 64 (the tile is 32)"),
+            std::string::npos);
+  o.params = {{"group", 3}};
+  EXPECT_NE(message_of([&] { plan::plan_spamm(features_at(0.1, p), p, {}, o); }).find("group = 3"), std::string::npos);
   o.params = nlohmann::json::object();
+  EXPECT_EQ(plan::plan_spamm(features_at(0.1, p), p, {}, o).params.at("group"), 2);  // p's tile is 64
+  EXPECT_EQ(plan::plan_spamm(features_at(0.1, small), small, {}, o).params.at("group"), 1);
   plan::DeviceTarget turing;
   turing.sm = 75;
   turing.name = "T4";

@@ -36,13 +36,15 @@ plan::SpammProblem problem(DType dtype, SpammPrecision precision, int32_t tile, 
 }
 
 // The planned kernels of a forced variant on a problem with 10% of its products kept.
-std::vector<jit::KernelSpec> planned_specs(const std::string& variant, const plan::SpammProblem& p) {
+std::vector<jit::KernelSpec> planned_specs(const std::string& variant, const plan::SpammProblem& p,
+                                           const nlohmann::json& params = nlohmann::json::object()) {
   plan::SpammFeatures f;
   f.selection.triples = int64_t(p.tile_rows()) * p.tile_inner() * p.tile_cols();
   f.selection.valid = f.selection.triples / 10;
   f.selection.ratio = 0.1;
   SpammOptions o;
   o.variant = variant;
+  o.params = params;
   const Decision d = plan::plan_spamm(f, p, {}, o);
   return variants::SpammRegistry::find(variant)->kernel_specs(d, p);
 }
@@ -54,31 +56,35 @@ std::vector<jit::KernelSpec> every_multiplication_kernel() {
     for (bool aligned : {true, false}) {
       for (DType dtype : {DType::F32, DType::F64})
         for (const jit::KernelSpec& s : planned_specs("simt", problem(dtype, SpammPrecision::Full, tile, aligned))) specs.push_back(s);
-      for (SpammPrecision precision : {SpammPrecision::Full, SpammPrecision::TF32, SpammPrecision::FP16, SpammPrecision::BF16})
+      for (SpammPrecision precision : {SpammPrecision::Full, SpammPrecision::TF32, SpammPrecision::FP16, SpammPrecision::BF16}) {
         for (const jit::KernelSpec& s : planned_specs("mma", problem(DType::F32, precision, tile, aligned))) specs.push_back(s);
+        // Tile 64 groups 2 x 2 C tiles by default; one per block when forced.
+        if (tile == 64)
+          for (const jit::KernelSpec& s : planned_specs("mma", problem(DType::F32, precision, tile, aligned), {{"group", 1}}))
+            specs.push_back(s);
+      }
     }
   return specs;
 }
 
-// The norm and selection kernels every call runs (ops/spamm.cpp's specs, rebuilt from the
-// same parameters here: the executor's own are tested on the device).
+// The norm and selection kernels every call can run (variants::norms_spec, as ops/spamm.cpp
+// asks for them): each tile, stored type and precision, with and without the 16-bit copies
+// where the executor may write them, one element or 16 bytes per load.
 std::vector<jit::KernelSpec> every_front_kernel() {
-  std::vector<jit::KernelSpec> specs{{"spamm_select.cu", "sj_spamm_select", nlohmann::json::object(), {}}};
-  for (int32_t tile : plan::kSpammTiles) {
-    for (const char* value_t : {"float", "double"})
-      specs.push_back({"spamm_norms.cu", std::string("sj_norms_") + value_t,
-                       {{"value_t", value_t}, {"copy_t", value_t}, {"convert", ""}, {"tile", tile}, {"write_copy", false},
-                        {"fp16", false}, {"bf16", false}},
-                       {}});
-    specs.push_back({"spamm_norms.cu", "sj_norms_fp16",
-                     {{"value_t", "float"}, {"copy_t", "__half"}, {"convert", "__float2half_rn"}, {"tile", tile},
-                      {"write_copy", true}, {"fp16", true}, {"bf16", false}},
-                     {}});
-    specs.push_back({"spamm_norms.cu", "sj_norms_bf16",
-                     {{"value_t", "float"}, {"copy_t", "__nv_bfloat16"}, {"convert", "__float2bfloat16_rn"}, {"tile", tile},
-                      {"write_copy", true}, {"fp16", false}, {"bf16", true}},
-                     {}});
-  }
+  std::vector<jit::KernelSpec> specs{variants::select_spec()};
+  struct Form {
+    DType stored;
+    SpammPrecision precision;
+    bool copies;
+  };
+  const Form forms[] = {{DType::F32, SpammPrecision::Full, false},  {DType::F64, SpammPrecision::Full, false},
+                        {DType::F32, SpammPrecision::TF32, false},  {DType::F32, SpammPrecision::FP16, true},
+                        {DType::F32, SpammPrecision::BF16, true},   {DType::F16, SpammPrecision::FP16, false},
+                        {DType::F16, SpammPrecision::FP16, true},   {DType::BF16, SpammPrecision::BF16, false},
+                        {DType::BF16, SpammPrecision::BF16, true}};
+  for (int32_t tile : plan::kSpammTiles)
+    for (const Form& f : forms)
+      for (int vec : {1, int(16 / size_of(f.stored))}) specs.push_back(variants::norms_spec(f.stored, f.precision, tile, f.copies, vec));
   return specs;
 }
 
@@ -117,8 +123,9 @@ TEST(SpammTemplates, ThePlannerAsksForDistinctKernelsOfEveryShape) {
   const auto specs = every_multiplication_kernel();
   std::set<std::string> names;
   for (const auto& s : specs) names.insert(s.kernel_name);
-  // 3 tiles x (2 widths x (simt f32, f64; mma full, tf32) + (mma fp16, bf16) at width 8 only).
-  EXPECT_EQ(names.size(), 3u * (2 * 4 + 2));
+  // 3 tiles x (2 widths x (simt f32, f64; mma full, tf32) + (mma fp16, bf16) at width 8 only),
+  // and tile 64's mma again with one C tile per block (2 widths x (full, tf32) + fp16, bf16).
+  EXPECT_EQ(names.size(), 3u * (2 * 4 + 2) + (2 * 2 + 2));
 }
 
 TEST(SpammTemplates, EveryKernelCompilesForSm80AndSm90) {
@@ -126,6 +133,20 @@ TEST(SpammTemplates, EveryKernelCompilesForSm80AndSm90) {
   for (jit::KernelSpec& s : every_front_kernel()) specs.push_back(std::move(s));
   const std::vector<std::string> failures = compile_all(specs);
   for (const std::string& f : failures) ADD_FAILURE() << f;
+}
+
+TEST(SpammTemplates, NormPassesAreDistinctAndReadTheirStoredType) {
+  std::set<std::string> names;
+  for (const jit::KernelSpec& s : every_front_kernel()) names.insert(s.kernel_name);
+  // The select kernel and 3 tiles x 2 widths x 8 passes: tf32's is full f32's (it writes no copy).
+  EXPECT_EQ(names.size(), 1u + 3u * 8u * 2u);
+  const std::string half_copy = jit::render(variants::norms_spec(DType::F16, SpammPrecision::FP16, 64, true, 8));
+  for (const char* line : {"typedef __half value_t;", "typedef __half copy_t;", "constexpr int kVec = 8;", "__half2float(in.v[i])"})
+    EXPECT_NE(half_copy.find(line), std::string::npos) << line;
+  EXPECT_EQ(half_copy.find("__float2half_rn"), std::string::npos);  // a 16-bit copy of 16-bit values converts nothing
+  const std::string f32_copy = jit::render(variants::norms_spec(DType::F32, SpammPrecision::BF16, 32, true, 4));
+  for (const char* line : {"typedef float value_t;", "typedef __nv_bfloat16 copy_t;", "__float2bfloat16_rn(", "constexpr int kVec = 4;"})
+    EXPECT_NE(f32_copy.find(line), std::string::npos) << line;
 }
 
 TEST(SpammTemplates, RenderedSourcesCarryTheShapes) {
@@ -140,6 +161,9 @@ TEST(SpammTemplates, RenderedSourcesCarryTheShapes) {
   const auto split = planned_specs("mma", problem(DType::F32, SpammPrecision::Full, 64, false));
   const std::string split_source = jit::render(split[0]);
   EXPECT_NE(split_source.find("0xffffe000u"), std::string::npos);
+  // Tile 64: 2 x 2 C tiles per block, 8 warps of 64 x 32 (each inside one tile).
+  for (const char* line : {"constexpr int kGroup = 2;", "constexpr int kThreads = 256;", "constexpr int kWarpRows = 64;"})
+    EXPECT_NE(split_source.find(line), std::string::npos) << line;
   EXPECT_NE(split_source.find("constexpr int kVec = 1;"), std::string::npos);  // k = 1021: one float per copy
   const auto simt = planned_specs("simt", problem(DType::F64, SpammPrecision::Full, 32, true));
   const std::string simt_source = jit::render(simt[0]);

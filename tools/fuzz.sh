@@ -9,12 +9,15 @@
 #   SPARSEJIT_FUZZ_BUILD_DIR   build folder (default: build-fuzz)
 #   SPARSEJIT_FUZZ_SECONDS     seconds of fuzzing per harness (default: 30)
 #   SPARSEJIT_JOBS             parallel compile jobs (default: number of cores)
+#   SPARSEJIT_BUILD_DIR        the regular build whose runtime and tuner libraries fuzz_cli_args
+#                              links (default: build); they are brought up to date first
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=$(realpath -m "${SPARSEJIT_FUZZ_BUILD_DIR:-build-fuzz}")
 seconds=${SPARSEJIT_FUZZ_SECONDS:-30}
 jobs=${SPARSEJIT_JOBS:-$(nproc)}
-harnesses=(fuzz_matrix_file fuzz_choice_text fuzz_model_json)
+harnesses=(fuzz_matrix_file fuzz_choice_text fuzz_model_json fuzz_cli_args)
+library_build=$(realpath -m "${SPARSEJIT_BUILD_DIR:-build}")
 
 # libFuzzer comes with clang's runtime (Debian: clang, libclang-rt-dev; tools/setup.sh).
 probe=$(mktemp -d)
@@ -26,7 +29,16 @@ if ! command -v clang++ >/dev/null 2>&1 ||
   exit 0
 fi
 
-cmake -S tests/fuzz -B "$build_dir" -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+if [ ! -f "$library_build/CMakeCache.txt" ]; then
+  echo "fuzz: no build in $library_build, whose libraries fuzz_cli_args links (tools/setup.sh makes one; SPARSEJIT_BUILD_DIR names another)" >&2
+  exit 1
+fi
+cmake --build "$library_build" --target sparsejit_tuner -j "$jobs" >/dev/null
+# ccache, where present, keeps a rebuild of the CLI's sources for fuzz_cli_args cheap.
+launcher=()
+if command -v ccache >/dev/null 2>&1; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
+cmake -S tests/fuzz -B "$build_dir" -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DSPARSEJIT_LIBRARY_DIR="$library_build" "${launcher[@]}" >/dev/null
 cmake --build "$build_dir" -j "$jobs" >/dev/null
 
 mkdir -p "$build_dir/artifacts"

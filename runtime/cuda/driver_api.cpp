@@ -102,7 +102,37 @@ std::string describe(CUresult result) { return result_text(loaded_driver().api, 
 
 void check(CUresult result, const char* call) {
   if (result == CUDA_SUCCESS) return;
-  throw CudaError(std::string(call) + " failed: " + describe(result));
+  fail(result, std::string(call) + " failed: " + describe(result));
+}
+
+bool is_sticky(int code) {
+  switch (code) {
+    case CUDA_ERROR_ILLEGAL_ADDRESS:
+    case CUDA_ERROR_LAUNCH_TIMEOUT:
+    case CUDA_ERROR_ASSERT:
+    case CUDA_ERROR_HARDWARE_STACK_ERROR:
+    case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+    case CUDA_ERROR_MISALIGNED_ADDRESS:
+    case CUDA_ERROR_INVALID_ADDRESS_SPACE:
+    case CUDA_ERROR_INVALID_PC:
+    case CUDA_ERROR_LAUNCH_FAILED:
+    case CUDA_ERROR_MPS_CLIENT_TERMINATED:
+    case CUDA_ERROR_EXTERNAL_DEVICE:
+    case 226:  // CUDA_ERROR_CONTAINED, which the headers of CUDA 12's first releases lack
+    case 721:  // CUDA_ERROR_TENSOR_MEMORY_LEAK, likewise
+      return true;
+    default:
+      return false;
+  }
+}
+
+void fail(int code, const std::string& message) {
+  if (!is_sticky(code)) throw CudaError(message);
+  // The primary context is shared by every Runtime on the device, cuSPARSE, cuBLAS and the
+  // caller's own CUDA code, and the CUDA runtime keeps it until the process ends: there is
+  // nothing to reset in-process.
+  throw CudaContextLostError(message + "; the CUDA context is lost (a sticky error: a kernel faulted or the device "
+                                       "failed): every later GPU call in this process fails, restart the process");
 }
 
 }  // namespace sparsejit::cuda

@@ -28,6 +28,7 @@ namespace sparsejit::cuda {
   X(cuMemcpy2DAsync_v2)                                                                  \
   X(cuMemsetD8Async) X(cuMemsetD32Async)                                                 \
   X(cuStreamCreate) X(cuStreamDestroy_v2) X(cuStreamSynchronize) X(cuStreamIsCapturing)    \
+  X(cuStreamWaitEvent)                                                                   \
   X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime_v2)       \
   X(cuEventDestroy_v2)                                                                    \
   X(cuStreamBeginCapture_v2) X(cuStreamEndCapture) X(cuGraphInstantiateWithFlags)       \
@@ -52,8 +53,18 @@ const DriverApi& driver();
 
 // "CUDA_ERROR_INVALID_IMAGE (device kernel image is invalid)" for a driver result code.
 std::string describe(CUresult result);
-// Throws CudaError "<call> failed: <describe(result)>" unless result is CUDA_SUCCESS.
+// Throws CudaError "<call> failed: <describe(result)>" unless result is CUDA_SUCCESS (as
+// fail() does: a sticky result is a CudaContextLostError).
 void check(CUresult result, const char* call);
+
+// Whether a result is sticky: cuda.h says the error "leaves the process in an inconsistent
+// state and any further CUDA work will return the same error" (an illegal address, a launch
+// failure, a trap or assert, ...). The driver and runtime APIs number these codes alike, so a
+// cudaError_t may be passed too.
+bool is_sticky(int code);
+// Throws for a failed driver or runtime call: CudaContextLostError, with `message` followed by
+// what a lost context means, for a sticky code; CudaError(message) otherwise.
+[[noreturn]] void fail(int code, const std::string& message);
 
 }  // namespace sparsejit::cuda
 

@@ -43,7 +43,7 @@ Kernel Module::function(const std::string& name) const {
   module_->context.make_current();
   const CUresult result = driver().cuModuleGetFunction(&function, module_->module, name.c_str());
   if (result != CUDA_SUCCESS)
-    throw CudaError("cuModuleGetFunction failed for kernel '" + name + "': " + describe(result));
+    fail(result, "cuModuleGetFunction failed for kernel '" + name + "': " + describe(result));
   return Kernel(module_, function, name);
 }
 
@@ -68,16 +68,20 @@ void Kernel::launch(Dim3 grid, Dim3 block, unsigned shared_bytes, CUstream strea
                                      stream, args, nullptr);
   }
   if (result != CUDA_SUCCESS)
-    throw CudaError(std::string(early_launch ? "cuLaunchKernelEx" : "cuLaunchKernel") + " failed for kernel '" +
-                    name_ + "' (grid " + std::to_string(grid.x) + "x" +
-                    std::to_string(grid.y) + "x" + std::to_string(grid.z) + ", block " + std::to_string(block.x) +
-                    "x" + std::to_string(block.y) + "x" + std::to_string(block.z) + ", shared " +
-                    std::to_string(shared_bytes) + " B): " + describe(result));
+    fail(result, std::string(early_launch ? "cuLaunchKernelEx" : "cuLaunchKernel") + " failed for kernel '" + name_ +
+                     "' (grid " + std::to_string(grid.x) + "x" + std::to_string(grid.y) + "x" + std::to_string(grid.z) +
+                     ", block " + std::to_string(block.x) + "x" + std::to_string(block.y) + "x" +
+                     std::to_string(block.z) + ", shared " + std::to_string(shared_bytes) + " B): " + describe(result));
 }
 
 void Kernel::set_max_dynamic_shared(int bytes) const {
   module_->context.make_current();
   SPARSEJIT_CU(cuFuncSetAttribute, function_, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes);
+}
+
+void Kernel::prefer_max_shared_carveout() const {
+  module_->context.make_current();
+  SPARSEJIT_CU(cuFuncSetAttribute, function_, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, int(CU_SHAREDMEM_CARVEOUT_MAX_SHARED));
 }
 
 int Kernel::attribute(CUfunction_attribute which) const {

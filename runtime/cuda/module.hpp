@@ -31,6 +31,9 @@ class Kernel {
               bool early_launch = false) const;
   // Opts the kernel in to `bytes` of dynamic shared memory (needed above 48 KiB).
   void set_max_dynamic_shared(int bytes) const;
+  // Asks the driver for the largest shared-memory carveout: left to itself it may pick the
+  // smallest that fits one block, capping a kernel that could keep two resident at one.
+  void prefer_max_shared_carveout() const;
   int attribute(CUfunction_attribute which) const;
   // Resident blocks per multiprocessor at this block size and dynamic shared memory.
   int max_active_blocks_per_sm(int block_threads, std::size_t dynamic_shared_bytes) const;

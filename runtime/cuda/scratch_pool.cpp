@@ -54,7 +54,7 @@ ScratchPool::Block ScratchPool::allocate(std::size_t bytes, CUstream stream) {
   const std::size_t size = bytes > 0 ? bytes : 1;
   const CUresult result = allocate_from_pool(&block.ptr_, size, stream);
   if (result != CUDA_SUCCESS)
-    throw CudaError("cuMemAllocFromPoolAsync of " + std::to_string(size) + " bytes of scratch failed: " + describe(result));
+    fail(result, "cuMemAllocFromPoolAsync of " + std::to_string(size) + " bytes of scratch failed: " + describe(result));
   block.context_ = &context_;
   block.bytes_ = size;
   block.stream_ = stream;
@@ -67,7 +67,7 @@ DeviceBuffer ScratchPool::allocate_buffer(std::size_t bytes, CUstream stream) {
   CUdeviceptr ptr = 0;
   const CUresult result = allocate_from_pool(&ptr, bytes, stream);
   if (result != CUDA_SUCCESS)
-    throw CudaError("cuMemAllocFromPoolAsync of " + std::to_string(bytes) + " bytes for a result failed: " + describe(result));
+    fail(result, "cuMemAllocFromPoolAsync of " + std::to_string(bytes) + " bytes for a result failed: " + describe(result));
   return DeviceBuffer(context_, ptr, bytes);
 }
 

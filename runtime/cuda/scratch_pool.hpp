@@ -17,6 +17,24 @@
 
 namespace sparsejit::cuda {
 
+// Offsets of the pieces of one scratch block, each starting at the next multiple of `align`
+// bytes (256: any vector load and CUB's temporary storage are aligned).
+class ScratchCursor {
+ public:
+  explicit ScratchCursor(std::size_t align = 256) : align_(align) {}
+  // The offset of a piece of `bytes` (0 bytes: the offset where the next piece starts).
+  std::size_t take(std::size_t bytes) {
+    const std::size_t start = end_;
+    end_ += (bytes + align_ - 1) / align_ * align_;
+    return start;
+  }
+  std::size_t total() const { return end_; }
+
+ private:
+  std::size_t align_;
+  std::size_t end_ = 0;
+};
+
 class ScratchPool {
  public:
   // keep_bytes: what the pool keeps reserved across synchronizations (the rest goes back to

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "cuda/runtime_check.hpp"
 #include "formats/dense_copy.hpp"
 #include "sparsejit/error.hpp"
 
@@ -13,14 +14,6 @@ namespace {
 
 constexpr int kThreads = 256;
 constexpr int kRowsPerBlock = kThreads / 32;
-
-void check(cudaError_t status, const std::string& call) {
-  if (status == cudaSuccess) return;
-  // A failure (CUB's included) stays the thread's last error: clear it, or the next call's
-  // launch check reports it again after this one was thrown (seen after an out-of-memory).
-  (void)cudaGetLastError();
-  throw CudaError(call + " failed: " + cudaGetErrorName(status) + " (" + cudaGetErrorString(status) + ")");
-}
 
 // Atomic adds, so duplicate columns of a row sum as in the sparse kernels.
 template <class T>
@@ -42,12 +35,12 @@ void expand_to_dense(const DeviceCsr<T>& a, DeviceBuffer& out, CUstream stream) 
                             std::to_string(bytes) + " bytes, but the output holds " + std::to_string(out.bytes()));
   if (bytes == 0) return;
   a.context().make_current();
-  check(cudaMemsetAsync(out.as<void>(), 0, bytes, stream), "cudaMemsetAsync(dense copy)");
+  cuda::check_runtime(cudaMemsetAsync(out.as<void>(), 0, bytes, stream), "cudaMemsetAsync(dense copy)");
   if (a.nnz() == 0) return;
   const unsigned blocks = unsigned((int64_t(a.rows()) + kRowsPerBlock - 1) / kRowsPerBlock);
   scatter_rows<T><<<blocks, kThreads, 0, stream>>>(a.rows(), a.cols(), a.row_ptr().template as<int32_t>(),
                                                    a.col_idx().template as<int32_t>(), a.values().template as<T>(), out.as<T>());
-  check(cudaGetLastError(), "launch of scatter_rows");
+  cuda::check_runtime(cudaGetLastError(), "launch of scatter_rows");
 }
 
 template void expand_to_dense<float>(const DeviceCsr<float>&, DeviceBuffer&, CUstream);

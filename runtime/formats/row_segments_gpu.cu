@@ -31,6 +31,7 @@
 #include <string>
 #include <utility>
 
+#include "cuda/runtime_check.hpp"
 #include "sparsejit/error.hpp"
 
 namespace sparsejit {
@@ -40,22 +41,14 @@ constexpr int kThreads = 256;
 // Grid-stride loops cover any count with at most this many blocks.
 constexpr int64_t kMaxBlocks = int64_t(1) << 20;
 
-void check(cudaError_t status, const std::string& call) {
-  if (status == cudaSuccess) return;
-  // A failure (CUB's included) stays the thread's last error: clear it, or the next call's
-  // launch check reports it again after this one was thrown (seen after an out-of-memory).
-  (void)cudaGetLastError();
-  throw CudaError(call + " failed: " + cudaGetErrorName(status) + " (" + cudaGetErrorString(status) + ")");
-}
-
 // Device memory for one build step, freed in stream order when the step's owner goes away.
 template <class U>
 class Scratch {
  public:
   Scratch(int64_t count, cudaStream_t stream) : stream_(stream) {
     const std::size_t bytes = std::size_t(std::max<int64_t>(count, 1)) * sizeof(U);
-    check(cudaMallocAsync(reinterpret_cast<void**>(&data_), bytes, stream),
-          "cudaMallocAsync(" + std::to_string(bytes) + " bytes)");
+    cuda::check_runtime(cudaMallocAsync(reinterpret_cast<void**>(&data_), bytes, stream),
+                        "cudaMallocAsync(" + std::to_string(bytes) + " bytes)");
   }
   ~Scratch() {
     if (data_ != nullptr) cudaFreeAsync(data_, stream_);  // a destructor cannot report
@@ -76,9 +69,9 @@ class Scratch {
 template <class Call>
 void run_cub(const char* name, cudaStream_t stream, const Call& call) {
   std::size_t bytes = 0;
-  check(call(nullptr, bytes), name);
+  cuda::check_runtime(call(nullptr, bytes), name);
   Scratch<unsigned char> temp(int64_t(bytes), stream);  // never null, so the second call works
-  check(call(temp.get(), bytes), name);
+  cuda::check_runtime(call(temp.get(), bytes), name);
 }
 
 template <class Kernel, class... Args>
@@ -86,7 +79,7 @@ void launch(const char* name, int64_t count, cudaStream_t stream, Kernel kernel,
   if (count <= 0) return;
   const int64_t blocks = std::min<int64_t>((count + kThreads - 1) / kThreads, kMaxBlocks);
   kernel<<<unsigned(blocks), kThreads, 0, stream>>>(args...);
-  check(cudaGetLastError(), std::string("launch of ") + name);
+  cuda::check_runtime(cudaGetLastError(), std::string("launch of ") + name);
 }
 
 __device__ int64_t first_index() { return int64_t(blockIdx.x) * blockDim.x + threadIdx.x; }
@@ -279,7 +272,8 @@ struct CountPhase {
 void find_segments(const Shape& shape, const int32_t* row_ptr, const int32_t* col, int32_t* first_unsorted,
                    CountPhase& out, cudaStream_t stream) {
   const int32_t n = shape.nnz;
-  check(cudaMemsetAsync(out.row_of.get(), 0, sizeof(int32_t) * std::size_t(n), stream), "cudaMemsetAsync(row marks)");
+  cuda::check_runtime(cudaMemsetAsync(out.row_of.get(), 0, sizeof(int32_t) * std::size_t(n), stream),
+                      "cudaMemsetAsync(row marks)");
   launch("mark_row_starts", shape.rows, stream, mark_row_starts, row_ptr, shape.rows, n, out.row_of.get());
   run_cub("InclusiveSum(row marks)", stream, [&](void* temp, std::size_t& bytes) {
     return cub::DeviceScan::InclusiveSum(temp, bytes, out.row_of.get(), n, stream);
@@ -338,15 +332,16 @@ CountPhase count_phase(const Shape& shape, const int32_t* row_ptr, const int32_t
   Scratch<Counts> counts(1, stream);
   launch("set_value", 1, stream, set_value, first_unsorted.get(), n);
   // The extra light flag past the last nonzero stays 0, so the scan's last entry is the total.
-  check(cudaMemsetAsync(out.light_prefix.get() + n, 0, sizeof(int32_t), stream), "cudaMemsetAsync(light flag)");
+  cuda::check_runtime(cudaMemsetAsync(out.light_prefix.get() + n, 0, sizeof(int32_t), stream),
+                      "cudaMemsetAsync(light flag)");
   find_segments(shape, row_ptr, col, first_unsorted.get(), out, stream);
   order_heavy_segments(shape, col, panel_ptr, out, stream);
   count_light(shape, out, stream);
   launch("gather_counts", 1, stream, gather_counts, first_unsorted.get(), panel_ptr + shape.panels,
          out.light_prefix.get() + n, out.block_ptr.get() + shape.panels, counts.get());
-  check(cudaMemcpyAsync(&out.counts, counts.get(), sizeof(Counts), cudaMemcpyDeviceToHost, stream),
-        "cudaMemcpyAsync(counts)");
-  check(cudaStreamSynchronize(stream), "cudaStreamSynchronize(counts)");
+  cuda::check_runtime(cudaMemcpyAsync(&out.counts, counts.get(), sizeof(Counts), cudaMemcpyDeviceToHost, stream),
+                      "cudaMemcpyAsync(counts)");
+  cuda::check_runtime(cudaStreamSynchronize(stream), "cudaStreamSynchronize(counts)");
   return out;
 }
 

@@ -64,7 +64,7 @@ inline std::optional<EarlierTimes> recorded_earlier(Op op, const plan::DeviceTar
 inline std::optional<EarlierTimes> earlier_times(detail::RuntimeState& rt, Op op, const Features& features,
                                                  const std::string& problem_key, const Options& options) {
   if (!takes_times(op, options)) return std::nullopt;
-  if (auto own = rt.measured_times(pattern_key(features, problem_key))) return EarlierTimes{std::move(*own), DecisionSource::Measured};
+  if (auto own = rt.measured.find(pattern_key(features, problem_key))) return EarlierTimes{std::move(*own), DecisionSource::Measured};
   return recorded_earlier(op, rt.target, features, problem_key, options);
 }
 
@@ -194,7 +194,7 @@ std::shared_ptr<Plan> measure_selection(detail::RuntimeState& rt, const std::sha
   const std::vector<plan::TimedChoice> times = choices_of(timed);
   Decision d = *planned->decision;
   if (!plan::take_fastest(d, times, vendor, hooks.vendor_margin)) return nullptr;
-  rt.remember_times(pattern_key(features, problem_key), times);
+  rt.measured.remember(pattern_key(features, problem_key), times);
   store_selection(measured_key(d.op, rt.target, features, problem_key), d, recorded_of(timed));
   std::size_t fastest = 0;
   while (times[fastest].variant != d.variant || times[fastest].params != d.params) ++fastest;

@@ -18,20 +18,8 @@ vendor::CublasHandle& RuntimeState::cublas_handle() {
   return *cublas_;
 }
 
-std::optional<std::vector<plan::TimedChoice>> RuntimeState::measured_times(const std::string& key) {
-  std::lock_guard<std::mutex> lock(measured_mutex_);
-  const auto it = measured_.find(key);
-  if (it == measured_.end()) return std::nullopt;
-  return it->second;
-}
-
-void RuntimeState::remember_times(const std::string& key, std::vector<plan::TimedChoice> times) {
-  std::lock_guard<std::mutex> lock(measured_mutex_);
-  measured_[key] = std::move(times);
-}
-
 const Stream& RuntimeState::measure_stream() {
-  std::lock_guard<std::mutex> lock(measured_mutex_);
+  std::lock_guard<std::mutex> lock(measure_stream_mutex_);
   if (!measure_stream_) measure_stream_.emplace(Stream::non_blocking(context));
   return *measure_stream_;
 }

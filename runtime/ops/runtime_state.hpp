@@ -11,6 +11,7 @@
 
 #include "cuda/scratch_pool.hpp"
 #include "ops/kernel_loader.hpp"
+#include "ops/measured_times.hpp"
 #include "plan/choose.hpp"
 #include "plan/planner.hpp"
 #include "sparsejit/device.hpp"
@@ -47,10 +48,11 @@ struct RuntimeState {
         new DeviceCsr<T>(context, rows, cols, nnz, std::move(row_ptr), std::move(col_idx), std::move(values), std::move(ready)));
   }
 
-  // Shortlist times of measured selection (plan/choose.hpp), per pattern fingerprint and plan
-  // key: a new handle of a measured pattern takes the fastest without timing again.
-  std::optional<std::vector<plan::TimedChoice>> measured_times(const std::string& key);
-  void remember_times(const std::string& key, std::vector<plan::TimedChoice> times);
+  // Shortlist times of measured selection (plan/choose.hpp), per pattern fingerprint and problem
+  // key: a new handle of a measured pattern takes the fastest without timing again. The
+  // kMeasuredPatterns remembered last (ops/measured_times.hpp); the cache database keeps them
+  // all, for other runtimes and processes (ops/selection_records.hpp).
+  ops::MeasuredTimes measured{ops::kMeasuredPatterns};
   // The stream shortlists are timed on (created on first use; never the caller's, which may be
   // the legacy stream, and graphs cannot be captured there). Non-blocking, so another thread's
   // work on the legacy stream never meets the graph being captured on it (a blocking stream made
@@ -72,8 +74,7 @@ struct RuntimeState {
 
  private:
   std::unique_ptr<vendor::CublasHandle> cublas_;
-  std::mutex measured_mutex_;
-  std::map<std::string, std::vector<plan::TimedChoice>> measured_;
+  std::mutex measure_stream_mutex_;
   std::optional<Stream> measure_stream_;
   std::mutex scratch_mutex_;
   std::unique_ptr<cuda::ScratchPool> scratch_;

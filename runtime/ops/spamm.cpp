@@ -3,17 +3,25 @@
 //   checks      shapes and options, before anything is allocated or written
 //   tile        the planner's (plan::spamm_tile)
 //   norms       templates/spamm_norms.cu over A and over B (each map in its matrix's tile
-//               order); for fp16 and bf16 the same pass writes the operands' converted copies,
-//               padded to whole tiles
+//               order; one pass when B is A itself); for fp16 and bf16 of f32 operands (or of
+//               16-bit ones not in whole 16-byte rows) the same pass writes the operands'
+//               converted copies, padded to whole tiles; f16/bf16 operands in whole 16-byte
+//               rows are read as they are
 //   selection   templates/spamm_select.cu at τ: kept products, the bound, the product range,
 //               read back (one synchronization); a τ search repeats it per step
 //   plan        plan::plan_spamm over the registry (runtime/variants/spamm/), from the kept share
 //   run         the chosen variant's execution (prepared once per plan key on the runtime)
+// A call that cuBLAS serves skipped nothing and reports what it computed: every tile product
+// (τ = 0, share 1, bound 0). When the caller gives a target share and the planner takes
+// cuBLAS at that share, the GEMM needs neither the norms nor τ: the share asked goes into the
+// Decision and no norm is computed. (Searching τ
+// beside the GEMM only to report it cost 0.1-0.2 ms of a 1.3 ms GEMM at N = 8192 on an H100.)
 // The norm maps, the results and the copies live in the runtime's stream-ordered scratch pool.
 #include <chrono>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <string>
 
 #include "ops/call_common.hpp"
@@ -31,6 +39,7 @@ namespace {
 // The block sizes spamm_norms.cu and spamm_select.cu are written for.
 constexpr int kNormThreads = 256;
 constexpr int kSelectThreads = 256;
+constexpr int kSelectTilesPerBlock = kSelectThreads / 32;  // a warp per C tile
 constexpr std::size_t kAlign = 256;
 
 std::string dims(int64_t rows, int64_t cols) { return std::to_string(rows) + "x" + std::to_string(cols); }
@@ -54,22 +63,15 @@ SpammOptions with_environment_force(const SpammOptions& options) {
 
 int64_t padded(int32_t size, int32_t tile) { return (int64_t(size) + tile - 1) / tile * tile; }
 
-// The kernels every call runs before its variant.
-jit::KernelSpec norms_spec(DType dtype, SpammPrecision precision, int32_t tile) {
-  const bool fp16 = precision == SpammPrecision::FP16, bf16 = precision == SpammPrecision::BF16;
-  const std::string value_t = dtype == DType::F64 ? "double" : "float";
-  const std::string copy_t = fp16 ? "__half" : bf16 ? "__nv_bfloat16" : value_t;
-  const std::string convert = fp16 ? "__float2half_rn" : bf16 ? "__float2bfloat16_rn" : "";
-  return {"spamm_norms.cu", "sj_spamm_norms_" + value_t + "_t" + std::to_string(tile) + (fp16 ? "_fp16" : bf16 ? "_bf16" : ""),
-          {{"value_t", value_t}, {"copy_t", copy_t}, {"convert", convert}, {"tile", tile}, {"write_copy", fp16 || bf16},
-           {"fp16", fp16}, {"bf16", bf16}},
-          {}};
-}
-
-jit::KernelSpec select_spec() { return {"spamm_select.cu", "sj_spamm_select", nlohmann::json::object(), {}}; }
-
 struct FrontKernels {
   cuda::Kernel norms, select;
+};
+
+// How the operands reach the multiplication.
+struct OperandForm {
+  bool copies = false;  // the products read the padded 16-bit copies the norm pass writes
+  bool same = false;    // B is A itself (same buffer, shape and ld): one norm pass, one map, one copy
+  int vec = 1;          // elements per load of the norm pass
 };
 
 // Where each piece of a call's scratch lies (byte offsets into one block).
@@ -77,22 +79,18 @@ struct ScratchLayout {
   std::size_t a_norms = 0, b_norms = 0, results = 0, a_copy = 0, b_copy = 0, total = 0;
 };
 
-ScratchLayout layout_for(const plan::SpammProblem& p) {
+ScratchLayout layout_for(const plan::SpammProblem& p, const OperandForm& form) {
   ScratchLayout l;
-  std::size_t at = 0;
-  const auto take = [&](std::size_t bytes) {
-    const std::size_t start = at;
-    at += (bytes + kAlign - 1) / kAlign * kAlign;
-    return start;
-  };
+  cuda::ScratchCursor cursor(kAlign);
+  const auto take = [&](std::size_t bytes) { return cursor.take(bytes); };
   l.a_norms = take(std::size_t(p.tile_rows()) * std::size_t(p.tile_inner()) * 8);
-  l.b_norms = take(std::size_t(p.tile_cols()) * std::size_t(p.tile_inner()) * 8);
+  l.b_norms = form.same ? l.a_norms : take(std::size_t(p.tile_cols()) * std::size_t(p.tile_inner()) * 8);
   l.results = take(4 * 8);
-  if (variants::reads_converted_copies(p.precision)) {
+  if (form.copies) {
     l.a_copy = take(std::size_t(padded(p.m, p.tile)) * std::size_t(padded(p.k, p.tile)) * 2);
-    l.b_copy = take(std::size_t(padded(p.k, p.tile)) * std::size_t(padded(p.n, p.tile)) * 2);
+    l.b_copy = form.same ? l.a_copy : take(std::size_t(padded(p.k, p.tile)) * std::size_t(padded(p.n, p.tile)) * 2);
   }
-  l.total = at;
+  l.total = cursor.total();
   return l;
 }
 
@@ -123,7 +121,7 @@ class DeviceSelection {
     CUdeviceptr a = a_norms_, b = b_norms_, valid = results_, bound = results_ + 8, max_bits = results_ + 16, min_bits = results_ + 24;
     void* args[] = {&a, &b, &tile_rows, &tile_inner, &tile_cols, &tau, &valid, &bound, &max_bits, &min_bits};
     if (tiles > 0)
-      select_.launch({ops::blocks_for(tiles, kSelectThreads), 1, 1}, {unsigned(kSelectThreads), 1, 1}, 0, stream_, args, early_);
+      select_.launch({ops::blocks_for(tiles, kSelectTilesPerBlock), 1, 1}, {unsigned(kSelectThreads), 1, 1}, 0, stream_, args, early_);
     SelectResults back{};
     SPARSEJIT_CU(cuMemcpyDtoHAsync_v2, &back, results_, sizeof back, stream_);
     SPARSEJIT_CU(cuStreamSynchronize, stream_);
@@ -186,17 +184,199 @@ struct PreparedSpamm {
 };
 
 std::string prepared_key(const Decision& d, const plan::SpammProblem& p) {
-  return std::string("spamm:") + to_string(p.dtype) + ":" + to_string(p.precision) + ":" + std::to_string(p.tile) + ":" +
+  return std::string("spamm:") + to_string(p.dtype) + ":" + to_string(p.operands) + ":" + to_string(p.precision) + ":" + std::to_string(p.tile) + ":" +
          std::to_string(p.m) + "x" + std::to_string(p.k) + "x" + std::to_string(p.n) + ":" + std::to_string(p.lda) + "," +
          std::to_string(p.ldb) + "," + std::to_string(p.ldc) + ":" + d.variant + ":" + d.params.dump();
 }
 
-FrontKernels front_kernels(detail::RuntimeState& rt, const plan::SpammProblem& p) {
-  const std::string key = std::string("spamm-front:") + to_string(p.dtype) + ":" + to_string(p.precision) + ":" + std::to_string(p.tile);
-  return *std::static_pointer_cast<FrontKernels>(rt.prepared(key, [&] {
-    return std::make_shared<FrontKernels>(
-        FrontKernels{rt.loader.load(norms_spec(p.dtype, p.precision, p.tile)).kernel, rt.loader.load(select_spec()).kernel});
+FrontKernels front_kernels(detail::RuntimeState& rt, const plan::SpammProblem& p, const OperandForm& form) {
+  const jit::KernelSpec norms = variants::norms_spec(p.operands, p.precision, p.tile, form.copies, form.vec);
+  return *std::static_pointer_cast<FrontKernels>(rt.prepared("spamm-front:" + norms.kernel_name, [&] {
+    return std::make_shared<FrontKernels>(FrontKernels{rt.loader.load(norms).kernel, rt.loader.load(variants::select_spec()).kernel});
   }));
+}
+
+// 16 bytes' worth of elements per norm-pass load when every row of A and B starts 16-byte
+// aligned (cols and ld multiples of it; the buffers' starts are), else 1.
+int norms_vec(const plan::SpammProblem& p) {
+  const int vec = int(16 / size_of(p.operands));
+  for (int64_t size : {int64_t(p.k), int64_t(p.n), p.lda, p.ldb})
+    if (size % vec != 0) return 1;
+  return vec;
+}
+
+// 16-bit operands are read as they are when the products' 16-byte copies never straddle the
+// end of a row (k, n and the leading dimensions multiples of 8 elements); f32 operands of a
+// 16-bit precision are always converted.
+bool needs_copies(const plan::SpammProblem& p) {
+  if (!variants::half_operands(p.precision)) return false;
+  if (p.operands == DType::F32) return true;
+  for (int64_t size : {int64_t(p.k), int64_t(p.n), p.lda, p.ldb})
+    if (size % 8 != 0) return true;
+  return false;
+}
+
+template <class In>
+bool same_matrix(const DeviceDense<In>& a, const DeviceDense<In>& b) {
+  return a.buffer().ptr() == b.buffer().ptr() && a.rows() == b.rows() && a.cols() == b.cols() && a.ld() == b.ld();
+}
+
+// The planner's choice from the caller's target share alone (the share the search will reach,
+// τ and the bound not known yet).
+plan::SpammFeatures expected_at(double share, const plan::SpammProblem& p) {
+  plan::SpammFeatures f;
+  f.selection.triples = int64_t(p.tile_rows()) * p.tile_inner() * p.tile_cols();
+  f.selection.valid = int64_t(std::llround(share * double(f.selection.triples)));
+  f.selection.ratio = share;
+  f.tau_to_search = true;
+  return f;
+}
+
+// What a call that multiplies every tile product reports: τ = 0 keeps them all, nothing skipped.
+plan::TauSearch every_product(const plan::SpammProblem& p) {
+  plan::TauSearch all;
+  all.selection.triples = int64_t(p.tile_rows()) * p.tile_inner() * p.tile_cols();
+  all.selection.valid = all.selection.triples;
+  all.selection.ratio = all.selection.triples == 0 ? 0.0 : 1.0;
+  return all;
+}
+
+// The variant's execution for a decision, prepared once per plan key; how its kernels were
+// obtained goes into d (this call's compile and load only when it prepared them).
+template <class Out>
+std::shared_ptr<PreparedSpamm<Out>> prepared_for(detail::RuntimeState& rt, Decision& d, const plan::SpammProblem& problem) {
+  bool made = false;
+  const auto prepared = std::static_pointer_cast<PreparedSpamm<Out>>(rt.prepared(prepared_key(d, problem), [&] {
+    made = true;
+    auto p = std::make_shared<PreparedSpamm<Out>>();
+    Decision record = d;
+    p->execution = variants::SpammRegistry::find(d.variant)->prepare(variants::SpammPreparation<Out>{rt, problem, record});
+    p->origin = record.kernel_origin;
+    p->compile_ms = record.compile_ms;
+    p->load_ms = record.load_ms;
+    return p;
+  }));
+  d.kernel_origin = made ? prepared->origin : (prepared->origin == KernelOrigin::None ? KernelOrigin::None : KernelOrigin::Memory);
+  d.compile_ms = made ? prepared->compile_ms : 0;
+  d.load_ms = made ? prepared->load_ms : 0;
+  return prepared;
+}
+
+// One call: In is A's and B's element type, Out C's (f32 for f16/bf16 operands).
+template <class In, class Out>
+SpammInfo spamm_call(detail::RuntimeState& rt, const DeviceDense<In>& a, const DeviceDense<In>& b, DeviceDense<Out>& c,
+                     const SpammOptions& options) {
+  plan::check_spamm_options(options, dtype_of<Out>::value);
+  check_shapes(a.rows(), a.cols(), b.rows(), b.cols());
+  if (c.rows() != a.rows() || c.cols() != b.cols())
+    throw InvalidInputError("spamm: C is " + dims(c.rows(), c.cols()) + " but A·B is " + dims(a.rows(), b.cols()));
+  const SpammOptions forced = with_environment_force(options);
+  plan::SpammProblem problem;
+  problem.dtype = dtype_of<Out>::value;
+  problem.operands = dtype_of<In>::value;
+  problem.precision = options.precision;
+  problem.m = a.rows();
+  problem.k = a.cols();
+  problem.n = b.cols();
+  problem.lda = a.ld();
+  problem.ldb = b.ld();
+  problem.ldc = c.ld();
+  problem.tile = plan::spamm_tile(problem.m, problem.k, problem.n, options);
+  const CUstream stream = static_cast<CUstream>(options.stream);
+  Options launch_options;
+  launch_options.early_launch = options.early_launch;
+  const bool early = ops::launches_early(launch_options, rt.target.sm);
+  rt.context.make_current();
+
+  OperandForm form;
+  form.copies = needs_copies(problem);
+  form.same = same_matrix(a, b);
+  form.vec = norms_vec(problem);
+  const ScratchLayout layout = layout_for(problem, form);
+  const cuda::ScratchPool::Block scratch = rt.scratch_pool().allocate(layout.total, stream);
+  const CUdeviceptr base = scratch.ptr();
+  const FrontKernels front = front_kernels(rt, problem, form);
+  const int64_t k_padded = padded(problem.k, problem.tile), n_padded = padded(problem.n, problem.tile);
+  const auto launch_norm_pass = [&](CUstream on) {
+    launch_norms(front.norms, a.buffer().ptr(), problem.m, problem.k, a.ld(), base + layout.a_norms, problem.tile_inner(), 1,
+                 form.copies ? base + layout.a_copy : 0, k_padded, problem.tile, on, early);
+    if (!form.same)
+      launch_norms(front.norms, b.buffer().ptr(), problem.k, problem.n, b.ld(), base + layout.b_norms, problem.tile_cols(), 1,
+                   form.copies ? base + layout.b_copy : 0, n_padded, problem.tile, on, early);
+  };
+  const auto multiply = [&](variants::SpammExecution<Out>& execution, double tau) {
+    if (problem.k == 0) {
+      zero_output(c, stream);  // no products: C = 0 (no kernel has a tile to walk)
+      return;
+    }
+    if (problem.m == 0 || problem.n == 0) return;
+    variants::SpammOperands<Out> operands{{}, {}, c, base + layout.a_norms, base + layout.b_norms, tau, stream, early};
+    if (form.copies) {
+      operands.a = {base + layout.a_copy, k_padded, int32_t(padded(problem.m, problem.tile)), int32_t(k_padded)};
+      operands.b = {base + layout.b_copy, n_padded, int32_t(k_padded), int32_t(n_padded)};
+    } else {
+      operands.a = {a.buffer().ptr(), a.ld(), problem.m, problem.k};
+      operands.b = {b.buffer().ptr(), b.ld(), problem.k, problem.n};
+    }
+    execution.run(rt, operands);
+  };
+  const plan::PlanSources sources = ops::plan_sources(Op::SpAMM, rt.target);
+
+  // A choice that needs no selection: the caller's target share (or a forced variant) gives
+  // cuBLAS, which multiplies everything whatever τ is.
+  std::optional<Decision> before_norms;
+  if (options.valid_ratio || !forced.variant.empty()) {
+    Decision d = plan::plan_spamm(expected_at(options.valid_ratio.value_or(1.0), problem), problem, rt.target, forced, sources);
+    if (variants::SpammRegistry::find(d.variant)->traits.vendor) before_norms = std::move(d);
+  }
+
+  plan::TauSearch tau;
+  double search_ms = 0;
+  const auto search = [&] {
+    const DeviceSelection at(front.select, problem, base + layout.a_norms, base + layout.b_norms, base + layout.results, stream, early);
+    const auto search_start = std::chrono::steady_clock::now();
+    tau = resolve_tau(options, [&](double t) { return at(t); });
+    search_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - search_start).count();
+  };
+  Decision d;
+  if (before_norms) {
+    d = std::move(*before_norms);
+    if (form.copies) launch_norm_pass(stream);  // the conversion pass: the GEMM reads the 16-bit copies
+    multiply(*prepared_for<Out>(rt, d, problem)->execution, 0.0);
+    tau = every_product(problem);
+    d.features = plan::to_json({tau.tau, tau.selection}, problem);
+    d.features["decided_before_norms"] = true;
+    if (options.valid_ratio) d.features["asked_share"] = *options.valid_ratio;
+  } else {
+    launch_norm_pass(stream);
+    search();
+    d = plan::plan_spamm({tau.tau, tau.selection}, problem, rt.target, forced, sources);
+    multiply(*prepared_for<Out>(rt, d, problem)->execution, tau.tau);
+    // cuBLAS took every product whatever τ was (the share at τ that chose it stays in d).
+    if (variants::SpammRegistry::find(d.variant)->traits.vendor) tau = every_product(problem);
+  }
+
+  SpammInfo info;
+  info.decision = std::make_shared<const Decision>(std::move(d));
+  info.tile = problem.tile;
+  info.tau = tau.tau;
+  info.valid_products = tau.selection.valid;
+  info.tile_products = tau.selection.triples;
+  info.valid_ratio = tau.selection.ratio;
+  info.error_bound = tau.selection.error_bound;
+  info.search_iterations = options.valid_ratio || options.max_error ? tau.iterations : 0;
+  info.search_ms = info.search_iterations > 0 ? search_ms : 0;
+  return info;  // the scratch block is freed on the stream after the launches above
+}
+
+// The precision of 16-bit operands: their own (Full names it too); another is refused.
+SpammOptions with_operand_precision(const SpammOptions& options, SpammPrecision own, DType operands) {
+  if (options.precision != SpammPrecision::Full && options.precision != own)
+    throw UnsupportedError(std::string("spamm: ") + to_string(operands) + " operands compute in precision " + to_string(own) + ", not " +
+                           to_string(options.precision));
+  SpammOptions out = options;
+  out.precision = own;
+  return out;
 }
 
 }  // namespace
@@ -204,89 +384,20 @@ FrontKernels front_kernels(detail::RuntimeState& rt, const plan::SpammProblem& p
 template <class T>
 SpammInfo Runtime::spamm(const DeviceDense<T>& a, const DeviceDense<T>& b, DeviceDense<T>& c, const SpammOptions& options) {
   if constexpr (!ops::kFloatOrDouble<T>) {
-    throw UnsupportedError(std::string("spamm: value type ") + to_string(dtype_of<T>::value) + " not supported (f32 and f64)");
+    throw UnsupportedError(std::string("spamm: value type ") + to_string(dtype_of<T>::value) +
+                           " for C not supported (f32 and f64; f16/bf16 operands take an f32 C)");
   } else {
-    plan::check_spamm_options(options, dtype_of<T>::value);
-    check_shapes(a.rows(), a.cols(), b.rows(), b.cols());
-    if (c.rows() != a.rows() || c.cols() != b.cols())
-      throw InvalidInputError("spamm: C is " + dims(c.rows(), c.cols()) + " but A·B is " + dims(a.rows(), b.cols()));
-    const SpammOptions forced = with_environment_force(options);
-    detail::RuntimeState& rt = *state_;
-    plan::SpammProblem problem;
-    problem.dtype = dtype_of<T>::value;
-    problem.precision = options.precision;
-    problem.m = a.rows();
-    problem.k = a.cols();
-    problem.n = b.cols();
-    problem.lda = a.ld();
-    problem.ldb = b.ld();
-    problem.ldc = c.ld();
-    problem.tile = plan::spamm_tile(problem.m, problem.k, problem.n, options);
-    const CUstream stream = static_cast<CUstream>(options.stream);
-    Options launch_options;
-    launch_options.early_launch = options.early_launch;
-    const bool early = ops::launches_early(launch_options, rt.target.sm);
-    rt.context.make_current();
-
-    const ScratchLayout layout = layout_for(problem);
-    const cuda::ScratchPool::Block scratch = rt.scratch_pool().allocate(layout.total, stream);
-    const CUdeviceptr base = scratch.ptr();
-    const FrontKernels front = front_kernels(rt, problem);
-    const bool copies = variants::reads_converted_copies(problem.precision);
-    const int64_t k_padded = padded(problem.k, problem.tile), n_padded = padded(problem.n, problem.tile);
-    launch_norms(front.norms, a.buffer().ptr(), problem.m, problem.k, a.ld(), base + layout.a_norms, problem.tile_inner(), 1,
-                 copies ? base + layout.a_copy : 0, k_padded, problem.tile, stream, early);
-    launch_norms(front.norms, b.buffer().ptr(), problem.k, problem.n, b.ld(), base + layout.b_norms, problem.tile_cols(), 1,
-                 copies ? base + layout.b_copy : 0, n_padded, problem.tile, stream, early);
-
-    const DeviceSelection at(front.select, problem, base + layout.a_norms, base + layout.b_norms, base + layout.results, stream, early);
-    const auto search_start = std::chrono::steady_clock::now();
-    const plan::TauSearch tau = resolve_tau(options, [&](double t) { return at(t); });
-    const double search_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - search_start).count();
-
-    plan::SpammFeatures features{tau.tau, tau.selection};
-    Decision d = plan::plan_spamm(features, problem, rt.target, forced, ops::plan_sources(Op::SpAMM, rt.target));
-    bool made = false;
-    const auto prepared = std::static_pointer_cast<PreparedSpamm<T>>(rt.prepared(prepared_key(d, problem), [&] {
-      made = true;
-      auto p = std::make_shared<PreparedSpamm<T>>();
-      Decision record = d;
-      p->execution = variants::SpammRegistry::find(d.variant)->prepare(variants::SpammPreparation<T>{rt, problem, record});
-      p->origin = record.kernel_origin;
-      p->compile_ms = record.compile_ms;
-      p->load_ms = record.load_ms;
-      return p;
-    }));
-    d.kernel_origin = made ? prepared->origin : (prepared->origin == KernelOrigin::None ? KernelOrigin::None : KernelOrigin::Memory);
-    d.compile_ms = made ? prepared->compile_ms : 0;
-    d.load_ms = made ? prepared->load_ms : 0;
-
-    if (problem.k == 0) {
-      zero_output(c, stream);  // no products: C = 0 (no kernel has a tile to walk)
-    } else if (problem.m > 0 && problem.n > 0) {
-      variants::SpammOperands<T> operands{{}, {}, c, base + layout.a_norms, base + layout.b_norms, tau.tau, stream, early};
-      if (copies) {
-        operands.a = {base + layout.a_copy, k_padded, int32_t(padded(problem.m, problem.tile)), int32_t(k_padded)};
-        operands.b = {base + layout.b_copy, n_padded, int32_t(k_padded), int32_t(n_padded)};
-      } else {
-        operands.a = {a.buffer().ptr(), a.ld(), problem.m, problem.k};
-        operands.b = {b.buffer().ptr(), b.ld(), problem.k, problem.n};
-      }
-      prepared->execution->run(rt, operands);
-    }
-
-    SpammInfo info;
-    info.decision = std::make_shared<const Decision>(std::move(d));
-    info.tile = problem.tile;
-    info.tau = tau.tau;
-    info.valid_products = tau.selection.valid;
-    info.tile_products = tau.selection.triples;
-    info.valid_ratio = tau.selection.ratio;
-    info.error_bound = tau.selection.error_bound;
-    info.search_iterations = options.valid_ratio || options.max_error ? tau.iterations : 0;
-    info.search_ms = info.search_iterations > 0 ? search_ms : 0;
-    return info;  // the scratch block is freed on the stream after the launches above
+    return spamm_call(*state_, a, b, c, options);
   }
+}
+
+SpammInfo Runtime::spamm(const DeviceDense<half>& a, const DeviceDense<half>& b, DeviceDense<float>& c, const SpammOptions& options) {
+  return spamm_call(*state_, a, b, c, with_operand_precision(options, SpammPrecision::FP16, DType::F16));
+}
+
+SpammInfo Runtime::spamm(const DeviceDense<bfloat16>& a, const DeviceDense<bfloat16>& b, DeviceDense<float>& c,
+                         const SpammOptions& options) {
+  return spamm_call(*state_, a, b, c, with_operand_precision(options, SpammPrecision::BF16, DType::BF16));
 }
 
 template <class T>
@@ -297,7 +408,7 @@ Decision explain_spamm(const Dense<T>& a, const Dense<T>& b, const SpammOptions&
     plan::check_spamm_options(options, dtype_of<T>::value);
     check_shapes(a.rows, a.cols, b.rows, b.cols);
     plan::SpammProblem problem;
-    problem.dtype = dtype_of<T>::value;
+    problem.dtype = problem.operands = dtype_of<T>::value;
     problem.precision = options.precision;
     problem.m = a.rows;
     problem.k = a.cols;
@@ -313,7 +424,8 @@ Decision explain_spamm(const Dense<T>& a, const Dense<T>& b, const SpammOptions&
     const plan::DeviceTarget target = detail::explain_target(device);
     Decision d = plan::plan_spamm({tau.tau, tau.selection}, problem, target, with_environment_force(options),
                                   ops::plan_sources(Op::SpAMM, target));
-    for (const jit::KernelSpec& spec : {norms_spec(problem.dtype, problem.precision, problem.tile), select_spec()}) {
+    const jit::KernelSpec norms = variants::norms_spec(problem.operands, problem.precision, problem.tile, needs_copies(problem), norms_vec(problem));
+    for (const jit::KernelSpec& spec : {norms, variants::select_spec()}) {
       const jit::CompiledKernel compiled = ops::compile_only(spec, target.sm);
       d.compile_ms += compiled.compile_ms;
     }

@@ -6,19 +6,12 @@
 #include <limits>
 #include <string>
 
+#include "cuda/runtime_check.hpp"
 #include "sparsejit/error.hpp"
 
 namespace sparsejit::ops {
 
 namespace {
-
-void check(cudaError_t status, const std::string& call) {
-  if (status == cudaSuccess) return;
-  // A failure (CUB's included) stays the thread's last error: clear it, or the next call's
-  // launch check reports it again after this one was thrown (seen after an out-of-memory).
-  (void)cudaGetLastError();
-  throw CudaError(call + " failed: " + cudaGetErrorName(status) + " (" + cudaGetErrorString(status) + ")");
-}
 
 int items(int64_t count) {
   if (count < 0 || count > std::numeric_limits<int>::max())
@@ -30,17 +23,17 @@ int items(int64_t count) {
 
 std::size_t exclusive_scan_bytes(int64_t count) {
   std::size_t bytes = 0;
-  check(cub::DeviceScan::ExclusiveSum(nullptr, bytes, static_cast<const int32_t*>(nullptr), static_cast<int32_t*>(nullptr),
-                                      items(count)),
-        "cub::DeviceScan::ExclusiveSum (size query)");
+  cuda::check_runtime(cub::DeviceScan::ExclusiveSum(nullptr, bytes, static_cast<const int32_t*>(nullptr),
+                                                    static_cast<int32_t*>(nullptr), items(count)),
+                      "cub::DeviceScan::ExclusiveSum (size query)");
   return bytes;
 }
 
 void exclusive_scan(const int32_t* in, int32_t* out, int64_t count, void* temp, std::size_t temp_bytes, CUstream stream) {
   if (count == 0) return;
   std::size_t bytes = temp_bytes;
-  check(cub::DeviceScan::ExclusiveSum(temp, bytes, in, out, items(count), static_cast<cudaStream_t>(stream)),
-        "cub::DeviceScan::ExclusiveSum of " + std::to_string(count) + " values");
+  cuda::check_runtime(cub::DeviceScan::ExclusiveSum(temp, bytes, in, out, items(count), static_cast<cudaStream_t>(stream)),
+                      "cub::DeviceScan::ExclusiveSum of " + std::to_string(count) + " values");
 }
 
 }  // namespace sparsejit::ops

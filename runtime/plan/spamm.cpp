@@ -88,7 +88,8 @@ nlohmann::json to_json(const SpammFeatures& f, const SpammProblem& p) {
           {"valid_ratio", f.selection.ratio},
           {"error_bound", f.selection.error_bound},
           {"precision", to_string(p.precision)},
-          {"value_bytes", size_of(p.dtype)}};
+          {"value_bytes", size_of(p.dtype)},
+          {"tau_to_search", f.tau_to_search}};
 }
 
 void check_spamm_options(const SpammOptions& o, DType dtype) {

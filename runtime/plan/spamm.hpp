@@ -16,8 +16,11 @@
 namespace sparsejit::plan {
 
 // C ≈ A·B with A m×k, B k×n (row-major, leading dimensions lda, ldb, ldc), tiles of `tile`.
+// dtype is C's value type; operands the type A and B are stored in: dtype itself, or f16/bf16
+// operands of the fp16/bf16 precisions, whose products accumulate into f32 C.
 struct SpammProblem {
   DType dtype = DType::F32;
+  DType operands = DType::F32;
   SpammPrecision precision = SpammPrecision::Full;
   int32_t m = 0, k = 0, n = 0;
   int64_t lda = 0, ldb = 0, ldc = 0;
@@ -31,6 +34,10 @@ struct SpammProblem {
 struct SpammFeatures {
   double tau = 0;
   SpammSelection selection;
+  // The call asked for a share and τ is still to be found: a tile variant would pay the norm
+  // pass and the search first, cuBLAS (decided now) neither. The selection is then the share
+  // asked, not a measured one.
+  bool tau_to_search = false;
 };
 // Keys: tau valid_products tile_products valid_ratio error_bound tile.
 nlohmann::json to_json(const SpammFeatures& features, const SpammProblem& problem);

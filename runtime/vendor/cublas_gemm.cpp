@@ -5,6 +5,7 @@
 #include <string>
 #include <type_traits>
 
+#include "cuda/runtime_check.hpp"
 #include "sparsejit/error.hpp"
 
 namespace sparsejit::vendor {
@@ -26,8 +27,7 @@ void check_cublas(cublasStatus_t status, const char* call) {
 
 CublasHandle::CublasHandle(const Context& context) : context_(context), workspace_(context, kWorkspaceBytes) {
   context_.make_current();
-  if (const cudaError_t error = cudaSetDevice(context_.ordinal()); error != cudaSuccess)
-    throw CudaError("cudaSetDevice(" + std::to_string(context_.ordinal()) + ") failed: " + cudaGetErrorName(error));
+  cuda::check_runtime(cudaSetDevice(context_.ordinal()), "cudaSetDevice(" + std::to_string(context_.ordinal()) + ")");
   SPARSEJIT_CUBLAS(cublasCreate, &handle_);
   SPARSEJIT_CUBLAS(cublasSetMathMode, handle_, CUBLAS_DEFAULT_MATH);
 }

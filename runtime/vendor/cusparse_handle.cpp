@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "cuda/runtime_check.hpp"
 #include "sparsejit/error.hpp"
 
 namespace sparsejit::vendor {
@@ -20,9 +21,7 @@ CusparseHandle::CusparseHandle(const Context& context) : context_(context) {
   context_.make_current();
   // The runtime adopts the context current on this thread; cudaSetDevice selects the same
   // primary context for threads where none is current yet.
-  if (const cudaError_t error = cudaSetDevice(context_.ordinal()); error != cudaSuccess)
-    throw CudaError("cudaSetDevice(" + std::to_string(context_.ordinal()) + ") failed: " + cudaGetErrorName(error) +
-                    " (" + cudaGetErrorString(error) + ")");
+  cuda::check_runtime(cudaSetDevice(context_.ordinal()), "cudaSetDevice(" + std::to_string(context_.ordinal()) + ")");
   SPARSEJIT_CUSPARSE(cusparseCreate, &handle_);
 }
 

@@ -13,11 +13,13 @@
 #include <fstream>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "plan/spamm.hpp"
+#include "variants/spamm/spamm_variant.hpp"
 #include "sparsejit/error.hpp"
 #include "support/gpu_suite.hpp"
 #include "support/test_support.hpp"
@@ -114,9 +116,8 @@ SpammInfo check_call(Runtime& rt, const Shape& s, Input kind, const SpammOptions
   EXPECT_EQ(info.tile_products, cpu.triples) << what;
   EXPECT_NEAR(info.error_bound, cpu.error_bound, 1e-9 * (1 + cpu.error_bound)) << what;
 
-  const bool whole_product = d.variant == "cublas";
   Dense<T> want;
-  reference::spamm(a, b, want, info.tile, whole_product ? 0.0 : info.tau);
+  reference::spamm(a, b, want, info.tile, info.tau);
   const double err = test::relative_error(test::as_double(got.data), test::as_double(want.data));
   EXPECT_LE(err, tolerance<T>(o.precision)) << what << "\n" << describe(d);
 
@@ -167,15 +168,26 @@ double fifth_tau(Input kind, const Shape& s, int32_t tile, uint64_t seed) {
   return std::sqrt(products[at] * products[std::min(at + 1, products.size() - 1)]);
 }
 
+// The share a call at fifth_tau reports: near a fifth of the products, or every product when
+// cuBLAS served it (it skips nothing whatever τ is, and says so: τ 0, share 1, bound 0).
+void expect_fifth_or_everything(const SpammInfo& info) {
+  if (variants::SpammRegistry::find(info.decision->variant)->traits.vendor) {
+    EXPECT_EQ(info.tau, 0.0);
+    EXPECT_EQ(info.valid_ratio, 1.0);
+    EXPECT_EQ(info.error_bound, 0.0);
+    return;
+  }
+  EXPECT_GT(info.valid_ratio, 0.1);
+  EXPECT_LT(info.valid_ratio, 0.3);
+  EXPECT_GT(info.error_bound, 0);
+}
+
 template <class T>
 void every_path_on(Runtime& rt, const Shape& s, Input kind, int32_t tile, uint64_t seed) {
   for (SpammOptions o : every_path(dtype_of<T>::value)) {
     o.tile = tile;
     o.tau = fifth_tau<T>(kind, s, tile, seed);
-    const SpammInfo info = check_call<T>(rt, s, kind, o, seed);
-    EXPECT_GT(info.valid_ratio, 0.1);
-    EXPECT_LT(info.valid_ratio, 0.3);
-    EXPECT_GT(info.error_bound, 0);
+    expect_fifth_or_everything(check_call<T>(rt, s, kind, o, seed));
   }
 }
 
@@ -196,16 +208,22 @@ TEST_F(SpammGpu, EveryTileOnNearSparseInputs) {
   }
 }
 
+// The tile variants search τ for the share; auto at this size (SGEMM ~0.05 ms, less than the
+// search's round trips) takes cuBLAS before the norms and multiplies everything.
 TEST_F(SpammGpu, ALargerDecayProductKeepsFivePercent) {
   SpammOptions o;
   o.valid_ratio = 0.05;
-  for (const char* variant : {"", "simt", "mma"}) {
+  for (const char* variant : {"simt", "mma"}) {
     o.variant = variant;
     const SpammInfo info = check_call<float>(rt(), {1024, 1024, 1024}, Input::Algebraic, o, next_seed());
     EXPECT_EQ(info.tile, 64);
     EXPECT_GT(info.search_iterations, 1);
     EXPECT_NEAR(info.valid_ratio, 0.05, 0.05 * 0.05) << "the search may stop on a step of the share; within 5% of it";
   }
+  o.variant.clear();
+  const SpammInfo info = check_call<float>(rt(), {1024, 1024, 1024}, Input::Algebraic, o, next_seed());
+  EXPECT_EQ(info.decision->variant, "cublas") << describe(*info.decision);
+  EXPECT_EQ(info.valid_ratio, 1.0);
 }
 
 TEST_F(SpammGpu, RatioSearchReachesItsTargetOnRandomNorms) {
@@ -213,6 +231,7 @@ TEST_F(SpammGpu, RatioSearchReachesItsTargetOnRandomNorms) {
     SpammOptions o;
     o.valid_ratio = target;
     o.tile = 32;
+    o.variant = "simt";  // auto would take cuBLAS at this size rather than search
     const SpammInfo info = check_call<float>(rt(), {320, 384, 352}, Input::NearSparse, o, next_seed());
     EXPECT_NEAR(info.valid_ratio, target, o.ratio_tolerance * target) << target;
     EXPECT_GE(info.search_iterations, 1);
@@ -297,6 +316,134 @@ TEST_F(SpammGpu, ACallersStreamAndARepeatedPlan) {
   EXPECT_EQ(second.decision->kernel_origin == KernelOrigin::None || second.decision->kernel_origin == KernelOrigin::Memory, true);
 }
 
+// f16/bf16 operands handed over as they are (H is half or bfloat16; C is f32): read in place
+// when k, n and the leading dimensions are multiples of 8, else through the executor's padded
+// copies. Checked against reference::spamm on the same 16-bit values widened to f32 (exact),
+// so only the f32 accumulation's order differs; the selection against the CPU's on them.
+template <class H>
+SpammInfo check_sixteen(Runtime& rt, const Shape& s, Input kind, const SpammOptions& o, uint64_t seed) {
+  const std::string what = std::string(to_string(dtype_of<H>::value)) + " operands " + label(o, s, kind, seed);
+  const Dense<H> a = input<H>(kind, s.m, s.k, seed), b = input<H>(kind, s.k, s.n, seed + 1);
+  DeviceDense<H> da(rt.context(), s.m, s.k, s.k + s.pad), db(rt.context(), s.k, s.n, s.n + s.pad);
+  DeviceDense<float> dc(rt.context(), s.m, s.n, s.n + s.pad);
+  da.upload(a);
+  db.upload(b);
+  dc.buffer().fill_bytes(0xFF);
+  const SpammInfo info = rt.spamm(da, db, dc, o);
+  const Dense<float> got = dc.download();
+  for (std::size_t i = 0; i < got.data.size(); ++i)
+    if (test::is_poison(got.data[i])) {
+      ADD_FAILURE() << what << ": C element " << i << " was not written";
+      break;
+    }
+  const Decision& d = *info.decision;
+  if (!o.variant.empty()) EXPECT_EQ(d.variant, o.variant) << what;
+  const std::string precision = std::is_same_v<H, half> ? "fp16" : "bf16";
+  EXPECT_EQ(d.features.at("precision"), precision) << what;
+  const Dense<float> af = cast<float>(a), bf = cast<float>(b);
+  const SpammSelection cpu = spamm_selection(tile_norms(af, info.tile), tile_norms(bf, info.tile), info.tau);
+  EXPECT_EQ(info.valid_products, cpu.valid) << what;
+  EXPECT_NEAR(info.error_bound, cpu.error_bound, 1e-9 * (1 + cpu.error_bound)) << what;
+  Dense<float> want;
+  reference::spamm(af, bf, want, info.tile, info.tau);
+  EXPECT_LE(test::relative_error(test::as_double(got.data), test::as_double(want.data)), 1e-4) << what << "\n" << describe(d);
+  Dense<double> exact;
+  reference::spamm(cast<double>(af), cast<double>(bf), exact, info.tile, 0.0);
+  const std::vector<double> exact_values = test::as_double(exact.data);
+  EXPECT_LE(frobenius_difference(test::as_double(got.data), exact_values), info.error_bound + 1e-4 * frobenius(exact_values)) << what;
+  return info;
+}
+
+template <class H>
+void sixteen_bit_paths(Runtime& rt, uint64_t seed) {
+  // In place (multiples of 8) and through copies (k = 150; a padded leading dimension of 3).
+  for (const Shape& s : {Shape{256, 192, 320}, Shape{200, 150, 104}, Shape{128, 128, 128, 3}})
+    for (const char* variant : {"", "mma", "cublas"}) {
+      SpammOptions o;
+      o.variant = variant;
+      o.tile = 32;
+      o.tau = fifth_tau<H>(Input::Algebraic, s, 32, seed);
+      expect_fifth_or_everything(check_sixteen<H>(rt, s, Input::Algebraic, o, seed));
+      ++seed;
+    }
+}
+
+TEST_F(SpammGpu, HalfOperandsAsTheyAreAndThroughCopies) { sixteen_bit_paths<half>(rt(), next_seed()); }
+TEST_F(SpammGpu, Bfloat16OperandsAsTheyAreAndThroughCopies) { sixteen_bit_paths<bfloat16>(rt(), next_seed()); }
+
+TEST_F(SpammGpu, SixteenBitOperandsRefuseAnotherPrecision) {
+  DeviceDense<half> a(rt().context(), 16, 16), b(rt().context(), 16, 16);
+  DeviceDense<float> c(rt().context(), 16, 16);
+  SpammOptions o;
+  o.precision = SpammPrecision::BF16;
+  try {
+    rt().spamm(a, b, c, o);
+    ADD_FAILURE() << "bf16 precision on half operands ran";
+  } catch (const UnsupportedError& e) {
+    EXPECT_NE(std::string(e.what()).find("f16 operands compute in precision fp16, not bf16"), std::string::npos) << e.what();
+  }
+}
+
+// B is A itself (the same device matrix): one norm pass whose map (and 16-bit copy) serves
+// both; every path against the reference of A·A.
+TEST_F(SpammGpu, BIsAItselfTakesOneNormPass) {
+  const int32_t n = 200;
+  for (SpammOptions o : every_path(DType::F32)) {
+    const uint64_t seed = next_seed();
+    const Dense<float> a = input<float>(Input::Exponential, n, n, seed);
+    DeviceDense<float> da(rt().context(), n, n), dc(rt().context(), n, n);
+    da.upload(a);
+    dc.buffer().fill_bytes(0xFF);
+    o.tile = 32;
+    o.valid_ratio = 0.2;
+    const SpammInfo info = rt().spamm(da, da, dc, o);
+    const std::string what = label(o, {n, n, n}, Input::Exponential, seed);
+    const Dense<float> got = dc.download();
+    for (float v : got.data) ASSERT_FALSE(test::is_poison(v)) << what;
+    const NormMap norms = tile_norms(a, 32);
+    const SpammSelection cpu = spamm_selection(norms, norms, info.tau);
+    EXPECT_EQ(info.valid_products, cpu.valid) << what;
+    EXPECT_NEAR(info.error_bound, cpu.error_bound, 1e-9 * (1 + cpu.error_bound)) << what;
+    Dense<float> want;
+    reference::spamm(a, a, want, 32, info.tau);
+    EXPECT_LE(test::relative_error(test::as_double(got.data), test::as_double(want.data)), tolerance<float>(o.precision))
+        << what << "\n" << describe(*info.decision);
+  }
+}
+
+// A target share the model sends to cuBLAS (50% at N = 1024, over the tf32 and fp16
+// crossovers there), and a forced cublas with a share: the GEMM runs without norms or search
+// and the call reports what it computed, every product (τ = 0, share 1, bound 0; check_call
+// holds C to the exact product within rounding), the share asked in the Decision. Also on a
+// caller's stream and with 16-bit operands.
+TEST_F(SpammGpu, ATargetShareForCublasMultipliesEverythingWithoutASearch) {
+  Stream stream(rt().context());
+  for (SpammPrecision precision : {SpammPrecision::TF32, SpammPrecision::FP16}) {
+    for (const char* variant : {"", "cublas"}) {
+      SpammOptions o;
+      o.precision = precision;
+      o.variant = variant;
+      o.valid_ratio = 0.5;
+      o.stream = stream.handle();
+      const SpammInfo info = check_call<float>(rt(), {1024, 1024, 1024}, Input::Algebraic, o, next_seed());
+      EXPECT_EQ(info.decision->variant, "cublas") << to_string(precision) << " " << variant << "\n" << describe(*info.decision);
+      EXPECT_TRUE(info.decision->features.value("decided_before_norms", false)) << describe(*info.decision);
+      EXPECT_EQ(info.decision->features.value("asked_share", 0.0), 0.5);
+      EXPECT_EQ(info.search_iterations, 0);
+      EXPECT_EQ(info.tau, 0.0);
+      EXPECT_EQ(info.valid_ratio, 1.0);
+      EXPECT_EQ(info.valid_products, info.tile_products);
+      EXPECT_EQ(info.error_bound, 0.0);
+    }
+  }
+  SpammOptions o;
+  o.valid_ratio = 0.5;
+  const SpammInfo info = check_sixteen<half>(rt(), {1024, 1024, 1024}, Input::Algebraic, o, next_seed());
+  EXPECT_EQ(info.decision->variant, "cublas") << describe(*info.decision);
+  EXPECT_TRUE(info.decision->features.value("decided_before_norms", false));
+  EXPECT_EQ(info.valid_ratio, 1.0);
+}
+
 // The CLI on the device: `run --op spamm --check` and a small `bench --op spamm` subset, every
 // JSON line parsed: one per (precision, share, path) that runs, the measured error within the
 // bound plus rounding, the kept share near its target.
@@ -322,6 +469,9 @@ TEST_F(SpammGpu, CliRunAndBenchOnASmallSubset) {
     EXPECT_LE(r.at("relative_error").get<double>(), r.at("relative_bound").get<double>() + rounding) << what;
     // A Toeplitz input's norm products come in ties: the share moves in steps, so only near the target.
     EXPECT_NEAR(r.at("valid_ratio").get<double>(), r.at("target_ratio").get<double>(), 0.3 * r.at("target_ratio").get<double>()) << what;
+    const double computed = r.at("computed_share").get<double>();
+    const bool everything = variants::SpammRegistry::find(r.at("variant").get<std::string>())->traits.vendor;
+    EXPECT_EQ(computed, everything ? 1.0 : r.at("valid_ratio").get<double>()) << what;
   }
   // 2 shares x (full: auto, simt, mma, cublas; fp16: auto, mma, cublas; simt does not compute fp16)
   EXPECT_EQ(records, 2 * (4 + 3)) << bench.out;

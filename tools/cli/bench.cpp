@@ -8,8 +8,6 @@
 // A matrix that fails to load or run is reported on one line and skipped; the exit status is
 // 1 when any did, or when a --check failed.
 #include <algorithm>
-#include <chrono>
-#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -20,6 +18,7 @@
 #include "cli/bench_spamm.hpp"
 #include "cli/call_options.hpp"
 #include "cli/commands.hpp"
+#include "cli/json_lines.hpp"
 #include "cli/matrix_input.hpp"
 #include "plan/measure_policy.hpp"
 #include "sparsejit/error.hpp"
@@ -51,7 +50,7 @@ struct BenchArgs {
   uint64_t seed = 1;
   // --op spamm (bench_spamm.hpp)
   std::string sizes = "4096,8192,16384", decays = "algebraic,exponential", ratios = "1,5,10,25,50", precisions = "full",
-              paths = "auto,simt,mma,cublas";
+              paths = "auto,simt,mma,cublas", operands = "value";
   int32_t tile = 0;
 };
 
@@ -245,7 +244,7 @@ class BenchRun {
   }
 
   ordered_json record_header(const MatrixSource& source, int32_t rows, int32_t cols, int64_t nnz, int32_t k) const {
-    return {{"device", rt_.device().name}, {"date", bench::utc_now()}, {"op", to_string(config_.op)},
+    return {{"device", rt_.device().name}, {"date", utc_now()}, {"op", to_string(config_.op)},
             {"dtype", to_string(config_.dtype)}, {"matrix", source.name}, {"rows", rows}, {"cols", cols},
             {"nnz", nnz}, {"k", k}, {"transpose", config_.transpose}, {"seed", config_.seed},
             {"warmup", config_.timing.warmup}, {"repeat", config_.timing.repeat},
@@ -273,14 +272,6 @@ class BenchRun {
   bool failed_ = false;
 };
 
-// The --json-out file opened for appending (none without the option).
-std::unique_ptr<std::ofstream> open_json_out(const std::string& path) {
-  if (path.empty()) return nullptr;
-  auto out = std::make_unique<std::ofstream>(path, std::ios::app);
-  if (!*out) throw IoError("bench: cannot open --json-out '" + path + "' for appending");
-  return out;
-}
-
 // Without a CUDA driver there is nothing to measure: one line, exit 1.
 void require_driver() {
   if (driver_available()) return;
@@ -291,9 +282,9 @@ void require_driver() {
 // --op spamm: dense decay inputs instead of matrices (bench_spamm.cpp).
 void run_spamm_bench(const BenchArgs& args) {
   if (!args.inputs.empty()) throw InvalidInputError("bench --op spamm takes no inputs: it generates its decay matrices (--sizes, --decays)");
-  const bench::SpammConfig config = bench::spamm_config(args.sizes, args.decays, args.ratios, args.precisions, args.paths, args.dtype,
-                                                        args.tile, {args.warmup, args.repeat, tuner::Clock::Events});
-  const std::unique_ptr<std::ofstream> json_out = open_json_out(args.json_out);
+  const bench::SpammConfig config = bench::spamm_config(args.sizes, args.decays, args.ratios, args.precisions, args.paths, args.operands,
+                                                        args.dtype, args.tile, {args.warmup, args.repeat, tuner::Clock::Events});
+  const std::unique_ptr<std::ofstream> json_out = open_json_out("bench", args.json_out);
   require_driver();
   if (!bench::run_spamm(config, json_out.get())) throw CLI::RuntimeError(1);
 }
@@ -302,7 +293,7 @@ void run_bench(const BenchArgs& args) {
   if (args.op == "spamm") return run_spamm_bench(args);
   const bench::Config config = validated(args);
   const std::vector<MatrixSource> sources = resolve_inputs(args.inputs);
-  const std::unique_ptr<std::ofstream> json_out = open_json_out(args.json_out);
+  const std::unique_ptr<std::ofstream> json_out = open_json_out("bench", args.json_out);
   require_driver();
   BenchRun run(config, json_out.get());
   run.measure_all(sources);
@@ -348,6 +339,10 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--precisions", args.precisions, "SpAMM: full, tf32, fp16, bf16 (each against cuBLAS of its class)")->capture_default_str();
   cmd->add_option("--paths", args.paths, "SpAMM: auto and forced variants")->capture_default_str();
   cmd->add_option("--tile", args.tile, "SpAMM: tile 32, 64 or 128 (0: the planner's)")->capture_default_str();
+  cmd->add_option("--operands", args.operands,
+                  "SpAMM: value (A and B in --dtype; fp16/bf16 convert them inside the call), 16bit (fp16/bf16 only: A and B "
+                  "given as half/bfloat16, converted on the host like the cuBLAS baseline's)")
+      ->capture_default_str();
   cmd->callback([] { run_bench(args); });
 }
 

@@ -116,7 +116,4 @@ nlohmann::ordered_json reuse_record(const ReuseTimes& times, const Fastest& with
 // where records hold "reuse").
 void print_report(std::ostream& out, const std::vector<nlohmann::ordered_json>& records);
 
-// The time now, ISO-8601 UTC (a record's "date").
-std::string utc_now();
-
 }  // namespace sparsejit::cli::bench

@@ -2,8 +2,6 @@
 // the geometric-mean and worst speedup over the vendor and how far auto is from the oracle,
 // then, for SDDMM records with "reuse", what declaring the pattern reused gains.
 #include <algorithm>
-#include <chrono>
-#include <ctime>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -289,15 +287,6 @@ void print_spgemm_report(std::ostream& out, const std::vector<ordered_json>& rec
 }
 
 }  // namespace
-
-std::string utc_now() {
-  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buffer[32];
-  std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buffer;
-}
 
 void print_report(std::ostream& out, const std::vector<ordered_json>& records) {
   if (records.empty()) {

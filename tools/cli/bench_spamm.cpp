@@ -1,14 +1,15 @@
 #include "cli/bench_spamm.hpp"
 
-#include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <ctime>
 #include <iostream>
+#include <optional>
+#include <type_traits>
 
 #include <nlohmann/json.hpp>
 
 #include "cli/bench.hpp"
+#include "cli/json_lines.hpp"
 #include "cli/spamm_baseline.hpp"
 #include "cli/spamm_input.hpp"
 #include "plan/spamm.hpp"
@@ -58,12 +59,13 @@ double distance(const std::vector<T>& got, const std::vector<double>& exact) {
   return std::sqrt(s);
 }
 
-// One (N, decay) input on the device, with its exact product (DGEMM on f64 operands).
+// One (N, decay) input on the device, with its exact product (DGEMM on f64 operands), and its
+// half and bfloat16 copies (converted on the host) made on first use.
 template <class T>
 class Case {
  public:
   Case(Runtime& rt, const std::string& decay, int32_t n)
-      : host_(spamm_matrix(decay + ":" + std::to_string(n))), a_(rt.context(), cast<T>(host_)), c_(rt.context(), n, n) {
+      : rt_(rt), host_(spamm_matrix(decay + ":" + std::to_string(n))), a_(rt.context(), cast<T>(host_)), c_(rt.context(), n, n) {
     ClassGemm exact(rt.context(), host_, host_, DType::F64, SpammPrecision::Full);
     exact.run(nullptr);
     exact_ = exact.result();
@@ -72,13 +74,24 @@ class Case {
   const Dense<double>& host() const { return host_; }
   const DeviceDense<T>& a() const { return a_; }
   DeviceDense<T>& c() { return c_; }
+  const DeviceDense<half>& a_half() {
+    if (!a_half_) a_half_.emplace(rt_.context(), cast<half>(host_));
+    return *a_half_;
+  }
+  const DeviceDense<bfloat16>& a_bfloat16() {
+    if (!a_bfloat16_) a_bfloat16_.emplace(rt_.context(), cast<bfloat16>(host_));
+    return *a_bfloat16_;
+  }
   double relative_error() const { return distance(c_.download().data, exact_) / exact_norm_; }
   double exact_norm() const { return exact_norm_; }
 
  private:
+  Runtime& rt_;
   Dense<double> host_;
   DeviceDense<T> a_;
   DeviceDense<T> c_;
+  std::optional<DeviceDense<half>> a_half_;
+  std::optional<DeviceDense<bfloat16>> a_bfloat16_;
   std::vector<double> exact_;
   double exact_norm_ = 0;
 };
@@ -117,8 +130,22 @@ class SpammBench {
         ClassGemm vendor(rt_.context(), input.host(), input.host(), config_.dtype, precision, true);
         baseline.f32_inputs_ms = time([&](CUstream s) { vendor.run(s); });
       }
-      for (double ratio : config_.ratios) run_ratio(input, decay, n, precision, ratio, baseline);
+      for (const std::string& operands : config_.operands) {
+        const bool sixteen = operands == "16bit";
+        if (sixteen && precision != SpammPrecision::FP16 && precision != SpammPrecision::BF16) continue;
+        for (double ratio : config_.ratios) run_ratio(input, decay, n, precision, sixteen, ratio, baseline);
+      }
     }
+  }
+
+  // A·A as the operands are handed over: in the value type, or (sixteen) as half/bfloat16.
+  template <class T>
+  SpammInfo call(Case<T>& input, bool sixteen, const SpammOptions& o) {
+    if constexpr (std::is_same_v<T, float>) {
+      if (sixteen && o.precision == SpammPrecision::FP16) return rt_.spamm(input.a_half(), input.a_half(), input.c(), o);
+      if (sixteen) return rt_.spamm(input.a_bfloat16(), input.a_bfloat16(), input.c(), o);
+    }
+    return rt_.spamm(input.a(), input.a(), input.c(), o);
   }
 
   // cuBLAS of the class on host-converted operands, and (fp16, bf16) on the f32 operands.
@@ -129,38 +156,68 @@ class SpammBench {
   };
 
   template <class T>
-  void run_ratio(Case<T>& input, const std::string& decay, int32_t n, SpammPrecision precision, double ratio, const Baseline& baseline) {
+  void run_ratio(Case<T>& input, const std::string& decay, int32_t n, SpammPrecision precision, bool sixteen, double ratio,
+                 const Baseline& baseline) {
     const std::string& vendor = baseline.name;
     const double vendor_ms = baseline.ms;
+    const std::string operands = sixteen ? "16bit" : "value";
     SpammOptions search;
     search.valid_ratio = ratio;
     search.precision = precision;
     search.tile = config_.tile;
-    const SpammInfo found = rt_.spamm(input.a(), input.a(), input.c(), search);
+    // τ for the share from a tile variant's search: auto may take cuBLAS at this share, and
+    // that call multiplies everything and reports τ = 0.
+    SpammOptions tile_search = search;
+    tile_search.variant = config_.dtype == DType::F64 ? "simt" : "mma";
+    const SpammInfo found = call(input, sixteen, tile_search);
+    const double ratio_error = std::abs(found.valid_ratio - ratio) / ratio;
+    // The call as a caller asking for the share makes it: the search inside.
+    double with_search_ms = 0;
+    std::string with_search_variant;
+    for (const std::string& path : config_.paths)
+      if (path == "auto") {
+        with_search_variant = call(input, sixteen, search).decision->variant;
+        with_search_ms = time([&](CUstream) { call(input, sixteen, search); });
+      }
     for (const std::string& path : config_.paths) {
       SpammOptions o = search;
       o.valid_ratio.reset();
       o.tau = found.tau;
       o.variant = path == "auto" ? "" : path;
-      const std::string what = decay + ":" + std::to_string(n) + " " + to_string(precision) + " " + std::to_string(100 * ratio) + "% " + path;
+      const std::string what = decay + ":" + std::to_string(n) + " " + to_string(precision) + " " + operands + " " +
+                               std::to_string(100 * ratio) + "% " + path;
       try {
-        const SpammInfo info = rt_.spamm(input.a(), input.a(), input.c(), o);
+        const SpammInfo info = call(input, sixteen, o);
         const double error = input.relative_error();
-        const double ms = time([&](CUstream) { rt_.spamm(input.a(), input.a(), input.c(), o); });
-        emit(ordered_json{{"device", rt_.device().name}, {"date", utc_now()}, {"op", "spamm"}, {"n", n}, {"decay", decay},
-                          {"dtype", to_string(config_.dtype)}, {"precision", to_string(precision)}, {"path", path},
-                          {"variant", info.decision->variant}, {"params", info.decision->params}, {"tile", info.tile},
-                          {"target_ratio", ratio}, {"valid_ratio", info.valid_ratio}, {"tau", info.tau},
-                          {"search_iterations", found.search_iterations}, {"search_ms", found.search_ms}, {"ms", ms},
-                          {"baseline", vendor}, {"baseline_ms", vendor_ms}, {"speedup", vendor_ms / ms},
-                          {"baseline_f32_inputs_ms", baseline.f32_inputs_ms > 0 ? baseline.f32_inputs_ms : vendor_ms},
-                          {"relative_error", error}, {"relative_bound", info.error_bound / input.exact_norm()},
-                          {"warmup", config_.timing.warmup}, {"repeat", config_.timing.repeat}});
-        char line[320];
-        std::snprintf(line, sizeof line, "%-12s %6d %-5s %6.2f%% %-6s %-7s %9.4f ms  %s %9.4f ms  %6.2fx  err %.2e  bound %.2e  search %d/%.2f ms",
-                      decay.c_str(), n, to_string(precision), 100 * info.valid_ratio, path.c_str(), info.decision->variant.c_str(), ms,
-                      vendor.c_str(), vendor_ms, vendor_ms / ms, error, info.error_bound / input.exact_norm(), found.search_iterations,
-                      found.search_ms);
+        const double ms = time([&](CUstream) { call(input, sixteen, o); });
+        ordered_json record{{"device", rt_.device().name}, {"date", utc_now()}, {"op", "spamm"}, {"n", n}, {"decay", decay},
+                            {"dtype", to_string(config_.dtype)}, {"precision", to_string(precision)}, {"operands", operands},
+                            {"path", path}, {"variant", info.decision->variant}, {"params", info.decision->params},
+                            {"tile", info.tile}, {"target_ratio", ratio}, {"valid_ratio", found.valid_ratio},
+                            {"computed_share", info.valid_ratio},
+                            {"ratio_error", ratio_error}, {"tau", info.tau}, {"search_iterations", found.search_iterations},
+                            {"search_ms", found.search_ms}, {"search_per_multiplication", found.search_ms / ms}, {"ms", ms},
+                            {"baseline", vendor}, {"baseline_ms", vendor_ms}, {"speedup", vendor_ms / ms},
+                            {"baseline_f32_inputs_ms", baseline.f32_inputs_ms > 0 ? baseline.f32_inputs_ms : vendor_ms},
+                            {"relative_error", error}, {"relative_bound", info.error_bound / input.exact_norm()},
+                            {"warmup", config_.timing.warmup}, {"repeat", config_.timing.repeat}};
+        if (path == "auto") {
+          record["with_search_variant"] = with_search_variant;
+          record["with_search_ms"] = with_search_ms;
+          record["with_search_speedup"] = vendor_ms / with_search_ms;
+        }
+        emit(record);
+        char line[400];
+        int used = std::snprintf(line, sizeof line,
+                                 "%-12s %6d %-5s %-5s %6.2f%% %-6s %-7s %9.4f ms  %s %9.4f ms  %6.2fx  err %.2e  bound %.2e  "
+                                 "search %d steps %.2f ms = %.2fx the call, share off by %.2f%%",
+                                 decay.c_str(), n, to_string(precision), operands.c_str(), 100 * found.valid_ratio, path.c_str(),
+                                 info.decision->variant.c_str(), ms, vendor.c_str(), vendor_ms, vendor_ms / ms, error,
+                                 info.error_bound / input.exact_norm(), found.search_iterations, found.search_ms, found.search_ms / ms,
+                                 100 * ratio_error);
+        if (path == "auto" && used > 0 && std::size_t(used) < sizeof line)
+          std::snprintf(line + used, sizeof line - std::size_t(used), "  | share asked: %s %.4f ms %.2fx", with_search_variant.c_str(),
+                        with_search_ms, vendor_ms / with_search_ms);
         std::cerr << line << std::endl;
       } catch (const UnsupportedError& e) {
         std::cerr << "bench: " << what << ": not run (" << e.what() << ")" << std::endl;
@@ -197,7 +254,8 @@ class SpammBench {
 }  // namespace
 
 SpammConfig spamm_config(const std::string& sizes, const std::string& decays, const std::string& ratios,
-                         const std::string& precisions, const std::string& paths, const std::string& dtype, int32_t tile,
+                         const std::string& precisions, const std::string& paths, const std::string& operands,
+                         const std::string& dtype, int32_t tile,
                          const tuner::TimingOptions& timing) {
   SpammConfig c;
   for (const std::string& item : items_of(sizes)) {
@@ -224,6 +282,12 @@ SpammConfig spamm_config(const std::string& sizes, const std::string& decays, co
   }
   c.dtype = parse_dtype(dtype);
   if (c.dtype != DType::F32 && c.dtype != DType::F64) throw InvalidInputError("bench: --dtype '" + dtype + "' (expected f32 or f64)");
+  for (const std::string& item : items_of(operands)) {
+    if (item != "value" && item != "16bit") throw InvalidInputError("bench: --operands '" + item + "' (expected value or 16bit)");
+    if (item == "16bit" && c.dtype != DType::F32)
+      throw InvalidInputError("bench: --operands 16bit is for --dtype f32 (fp16/bf16 precisions), not " + dtype);
+    c.operands.push_back(item);
+  }
   SpammOptions check;
   check.tile = tile;
   plan::check_spamm_options(check, c.dtype);

@@ -11,6 +11,7 @@ void register_commands(CLI::App& app) {
   add_cache_command(app);
   add_bench_command(app);
   add_tune_command(app);
+  add_soak_command(app);
 }
 
 }  // namespace sparsejit::cli

@@ -17,5 +17,6 @@ void add_run_command(CLI::App& app);
 void add_cache_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 void add_tune_command(CLI::App& app);
+void add_soak_command(CLI::App& app);
 
 }  // namespace sparsejit::cli

@@ -38,6 +38,16 @@ SPARSEJIT_ERROR_KIND(CudaError, Cuda)
 SPARSEJIT_ERROR_KIND(IoError, Io)
 #undef SPARSEJIT_ERROR_KIND
 
+// A sticky CUDA error: a kernel faulted (an illegal address or instruction, a misaligned
+// address, a trap, a hardware stack error, a launch timeout, ...) and the device's CUDA context
+// is lost. Every later CUDA call in this process fails with the same error, on every Runtime of
+// that device and in any other library using its primary context; only a new process can use
+// the GPU again (docs/RELIABILITY.md). A CudaError, so code that catches those still does.
+class CudaContextLostError : public CudaError {
+ public:
+  using CudaError::CudaError;
+};
+
 // A compile error also carries the NVRTC log and the rendered source it refers to.
 class CompileError : public Error {
  public:

@@ -99,6 +99,14 @@ class Runtime {
   // the Decision.
   template <class T>
   SpammInfo spamm(const DeviceDense<T>& a, const DeviceDense<T>& b, DeviceDense<T>& c, const SpammOptions& options = {});
+  // fp16 or bf16 operands as the caller holds them (what a 16-bit GEMM takes): no conversion
+  // pass; the products accumulate in f32 into an f32 C. precision is the operands' own (fp16
+  // for half, bf16 for bfloat16; Full means it too), another is an UnsupportedError. The
+  // operands are read in place when k, n and both leading dimensions are multiples of 8, else
+  // through padded copies the norm pass writes.
+  SpammInfo spamm(const DeviceDense<half>& a, const DeviceDense<half>& b, DeviceDense<float>& c, const SpammOptions& options = {});
+  SpammInfo spamm(const DeviceDense<bfloat16>& a, const DeviceDense<bfloat16>& b, DeviceDense<float>& c,
+                  const SpammOptions& options = {});
 
  private:
   std::shared_ptr<detail::RuntimeState> state_;

@@ -1,7 +1,7 @@
 // mma: SpAMM's kept tile products on tensor cores (templates/spamm_mma.cu), mma.sync with f32
 // accumulation in the precision the caller asked for: full f32 as the 3xTF32 split (m16n8k8),
 // tf32 (one m16n8k8 product of operands rounded to TF32), fp16 or bf16 (m16n8k16 on the
-// executor's converted copies). f32 only.
+// caller's 16-bit operands or the executor's converted copies). f32 C only.
 #include "sparsejit/error.hpp"
 #include "variants/spamm/spamm_variant.hpp"
 
@@ -9,22 +9,26 @@ namespace sparsejit::variants::spamm {
 
 namespace {
 
-bool half_operands(const plan::SpammProblem& p) { return reads_converted_copies(p.precision); }
+bool half_operands(const plan::SpammProblem& p) { return variants::half_operands(p.precision); }
 int elem_bytes(const plan::SpammProblem& p) { return half_operands(p) ? 2 : 4; }
 int mma_k(const plan::SpammProblem& p) { return half_operands(p) ? 16 : 8; }
 // A rows 4 words past a multiple of 32 banks, B rows 8 (spamm_mma.cu's conflict-free reads).
 int pad_a(const plan::SpammProblem& p) { return half_operands(p) ? 8 : 4; }
 int pad_b(const plan::SpammProblem&) { return 8; }
 
-// A warp's part of the block's C tile: 4 warps up to tile 64, 8 for 128.
+// A warp's part of the block's C region (group x group tiles): 4 warps up to a 64 region, 8
+// for 128 (a tile 128, or a group of 2 x 2 tiles of 64: each warp's 64 x 32 part inside one).
 struct WarpShape {
   int rows, cols;
 };
-WarpShape warp_shape(int32_t tile) { return tile <= 32 ? WarpShape{16, 16} : tile == 64 ? WarpShape{32, 32} : WarpShape{64, 32}; }
-int block_threads(int32_t tile) {
-  const WarpShape w = warp_shape(tile);
-  return 32 * (tile / w.rows) * (tile / w.cols);
+WarpShape warp_shape(int32_t region) {
+  return region <= 32 ? WarpShape{16, 16} : region == 64 ? WarpShape{32, 32} : WarpShape{64, 32};
 }
+int block_threads(int32_t region) {
+  const WarpShape w = warp_shape(region);
+  return 32 * (region / w.rows) * (region / w.cols);
+}
+int32_t region_of(const plan::SpammProblem& p, const nlohmann::json& params) { return p.tile * params.at("group").get<int>(); }
 
 const char* precision_flag(const plan::SpammProblem& p) {
   switch (p.precision) {
@@ -34,6 +38,12 @@ const char* precision_flag(const plan::SpammProblem& p) {
   }
 }
 
+// Blocks per SM the launch bounds promise. tf32 and 16-bit parts of 64 x 32 hold 64
+// accumulators and 24 fragment registers: within 128 registers, so two 256-thread blocks fit
+// an SM (the first H100 profile: 137 registers, one block, 2 warps per scheduler, 83% of
+// cycles with none eligible). The 3xTF32 split holds both halves of every fragment: one block.
+int min_blocks(const plan::SpammProblem& p) { return p.precision == SpammPrecision::Full ? 1 : 2; }
+
 jit::KernelSpec spec_of(const plan::SpammProblem& p, const nlohmann::json& params) {
   const int slice = params.at("slice").get<int>(), stages = params.at("stages").get<int>(), vec = params.at("vec").get<int>();
   const bool fp16 = p.precision == SpammPrecision::FP16, bf16 = p.precision == SpammPrecision::BF16;
@@ -41,14 +51,16 @@ jit::KernelSpec spec_of(const plan::SpammProblem& p, const nlohmann::json& param
   const std::string mma_op = fp16   ? "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
                              : bf16 ? "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
                                     : "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32";
-  const WarpShape w = warp_shape(p.tile);
+  const int group = params.at("group").get<int>();
+  const int32_t region = region_of(p, params);
+  const WarpShape w = warp_shape(region);
   const std::string flag = precision_flag(p);
-  const std::string name = "sj_spamm_mma_" + std::string(to_string(p.precision)) + "_t" + std::to_string(p.tile) + "_s" +
-                           std::to_string(slice) + "x" + std::to_string(stages) + "_v" + std::to_string(vec);
+  const std::string name = "sj_spamm_mma_" + std::string(to_string(p.precision)) + "_t" + std::to_string(p.tile) + "_g" +
+                           std::to_string(group) + "_s" + std::to_string(slice) + "x" + std::to_string(stages) + "_v" + std::to_string(vec);
   return {"spamm_mma.cu", name,
-          {{"elem_t", elem_t}, {"mma_op", mma_op}, {"mma_k", mma_k(p)}, {"tile", p.tile}, {"slice", slice}, {"stages", stages},
-           {"vec", vec}, {"pad_a", pad_a(p)}, {"pad_b", pad_b(p)}, {"min_blocks", 1}, {"warp_rows", w.rows},
-           {"warp_cols", w.cols}, {"block_size", block_threads(p.tile)}, {"split3", flag == "split3"}, {"tf32", flag == "tf32"},
+          {{"elem_t", elem_t}, {"mma_op", mma_op}, {"mma_k", mma_k(p)}, {"tile", p.tile}, {"group", group}, {"slice", slice}, {"stages", stages},
+           {"vec", vec}, {"pad_a", pad_a(p)}, {"pad_b", pad_b(p)}, {"min_blocks", min_blocks(p)}, {"warp_rows", w.rows},
+           {"warp_cols", w.cols}, {"block_size", block_threads(region)}, {"split3", flag == "split3"}, {"tf32", flag == "tf32"},
            {"half", flag == "half"}, {"fp16", fp16}, {"bf16", bf16}},
           {}};
 }
@@ -67,21 +79,31 @@ class Mma final : public SpammVariantOf<Mma> {
     return "";
   }
 
-  // slice 32 (four tf32 or two fp16 mma steps), three stages: a 64-tile stage is 18 KB (f32).
+  // slice 32 (four tf32 or two fp16 mma steps), three stages. group 2 at tile 64: a block
+  // stages a 128-row A slice and a 128-column B slice for 2 x 2 C tiles, so each staged byte
+  // feeds twice the flops (32 -> 64 flop per byte of fp16 from L2, 16 -> 32 f32): at N = 8192
+  // and 5% kept, 1.7 GB of fp16 staging (about 0.35 ms at the ~5 TB/s L2 rate the first run
+  // reached: the limit) becomes 0.9 GB plus the products a group lists for one tile and not
+  // another (decay matrices: neighbouring tiles keep nearly the same k). A stage is then 19 KB
+  // (fp16) or 36 KB (f32).
   nlohmann::json defaults(const SpammPlanInputs& in) const override {
-    return {{"slice", 32}, {"stages", 3}, {"vec", default_vec(in.problem, elem_bytes(in.problem))}};
+    return {{"slice", 32}, {"stages", 3}, {"vec", default_vec(in.problem, elem_bytes(in.problem))}, {"group", in.problem.tile == 64 ? 2 : 1}};
   }
 
   void check(const plan::SpammProblem& p, const plan::DeviceTarget& device, const nlohmann::json& params) const override {
     if (device.sm < 80) throw UnsupportedError("mma: needs sm_80 or later (cp.async, TF32 and bf16 mma.sync); " + device.name + " is sm_" + std::to_string(device.sm));
+    const int group = params.at("group").get<int>();
+    if (group != 1 && !(group == 2 && p.tile == 64))
+      throw InvalidInputError("mma: group = " + std::to_string(group) + " must be 1, or 2 with tile 64 (the tile is " + std::to_string(p.tile) + ")");
     const int slice = params.at("slice").get<int>();
-    check_tile_loop(name, p, device, params, elem_bytes(p), mma_k(p), stage_bytes(p.tile, slice, pad_a(p), pad_b(p), elem_bytes(p)));
+    check_tile_loop(name, p, device, params, elem_bytes(p), mma_k(p),
+                    stage_bytes(region_of(p, params), slice, pad_a(p), pad_b(p), elem_bytes(p)));
   }
 
   nlohmann::json cost_terms(const SpammPlanInputs& in, const nlohmann::json&) const override {
     const std::string rate = rate_class(in.problem, true);
     const double flops = kept_flops(in);
-    nlohmann::json terms = {{"launch", 1.0}, {"c_tiles", double(in.problem.tile_rows()) * in.problem.tile_cols()}};
+    nlohmann::json terms = tile_loop_terms(in);
     for (const char* r : {"3xtf32", "tf32", "f16"}) terms[std::string("mma_") + r + "_flops"] = rate == r ? flops : 0.0;
     return terms;
   }
@@ -96,9 +118,11 @@ class Mma final : public SpammVariantOf<Mma> {
       const nlohmann::json& params = p.decision.params;
       const plan::SpammProblem& problem = p.problem;
       TileLoopLaunch launch;
-      launch.block_threads = block_threads(problem.tile);
+      const int32_t region = region_of(problem, params);
+      launch.block_threads = block_threads(region);
+      launch.group = params.at("group").template get<int>();
       launch.stage_bytes = params.at("stages").template get<int>() *
-                           stage_bytes(problem.tile, params.at("slice").template get<int>(), pad_a(problem), pad_b(problem), elem_bytes(problem));
+                           stage_bytes(region, params.at("slice").template get<int>(), pad_a(problem), pad_b(problem), elem_bytes(problem));
       return prepare_tile_loop(p, spec_of(problem, params), launch);
     }
   }

@@ -48,15 +48,14 @@ class Simt final : public SpammVariantOf<Simt> {
     check_tile_loop(name, p, device, params, elem_bytes(p), 1, stage_bytes(p.tile, slice, pad(p), pad(p), elem_bytes(p)));
   }
 
-  // launch, c_tiles: the list of each C tile and its store; the kept products' flops at the
-  // value type's SIMT rate.
+  // tile_loop_terms, and the kept products' flops at the value type's SIMT rate.
   nlohmann::json cost_terms(const SpammPlanInputs& in, const nlohmann::json&) const override {
     const bool f64 = in.problem.dtype == DType::F64;
     const double flops = kept_flops(in);
-    return {{"launch", 1.0},
-            {"c_tiles", double(in.problem.tile_rows()) * in.problem.tile_cols()},
-            {"simt_f32_flops", f64 ? 0.0 : flops},
-            {"simt_f64_flops", f64 ? flops : 0.0}};
+    nlohmann::json terms = tile_loop_terms(in);
+    terms["simt_f32_flops"] = f64 ? 0.0 : flops;
+    terms["simt_f64_flops"] = f64 ? flops : 0.0;
+    return terms;
   }
 
   std::vector<jit::KernelSpec> kernel_specs(const Decision& d, const plan::SpammProblem& p) const override { return {spec_of(p, d.params)}; }

@@ -17,6 +17,16 @@ double kept_flops(const SpammPlanInputs& in) {
   return 2.0 * t * t * t * double(in.features.selection.valid);
 }
 
+nlohmann::json tile_loop_terms(const SpammPlanInputs& in) {
+  const plan::SpammProblem& p = in.problem;
+  const bool searching = in.features.tau_to_search;
+  const double operand_bytes = double(size_of(p.operands)) * (double(p.m) * p.k + double(p.k) * p.n);
+  return {{"launch", 1.0},
+          {"c_tiles", double(p.tile_rows()) * p.tile_cols()},
+          {"norm_bytes", searching ? operand_bytes : 0.0},
+          {"tau_search", searching ? 1.0 : 0.0}};
+}
+
 double dense_flops(const plan::SpammProblem& p) { return 2.0 * double(p.m) * double(p.k) * double(p.n); }
 
 std::string rate_class(const plan::SpammProblem& p, bool tensor_cores) {
@@ -38,10 +48,10 @@ template <class T>
 void launch_tile_loop(const cuda::Kernel& kernel, const TileLoopLaunch& launch, const plan::SpammProblem& p, int multiprocessors,
                       const SpammOperands<T>& o) {
   int tile_rows = p.tile_rows(), tile_inner = p.tile_inner(), tile_cols = p.tile_cols();
-  const int64_t tiles = int64_t(tile_rows) * tile_cols;
-  if (tiles == 0) return;
+  const int64_t groups = ((int64_t(tile_rows) + launch.group - 1) / launch.group) * ((int64_t(tile_cols) + launch.group - 1) / launch.group);
+  if (groups == 0) return;
   const int64_t resident = int64_t(std::max(launch.blocks_per_sm, 1)) * multiprocessors;
-  const unsigned blocks = unsigned(std::min<int64_t>(tiles, resident));
+  const unsigned blocks = unsigned(std::min<int64_t>(groups, resident));
   CUdeviceptr a = o.a.data, b = o.b.data, c = o.c.buffer().ptr(), a_norms = o.a_norms, b_norms = o.b_norms;
   long long lda = o.a.ld, ldb = o.b.ld, ldc = o.c.ld();
   int a_rows = o.a.rows, a_cols = o.a.cols, b_cols = o.b.cols, c_rows = o.c.rows(), c_cols = o.c.cols();
@@ -58,20 +68,37 @@ void note_kernel(Decision& d, const ops::LoadedKernel& loaded) {
   d.load_ms += loaded.load_ms;
 }
 
-bool reads_converted_copies(SpammPrecision precision) {
+bool half_operands(SpammPrecision precision) {
   return precision == SpammPrecision::FP16 || precision == SpammPrecision::BF16;
 }
 
 int default_vec(const plan::SpammProblem& p, int elem_bytes) {
   const int vec = 16 / elem_bytes;
-  if (reads_converted_copies(p.precision)) return vec;
+  if (half_operands(p.precision)) return vec;
   for (int64_t size : {int64_t(p.k), int64_t(p.n), p.lda, p.ldb})
     if (size % vec != 0) return 1;
   return vec;
 }
 
-int64_t stage_bytes(int32_t tile, int slice, int pad_a, int pad_b, int elem_bytes) {
-  return (int64_t(tile) * (slice + pad_a) + int64_t(slice) * (tile + pad_b)) * elem_bytes;
+jit::KernelSpec norms_spec(DType stored, SpammPrecision precision, int32_t tile, bool copies, int vec) {
+  const bool fp16 = precision == SpammPrecision::FP16, bf16 = precision == SpammPrecision::BF16;
+  const std::string value_t = cuda_type_name(stored);
+  const std::string copy_t = copies ? (fp16 ? "__half" : "__nv_bfloat16") : value_t;
+  const std::string to_float = stored == DType::F16 ? "__half2float" : stored == DType::BF16 ? "__bfloat162float" : "";
+  const bool converts = copies && copy_t != value_t;
+  const std::string convert = !converts ? "" : fp16 ? "__float2half_rn" : "__float2bfloat16_rn";
+  const std::string name = std::string("sj_spamm_norms_") + to_string(stored) + "_t" + std::to_string(tile) + "_v" + std::to_string(vec) +
+                           (copies ? std::string("_copy_") + to_string(precision) : "");
+  return {"spamm_norms.cu", name,
+          {{"value_t", value_t}, {"to_float", to_float}, {"copy_t", copy_t}, {"convert", convert}, {"tile", tile}, {"vec", vec},
+           {"write_copy", copies}, {"fp16", fp16 || stored == DType::F16}, {"bf16", bf16 || stored == DType::BF16}},
+          {}};
+}
+
+jit::KernelSpec select_spec() { return {"spamm_select.cu", "sj_spamm_select", nlohmann::json::object(), {}}; }
+
+int64_t stage_bytes(int32_t region, int slice, int pad_a, int pad_b, int elem_bytes) {
+  return (int64_t(region) * (slice + pad_a) + int64_t(slice) * (region + pad_b)) * elem_bytes;
 }
 
 void check_tile_loop(const std::string& variant, const plan::SpammProblem& p, const plan::DeviceTarget& device,
@@ -86,7 +113,7 @@ void check_tile_loop(const std::string& variant, const plan::SpammProblem& p, co
     throw InvalidInputError(variant + ": vec = " + std::to_string(vec) + " must be 1 or " + std::to_string(16 / elem_bytes));
   if (vec > widest)
     throw InvalidInputError(variant + ": vec = " + std::to_string(vec) + " needs k, n and the leading dimensions of A and B to be multiples of it");
-  if (reads_converted_copies(p.precision) && vec == 1)
+  if (half_operands(p.precision) && vec == 1)
     throw InvalidInputError(variant + ": vec = 1 would copy 2-byte elements, which cp.async cannot; the converted copies take vec = 8");
   const int64_t bytes = stages * one_stage + 4 * int64_t(std::max(p.tile_inner(), 1));
   if (bytes > device.shared_per_block_optin)
@@ -121,6 +148,7 @@ std::unique_ptr<SpammExecution<T>> prepare_tile_loop(const SpammPreparation<T>& 
   note_kernel(p.decision, loaded);
   const int64_t shared = tile_loop_shared_bytes(launch, p.problem.tile_inner());
   if (shared > 48 * 1024) loaded.kernel.set_max_dynamic_shared(int(shared));
+  loaded.kernel.prefer_max_shared_carveout();
   launch.blocks_per_sm = std::max(1, loaded.kernel.max_active_blocks_per_sm(launch.block_threads, std::size_t(shared)));
   return std::make_unique<TileLoopExecution<T>>(loaded.kernel, launch, p.problem, p.rt.target.multiprocessors);
 }

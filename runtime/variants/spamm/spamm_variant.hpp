@@ -34,7 +34,8 @@ struct SpammPlanInputs {
 };
 
 // Where the operands of the kept products are read from: the caller's A and B, or (fp16 and
-// bf16) the executor's converted copies, zero-padded to whole tiles.
+// bf16 of f32 operands, or of 16-bit ones whose sizes are not whole 16-byte copies) the
+// executor's converted copies, zero-padded to whole tiles.
 struct SpammOperand {
   CUdeviceptr data = 0;
   int64_t ld = 0;
@@ -114,17 +115,23 @@ using SpammRegistry = Registry<SpammVariant>;
 // The flops of the kept tile products, 2·t³ each (edge tiles counted whole: the kernels
 // compute them whole).
 double kept_flops(const SpammPlanInputs& in);
+// The terms every tile variant pays besides its products: a launch; per C tile its list of kept
+// k and its store; and, while τ is still to be searched for a share the caller asked
+// (features.tau_to_search), the norm pass over A and B (norm_bytes) and the search
+// (tau_search: one), which cuBLAS decided before the norms does without.
+nlohmann::json tile_loop_terms(const SpammPlanInputs& in);
 // The flops of the whole product, 2·m·k·n.
 double dense_flops(const plan::SpammProblem& problem);
 // "f32", "tf32", "3xtf32", "f16" (fp16 and bf16) or "f64": the rate class of a kept product on
 // tensor cores or SIMT, which names the model's terms.
 std::string rate_class(const plan::SpammProblem& problem, bool tensor_cores);
 
-// The multiplication kernels' shared launch: one block per C tile up to the resident limit,
-// each block striding over C's tiles (spamm_stage.cuh). Used by simt.cpp and mma.cpp.
+// The multiplication kernels' shared launch: one block per group of C tiles up to the resident
+// limit, each block striding over the groups (spamm_stage.cuh). Used by simt.cpp and mma.cpp.
 struct TileLoopLaunch {
   int block_threads = 0;
   int blocks_per_sm = 1;
+  int group = 1;            // C tiles per block side
   int64_t stage_bytes = 0;  // shared memory of the staged slices
 };
 // Dynamic shared memory of a launch: the stages plus the list of kept k (4 bytes each).
@@ -137,10 +144,12 @@ void launch_tile_loop(const cuda::Kernel& kernel, const TileLoopLaunch& launch, 
 // Adds how a kernel was obtained to a decision: its origin when slower than the others' and its times.
 void note_kernel(Decision& decision, const ops::LoadedKernel& loaded);
 
-// Whether the products read the executor's converted copies (fp16, bf16) instead of A and B.
-bool reads_converted_copies(SpammPrecision precision);
+// Whether the products read 16-bit operands (fp16, bf16): the caller's f16/bf16 A and B, or the
+// executor's copies of f32 ones (ops/spamm.cpp decides which).
+bool half_operands(SpammPrecision precision);
 // Elements per staged copy: 16 bytes' worth when every size and leading dimension the copies
-// touch is a multiple of it (always for the padded copies), else 1.
+// touch is a multiple of it (always for 16-bit operands: the executor reads the caller's only
+// when they are, else its padded copies), else 1.
 int default_vec(const plan::SpammProblem& problem, int elem_bytes);
 // The tile loop parameters every multiplication variant takes ({"slice", "stages", "vec"})
 // refused, naming the value, when they cannot run: slice not dividing the tile or not whole
@@ -148,9 +157,16 @@ int default_vec(const plan::SpammProblem& problem, int elem_bytes);
 // bytes where the sizes are not multiples), shared memory past the device's.
 void check_tile_loop(const std::string& variant, const plan::SpammProblem& problem, const plan::DeviceTarget& device,
                      const nlohmann::json& params, int elem_bytes, int step, int64_t stage_bytes);
-// Staged bytes of one stage: tile rows of (slice + pad_a) A elements, slice rows of
-// (tile + pad_b) B elements.
-int64_t stage_bytes(int32_t tile, int slice, int pad_a, int pad_b, int elem_bytes);
+// Staged bytes of one stage: `region` rows of (slice + pad_a) A elements, slice rows of
+// (region + pad_b) B elements (region: the block's C part, group x tile).
+int64_t stage_bytes(int32_t region, int slice, int pad_a, int pad_b, int elem_bytes);
+
+// The norm pass of one operand (templates/spamm_norms.cu): `stored` the matrix's element type,
+// copies whether it also writes the 16-bit copy of `precision`, vec the elements per load (1,
+// or 16 bytes' worth when the columns and the leading dimension are multiples of it).
+jit::KernelSpec norms_spec(DType stored, SpammPrecision precision, int32_t tile, bool copies, int vec);
+// The selection at a τ (templates/spamm_select.cu).
+jit::KernelSpec select_spec();
 
 // Loads a tile-loop kernel (its origin and times go into the decision) and sizes its grid.
 template <class T>

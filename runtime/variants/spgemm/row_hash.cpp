@@ -281,12 +281,8 @@ struct ScratchLayout {
 
 ScratchLayout layout_for(const BinCounts& c, int64_t m, int64_t global_blocks, int acc) {
   ScratchLayout l;
-  std::size_t at = 0;
-  const auto take = [&](std::size_t bytes) {
-    const std::size_t start = at;
-    at += (bytes + kAlign - 1) / kAlign * kAlign;
-    return start;
-  };
+  cuda::ScratchCursor cursor(kAlign);
+  const auto take = [&](std::size_t bytes) { return cursor.take(bytes); };
   l.counts = take(std::size_t(m + 1) * 4);
   l.row_products = take(std::size_t(m) * 4);
   l.row_lo = take(c.dense_span > 0 ? std::size_t(m) * 4 : 0);
@@ -305,7 +301,7 @@ ScratchLayout layout_for(const BinCounts& c, int64_t m, int64_t global_blocks, i
   l.table_vals = take(std::size_t(slots) * std::size_t(acc));
   l.scan_bytes = ops::exclusive_scan_bytes(m + 1);
   l.scan = take(l.scan_bytes);
-  l.total = at;
+  l.total = cursor.total();
   return l;
 }
 
