@@ -374,6 +374,7 @@ TEST(KernelCache, ReadOnlyCacheFindsMeasuredSelectionsAndStoresNone) {
   EXPECT_EQ(count_warnings(err), 0) << err;
   EXPECT_EQ(cache_stats(dir.string()).measured_records, 2);  // the third was not stored
   fs::remove_all(dir);
+  fs::remove_all(fs::path(log).parent_path());
 }
 
 TuningRecord tune_record(const DeviceKey& device, int group_size, double ms) {
