@@ -28,34 +28,77 @@ constexpr const char* kKeyMatch =
     "schema_version = ?1 AND library_version = ?2 AND template_name = ?3 AND source_sha256 = ?4 AND "
     "options = ?5 AND arch = ?6 AND nvrtc_version = ?7";
 
+// The five device-key columns, bound to parameters ?1..?5 (bind_device).
 constexpr const char* kDeviceMatch =
-    "device_name = ?1 AND compute_capability = ?2 AND driver_version = ?3 AND library_version = ?4";
+    "device_name = ?1 AND compute_capability = ?2 AND driver_version = ?3 AND library_version = ?4 AND "
+    "multiprocessors = ?5";
 
 void bind_device(Statement& statement, const DeviceKey& device) {
   statement.bind(1, device.device_name)
       .bind(2, int64_t(device.compute_capability))
       .bind(3, int64_t(device.driver_version))
-      .bind(4, device.library_version);
+      .bind(4, device.library_version)
+      .bind(5, int64_t(device.multiprocessors));
 }
 
-constexpr const char* kTuningColumns =
-    "device_name, compute_capability, driver_version, library_version, op, feature_bucket, variant, "
-    "params_json, time_ms, checked, created";
+constexpr const char* kTuningColumns = kTuningRecordColumns;
 
-TuningRecord read_tuning_record(const Statement& row) {
+RecordKind parse_kind(const std::string& text) { return text == "measured" ? RecordKind::Measured : RecordKind::Tune; }
+
+// The JSON column `index` of `row`, or nullopt (with `problem` set) when it does not parse or
+// is not of `shape`.
+std::optional<nlohmann::json> json_column(const Statement& row, int index, nlohmann::json::value_t shape, const char* name,
+                                          std::string& problem) {
+  nlohmann::json value = nlohmann::json::parse(row.column_text(index), nullptr, /*allow_exceptions=*/false);
+  if (value.type() == shape) return value;
+  problem = std::string(name) + (value.is_discarded() ? " does not parse as JSON" : " has the wrong JSON type");
+  return std::nullopt;
+}
+
+// What an unreadable row was about, for the warning: its op and pattern (or bucket).
+std::string record_label(const Statement& row) {
+  const std::string fingerprint = row.column_text(13);
+  return row.column_text(5) + " " + (fingerprint.empty() ? row.column_text(6) : fingerprint);
+}
+
+// Every timing must name its variant: the readers of records index on it.
+bool timings_well_formed(const nlohmann::json& timings) {
+  for (const auto& t : timings)
+    if (!t.is_object() || !t.contains("variant") || !t["variant"].is_string()) return false;
+  return true;
+}
+
+// One row of kTuningColumns, or nullopt with `problem` naming what is unreadable.
+std::optional<TuningRecord> read_tuning_record(const Statement& row, std::string& problem) {
   TuningRecord r;
-  r.device = {row.column_text(0), int(row.column_int(1)), int(row.column_int(2)), row.column_text(3)};
-  r.op = row.column_text(4);
-  r.feature_bucket = row.column_text(5);
-  r.variant = row.column_text(6);
-  r.params = nlohmann::json::parse(row.column_text(7), nullptr, /*allow_exceptions=*/false);
-  r.time_ms = row.column_double(8);
-  r.checked = row.column_int(9) != 0;
-  r.created = row.column_int(10);
+  r.device = {row.column_text(0), int(row.column_int(1)), int(row.column_int(2)), row.column_text(3), int(row.column_int(4))};
+  r.op = row.column_text(5);
+  r.feature_bucket = row.column_text(6);
+  r.variant = row.column_text(7);
+  const auto params = json_column(row, 8, nlohmann::json::value_t::object, "params_json", problem);
+  r.time_ms = row.column_double(9);
+  r.checked = row.column_int(10) != 0;
+  r.created = row.column_int(11);
+  r.kind = parse_kind(row.column_text(12));
+  r.fingerprint = row.column_text(13);
+  r.plan_key = row.column_text(14);
+  r.model_version = row.column_text(15);
+  const auto features = json_column(row, 16, nlohmann::json::value_t::object, "features_json", problem);
+  const auto timings = json_column(row, 17, nlohmann::json::value_t::array, "timings_json", problem);
+  if (!params || !features || !timings) return std::nullopt;
+  if (!timings_well_formed(*timings)) {
+    problem = "timings_json has an entry without a variant";
+    return std::nullopt;
+  }
+  r.params = *params;
+  r.features = *features;
+  r.timings = *timings;
   return r;
 }
 
 }  // namespace
+
+const char* to_string(RecordKind kind) { return kind == RecordKind::Measured ? "measured" : "tune"; }
 
 CacheStore::CacheStore(const std::optional<std::string>& dir) : dir_(dir) {
   if (dir_) {
@@ -197,40 +240,118 @@ void CacheStore::insert_tuning_record(const TuningRecord& record) {
     if (skips_writes()) return;
     WriteTransaction transaction(c);
     auto insert = c.prepare(std::string("INSERT INTO tuning_records (") + kTuningColumns +
-                            ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)");
+                            ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)");
     bind_device(insert, record.device);
-    insert.bind(5, record.op)
-        .bind(6, record.feature_bucket)
-        .bind(7, record.variant)
-        .bind(8, record.params.dump())
-        .bind(9, record.time_ms)
-        .bind(10, int64_t(record.checked ? 1 : 0))
-        .bind(11, record.created != 0 ? record.created : now_ms())
+    insert.bind(6, record.op)
+        .bind(7, record.feature_bucket)
+        .bind(8, record.variant)
+        .bind(9, record.params.dump())
+        .bind(10, record.time_ms)
+        .bind(11, int64_t(record.checked ? 1 : 0))
+        .bind(12, record.created != 0 ? record.created : now_ms())
+        .bind(13, std::string(to_string(record.kind)))
+        .bind(14, record.fingerprint)
+        .bind(15, record.plan_key)
+        .bind(16, record.model_version)
+        .bind(17, record.features.dump())
+        .bind(18, record.timings.dump())
         .step();
     transaction.commit();
   });
+}
+
+std::vector<TuningRecord> CacheStore::read_records(Statement& select) {
+  std::vector<TuningRecord> records;
+  while (select.step()) {
+    std::string problem;
+    if (auto record = read_tuning_record(select, problem)) {
+      records.push_back(std::move(*record));
+    } else if (!told_unreadable_row_) {
+      // A row another build or a damaged write left: not worth failing a lookup for, and one
+      // warning is enough however many lookups meet it.
+      log(LogLevel::Warn, "kernel cache " + db_.connection->path() + ": skipping unreadable tuning records (" + problem +
+                              " in a record of " + record_label(select) + ")");
+      told_unreadable_row_ = true;
+    }
+  }
+  return records;
 }
 
 std::vector<TuningRecord> CacheStore::find_tuning_records(const DeviceKey& device, const std::string& op,
                                                           const std::string& feature_bucket) {
   std::vector<TuningRecord> records;
   guarded([&](Connection& c) {
-    records.clear();
     auto select = c.prepare(std::string("SELECT ") + kTuningColumns + " FROM tuning_records WHERE " + kDeviceMatch +
-                            " AND op = ?5 AND feature_bucket = ?6 ORDER BY time_ms, variant, id");
+                            " AND op = ?6 AND feature_bucket = ?7 AND kind = 'tune' ORDER BY time_ms, variant, id");
     bind_device(select, device);
-    select.bind(5, op).bind(6, feature_bucket);
-    while (select.step()) records.push_back(read_tuning_record(select));
+    select.bind(6, op).bind(7, feature_bucket);
+    records = read_records(select);
   });
   return records;
+}
+
+std::optional<TuningRecord> CacheStore::find_measured_record(const MeasuredKey& key) {
+  std::vector<TuningRecord> records;
+  guarded([&](Connection& c) {
+    auto select = c.prepare(std::string("SELECT ") + kTuningColumns + " FROM tuning_records WHERE " + kDeviceMatch +
+                            " AND kind = 'measured' AND fingerprint = ?6 AND plan_key = ?7 AND model_version = ?8 "
+                            "ORDER BY created DESC, id DESC");
+    bind_device(select, key.device);
+    select.bind(6, key.fingerprint).bind(7, key.plan_key).bind(8, key.model_version);
+    records = read_records(select);
+  });
+  if (records.empty()) return std::nullopt;
+  return std::move(records.front());
+}
+
+std::vector<TuningRecord> CacheStore::device_records(const DeviceKey& device, const std::string& op) {
+  std::vector<TuningRecord> records;
+  guarded([&](Connection& c) {
+    auto select = c.prepare(std::string("SELECT ") + kTuningColumns + " FROM tuning_records WHERE " + kDeviceMatch +
+                            " AND op = ?6 ORDER BY id");
+    bind_device(select, device);
+    select.bind(6, op);
+    records = read_records(select);
+  });
+  return records;
+}
+
+std::vector<TuningRecord> CacheStore::measured_records() {
+  std::vector<TuningRecord> records;
+  guarded([&](Connection& c) {
+    auto select = c.prepare(std::string("SELECT ") + kTuningColumns +
+                            " FROM tuning_records WHERE kind = 'measured' ORDER BY created DESC, id DESC");
+    records = read_records(select);
+  });
+  return records;
+}
+
+int64_t CacheStore::remove_measured_records(const std::function<bool(const TuningRecord&)>& stale) {
+  int64_t removed = 0;
+  guarded([&](Connection& c) {
+    removed = 0;
+    if (skips_writes()) return;
+    WriteTransaction transaction(c);
+    // The rowid follows the record's columns, so read_tuning_record reads the row as it is.
+    auto select = c.prepare(std::string("SELECT ") + kTuningColumns + ", id FROM tuning_records WHERE kind = 'measured'");
+    std::vector<int64_t> ids;
+    while (select.step()) {
+      std::string problem;
+      const auto record = read_tuning_record(select, problem);
+      if (!record || stale(*record)) ids.push_back(select.column_int(18));
+    }
+    for (const int64_t id : ids) c.prepare("DELETE FROM tuning_records WHERE id = ?1").bind(1, id).step();
+    transaction.commit();
+    removed = int64_t(ids.size());
+  });
+  return removed;
 }
 
 std::vector<TuningRecord> CacheStore::all_tuning_records() {
   std::vector<TuningRecord> records;
   guarded([&](Connection& c) {
-    records.clear();
     auto select = c.prepare(std::string("SELECT ") + kTuningColumns + " FROM tuning_records ORDER BY id");
-    while (select.step()) records.push_back(read_tuning_record(select));
+    records = read_records(select);
   });
   return records;
 }
@@ -240,13 +361,13 @@ void CacheStore::put_model(const ModelRecord& model) {
     if (skips_writes()) return;
     WriteTransaction transaction(c);
     auto insert = c.prepare(
-        "INSERT OR REPLACE INTO models (device_name, compute_capability, driver_version, library_version, name, "
-        "version, json, created) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
+        "INSERT OR REPLACE INTO models (device_name, compute_capability, driver_version, library_version, "
+        "multiprocessors, name, version, json, created) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)");
     bind_device(insert, model.device);
-    insert.bind(5, model.name)
-        .bind(6, int64_t(model.version))
-        .bind(7, model.json.dump())
-        .bind(8, model.created != 0 ? model.created : now_ms())
+    insert.bind(6, model.name)
+        .bind(7, int64_t(model.version))
+        .bind(8, model.json.dump())
+        .bind(9, model.created != 0 ? model.created : now_ms())
         .step();
     transaction.commit();
   });
@@ -257,9 +378,9 @@ std::optional<ModelRecord> CacheStore::find_model(const std::string& name, const
   guarded([&](Connection& c) {
     found.reset();
     auto select = c.prepare(std::string("SELECT version, json, created FROM models WHERE ") + kDeviceMatch +
-                            " AND name = ?5");
+                            " AND name = ?6");
     bind_device(select, device);
-    select.bind(5, name);
+    select.bind(6, name);
     if (!select.step()) return;
     found = ModelRecord{name, int(select.column_int(0)), device,
                         nlohmann::json::parse(select.column_text(1), nullptr, false), select.column_int(2)};

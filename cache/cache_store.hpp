@@ -20,23 +20,46 @@
 
 namespace sparsejit::cache {
 
-// What tuning records and models are keyed by; a record for another key is ignored.
-struct DeviceKey {
-  std::string device_name;     // e.g. "NVIDIA H100 80GB HBM3"
-  int compute_capability = 0;  // e.g. 90
-  int driver_version = 0;      // cuDriverGetVersion, e.g. 13000
-  std::string library_version;
-};
+// Two kinds of tuning record share one table:
+//   Tune      `sparsejit tune`: one candidate measured on one case (params carry
+//             plan::kMeasuredOn), timings its one measurement.
+//   Measured  a measured selection of the runtime: the shortlist timed for one pattern and
+//             problem; variant, params and time_ms are the choice, timings every setting timed.
+//             Looked up by device key, fingerprint, plan key and model version (exactly).
+enum class RecordKind { Tune, Measured };
+const char* to_string(RecordKind kind);  // "tune", "measured"
 
 struct TuningRecord {
   DeviceKey device;
   std::string op;              // "spmm", "sddmm", ...
   std::string feature_bucket;  // the planner's bucket of the matrix features
-  std::string variant;         // the kernel variant that was measured
+  std::string variant;         // the kernel variant that was measured (Measured: chosen)
   nlohmann::json params = nlohmann::json::object();
   double time_ms = 0;
-  bool checked = false;        // output matched the CPU reference
+  bool checked = false;        // output matched the CPU reference (Measured: not compared, false)
   int64_t created = 0;         // unix ms; 0 means "now" on insert
+  RecordKind kind = RecordKind::Tune;
+  std::string fingerprint;     // the pattern's fingerprint_hex
+  std::string plan_key;        // Measured: the problem as the executor keys its plans
+  std::string model_version;   // Measured: the model that priced the shortlist
+  nlohmann::json features = nlohmann::json::object();  // the planner's Decision features
+  // [{"variant", "params", "ms" (null: did not run), "predicted_ms", "terms"}]
+  nlohmann::json timings = nlohmann::json::array();
+};
+
+// The columns of tuning_records in the order records are read and written.
+inline constexpr const char* kTuningRecordColumns =
+    "device_name, compute_capability, driver_version, library_version, multiprocessors, op, feature_bucket, variant, "
+    "params_json, time_ms, checked, created, kind, fingerprint, plan_key, model_version, features_json, timings_json";
+inline constexpr const char* kModelColumns =
+    "name, version, device_name, compute_capability, multiprocessors, driver_version, library_version, json, created";
+
+// The exact key a measured selection is looked up by.
+struct MeasuredKey {
+  DeviceKey device;
+  std::string fingerprint;
+  std::string plan_key;
+  std::string model_version;
 };
 
 struct ModelRecord {
@@ -70,10 +93,20 @@ class CacheStore {
   void insert_kernel(const KernelKey& key, const std::vector<char>& cubin, double compile_ms);
 
   void insert_tuning_record(const TuningRecord& record);
-  // Records for exactly this device key, op and bucket, fastest first.
+  // Tune records for exactly this device key, op and bucket, fastest first.
   std::vector<TuningRecord> find_tuning_records(const DeviceKey& device, const std::string& op,
                                                 const std::string& feature_bucket);
+  // The newest measured selection stored under exactly this key, or nullopt.
+  std::optional<TuningRecord> find_measured_record(const MeasuredKey& key);
+  // Every record of both kinds for exactly this device key and op, oldest first.
+  std::vector<TuningRecord> device_records(const DeviceKey& device, const std::string& op);
   std::vector<TuningRecord> all_tuning_records();
+  // Every measured selection, newest first.
+  std::vector<TuningRecord> measured_records();
+  // Removes the measured selections `stale` picks, and unreadable ones; returns how many.
+  int64_t remove_measured_records(const std::function<bool(const TuningRecord&)>& stale);
+  // Rows whose JSON does not parse (or has the wrong shape) are skipped by every lookup,
+  // with one warning per store.
 
   // Replaces the model with the same name and device key.
   void put_model(const ModelRecord& model);
@@ -98,12 +131,15 @@ class CacheStore {
   void forget_damaged_kernel(Connection& c, const KernelKey& key, const std::string& problem);
   // True for a read-only database, saying so once at info level.
   bool skips_writes();
+  // The records `select` returns (columns kTuningColumns), unreadable rows skipped.
+  std::vector<TuningRecord> read_records(Statement& select);
 
   mutable std::mutex mutex_;
   std::optional<std::string> dir_;
   OpenedDatabase db_;
   bool in_memory_ = false;
   bool told_read_only_ = false;
+  bool told_unreadable_row_ = false;
 };
 
 }  // namespace sparsejit::cache

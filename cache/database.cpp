@@ -36,8 +36,10 @@ CREATE TABLE kernels (
 );
 CREATE TABLE tuning_records (
   id INTEGER PRIMARY KEY,
+  kind TEXT NOT NULL DEFAULT 'tune',
   device_name TEXT NOT NULL,
   compute_capability INTEGER NOT NULL,
+  multiprocessors INTEGER NOT NULL,
   driver_version INTEGER NOT NULL,
   library_version TEXT NOT NULL,
   op TEXT NOT NULL,
@@ -46,20 +48,27 @@ CREATE TABLE tuning_records (
   params_json TEXT NOT NULL,
   time_ms REAL NOT NULL,
   checked INTEGER NOT NULL,
-  created INTEGER NOT NULL
+  created INTEGER NOT NULL,
+  fingerprint TEXT NOT NULL DEFAULT '',
+  plan_key TEXT NOT NULL DEFAULT '',
+  model_version TEXT NOT NULL DEFAULT '',
+  features_json TEXT NOT NULL DEFAULT '{}',
+  timings_json TEXT NOT NULL DEFAULT '[]'
 );
 CREATE INDEX tuning_records_lookup ON tuning_records
-  (device_name, compute_capability, driver_version, library_version, op, feature_bucket);
+  (device_name, compute_capability, multiprocessors, driver_version, library_version, op, feature_bucket);
+CREATE INDEX tuning_records_measured ON tuning_records (fingerprint, plan_key);
 CREATE TABLE models (
   name TEXT NOT NULL,
   version INTEGER NOT NULL,
   device_name TEXT NOT NULL,
   compute_capability INTEGER NOT NULL,
+  multiprocessors INTEGER NOT NULL,
   driver_version INTEGER NOT NULL,
   library_version TEXT NOT NULL,
   json TEXT NOT NULL,
   created INTEGER NOT NULL,
-  PRIMARY KEY (name, device_name, compute_capability, driver_version, library_version)
+  PRIMARY KEY (name, device_name, compute_capability, multiprocessors, driver_version, library_version)
 );
 )sql";
 

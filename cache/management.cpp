@@ -79,12 +79,6 @@ std::vector<fs::path> moved_aside_files(const std::string& dir) {
   return files;
 }
 
-constexpr const char* kTuningRecordColumns =
-    "device_name, compute_capability, driver_version, library_version, op, feature_bucket, variant, params_json, "
-    "time_ms, checked, created";
-constexpr const char* kModelColumns =
-    "name, version, device_name, compute_capability, driver_version, library_version, json, created";
-
 // Copies the tuning records and models SQLite can still read from a moved-aside file into the
 // cache (they cost GPU time to measure; kernels are only compiled again), skipping records
 // already there. A file SQLite cannot read gives nothing. Returns the records copied.
@@ -102,9 +96,10 @@ int64_t salvage_tuning(CacheStore& store, const fs::path& file) {
           c.exec(std::string("INSERT INTO tuning_records (") + kTuningRecordColumns + ") SELECT " + kTuningRecordColumns +
                  " FROM moved.tuning_records AS m WHERE NOT EXISTS (SELECT 1 FROM tuning_records AS t WHERE "
                  "t.device_name = m.device_name AND t.compute_capability = m.compute_capability AND "
-                 "t.driver_version = m.driver_version AND t.library_version = m.library_version AND t.op = m.op AND "
-                 "t.feature_bucket = m.feature_bucket AND t.variant = m.variant AND t.params_json = m.params_json AND "
-                 "t.created = m.created)");
+                 "t.driver_version = m.driver_version AND t.library_version = m.library_version AND "
+                 "t.multiprocessors = m.multiprocessors AND t.op = m.op AND t.kind = m.kind AND "
+                 "t.feature_bucket = m.feature_bucket AND t.fingerprint = m.fingerprint AND t.plan_key = m.plan_key AND "
+                 "t.variant = m.variant AND t.params_json = m.params_json AND t.created = m.created)");
           copied = c.changes();
           c.exec(std::string("INSERT OR IGNORE INTO models (") + kModelColumns + ") SELECT " + kModelColumns +
                  " FROM moved.models");
@@ -140,6 +135,21 @@ std::vector<std::string> remove_old_moved_aside(CacheStore& store, const std::st
   return removed;
 }
 
+RecordEntry to_entry(const TuningRecord& r) {
+  RecordEntry e;
+  e.device = r.device;
+  e.op = r.op;
+  e.fingerprint = r.fingerprint;
+  e.plan_key = r.plan_key;
+  e.model_version = r.model_version;
+  e.variant = r.variant;
+  e.params = r.params.dump();
+  e.time_ms = r.time_ms;
+  e.timed = int64_t(r.timings.size());
+  e.created = r.created;
+  return e;
+}
+
 }  // namespace
 
 CacheStats cache_stats(const std::string& dir) {
@@ -154,6 +164,7 @@ CacheStats cache_stats(const std::string& dir) {
         stats.bytes = count(c, "SELECT coalesce(sum(length(cubin)), 0) FROM kernels");
         stats.hits = count(c, "SELECT coalesce(sum(hits), 0) FROM kernels");
         stats.tuning_records = count(c, "SELECT count(*) FROM tuning_records");
+        stats.measured_records = count(c, "SELECT count(*) FROM tuning_records WHERE kind = 'measured'");
         stats.models = count(c, "SELECT count(*) FROM models");
         return true;
       },
@@ -186,6 +197,16 @@ std::vector<CacheEntry> cache_list(const std::string& dir, const KernelKey& want
         return true;
       },
       false);
+  return entries;
+}
+
+std::vector<RecordEntry> cache_records(const std::string& dir, const std::optional<RecordContext>& context) {
+  std::vector<RecordEntry> entries;
+  if (!database_exists(dir)) return entries;
+  for (const TuningRecord& record : open_store(dir)->measured_records()) {
+    entries.push_back(to_entry(record));
+    if (context) entries.back().stale = record_staleness(entries.back(), *context);
+  }
   return entries;
 }
 
@@ -263,6 +284,9 @@ PruneReport cache_prune(const std::string& dir, const PruneOptions& options) {
         return true;
       },
       false);
+  if (options.records)
+    report.records_removed = store->remove_measured_records(
+        [&](const TuningRecord& r) { return !record_staleness(to_entry(r), *options.records).empty(); });
   report.moved_aside_removed = remove_old_moved_aside(*store, dir, options.moved_aside_days);
   return report;
 }

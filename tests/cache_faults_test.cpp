@@ -50,14 +50,7 @@ std::string read_file(const fs::path& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-void run_sql(const std::string& path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  char* error = nullptr;
-  EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &error), SQLITE_OK) << (error ? error : "") << " in " << sql;
-  sqlite3_free(error);
-  sqlite3_close(db);
-}
+using test::run_sql;
 
 int64_t count_kernels(const std::string& dir) { return cache_stats(dir).entries; }
 
@@ -65,7 +58,7 @@ int64_t count_kernels(const std::string& dir) { return cache_stats(dir).entries;
 // our name (copied by hand) is left as it is, not moved aside as damage.
 TEST(CacheSchemas, OtherSchemasKeepTheirFiles) {
   const fs::path dir = test::fresh_dir("schemas");
-  const fs::path legacy = dir / "kernels.db", newer = dir / "kernels-schema2.db";
+  const fs::path legacy = dir / "kernels.db", newer = dir / ("kernels-schema" + std::to_string(kSchemaVersion + 1) + ".db");
   std::ofstream(legacy, std::ios::binary) << "the database of a build before per-schema files";
   std::ofstream(newer, std::ios::binary) << "the database of a newer build";
   CountingCompiler compiler;
@@ -97,7 +90,7 @@ TEST(CacheSchemas, AnotherSchemaVersionInOurFileIsLeftAloneWithOneWarning) {
   EXPECT_EQ(err.find("moved"), std::string::npos) << err;
   for (const auto& entry : fs::directory_iterator(dir))
     EXPECT_EQ(entry.path().filename().string().find(".corrupt-"), std::string::npos) << entry.path();
-  run_sql(db, "UPDATE meta SET value = '1' WHERE key = 'schema_version'");
+  run_sql(db, "UPDATE meta SET value = '" + std::to_string(kSchemaVersion) + "' WHERE key = 'schema_version'");
   EXPECT_EQ(count_kernels(dir.string()), 1);  // the file kept its kernel
   fs::remove_all(dir);
 }

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/nvrtc_target.hpp"
+#include "cache/cache_store.hpp"
 #include "cache/kernel_cache.hpp"
 #include "jit/compiler.hpp"
 #include "models/model_store.hpp"
@@ -354,6 +355,74 @@ TEST_F(CliCacheWithOldKernel, ClearKeepsTuningRecordsUnlessAsked) {
   const Result everything = run_cli(with_dir("cache clear --tuning --json"));
   ASSERT_EQ(everything.status, 0) << everything.out;
   EXPECT_EQ(json::parse(everything.out), (json{{"format_version", 1}, {"kernels", 0}, {"tuning_records", 1}, {"models", 0}}));
+  EXPECT_EQ(json::parse(run_cli(with_dir("cache stats --json")).out)["tuning_records"], 0);
+}
+
+// Measured selections beside the kernels: one of this build, one of an older library.
+class CliCacheWithRecords : public CliCacheWithKernels {
+ protected:
+  static cache::TuningRecord selection(const std::string& library, const std::string& fingerprint) {
+    cache::TuningRecord r;
+    r.kind = cache::RecordKind::Measured;
+    r.device = {"Test GPU", 90, 13000, library, 132};
+    r.op = "spmm";
+    r.fingerprint = fingerprint;
+    r.plan_key = "plan:spmm:f32:k64:n:ld4";
+    r.model_version = "spmm-default v7 abc";
+    r.variant = "csr_rowwarp";
+    r.params = {{"warps_per_block", 4}};
+    r.time_ms = 0.25;
+    r.features = {{"k", 64}};
+    r.timings = {{{"variant", "csr_rowwarp"}, {"params", {{"warps_per_block", 4}}}, {"ms", 0.25}},
+                 {{"variant", "cusparse"}, {"params", json::object()}, {"ms", 0.5}}};
+    return r;
+  }
+  void SetUp() override {
+    CliCacheWithKernels::SetUp();
+    cache::CacheStore store(dir_.str());
+    store.insert_tuning_record(selection(kernels_[0].key.library_version, "0x00000000000000a1"));
+    store.insert_tuning_record(selection("0.0.1", "0x00000000000000a2"));
+  }
+  // Whether this machine judges devices too (with a GPU, "Test GPU" is not one of them).
+  static bool judges_devices() { return driver_available(); }
+};
+
+TEST_F(CliCacheWithRecords, ListRecordsSaysWhichAreStale) {
+  const Result r = run_cli(with_dir("cache list --records"));
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(count_of(r.out, "plan:spmm:f32:k64:n:ld4  csr_rowwarp {\"warps_per_block\":4}  0.25 ms  2 timed  Test GPU sm_90 132 SMs"),
+            2u)
+      << r.out;
+  EXPECT_EQ(count_of(r.out, "  stale: library_version: record '0.0.1', this build '" + kernels_[0].key.library_version + "'"), 1u)
+      << r.out;
+  if (!judges_devices()) EXPECT_EQ(count_of(r.out, "stale:"), 1u) << r.out;
+
+  const Result j = run_cli(with_dir("cache list --records --json"));
+  ASSERT_EQ(j.status, 0) << j.out;
+  const json records = json::parse(j.out);
+  ASSERT_EQ(records.size(), 2u);
+  for (const json& record : records) {
+    EXPECT_EQ(record["plan_key"], "plan:spmm:f32:k64:n:ld4");
+    EXPECT_EQ(record["params"], (json{{"warps_per_block", 4}}));
+    EXPECT_EQ(record["timed"], 2);
+    EXPECT_EQ(record["device"]["multiprocessors"], 132);
+    EXPECT_EQ(record["stale"].empty(), record["fingerprint"] == "0x00000000000000a1" && !judges_devices()) << record.dump();
+  }
+  const Result stats = run_cli(with_dir("cache stats --json"));
+  EXPECT_EQ(json::parse(stats.out)["measured_records"], 2) << stats.out;
+}
+
+TEST_F(CliCacheWithRecords, PruneRemovesStaleRecordsUnlessKept) {
+  const Result kept = run_cli(with_dir("cache prune --keep-mismatched --json"));
+  ASSERT_EQ(kept.status, 0) << kept.out;
+  EXPECT_EQ(json::parse(kept.out)["records_removed"], 0);
+  const Result r = run_cli(with_dir("cache prune"));
+  ASSERT_EQ(r.status, 0) << r.out;
+  const int removed = judges_devices() ? 2 : 1;
+  EXPECT_TRUE(contains(r.out, "; removed " + std::to_string(removed) + " stale measured-selection records\n")) << r.out;
+  EXPECT_EQ(json::parse(run_cli(with_dir("cache stats --json")).out)["measured_records"], 2 - removed);
+  const Result cleared = run_cli(with_dir("cache clear --tuning"));
+  ASSERT_EQ(cleared.status, 0) << cleared.out;
   EXPECT_EQ(json::parse(run_cli(with_dir("cache stats --json")).out)["tuning_records"], 0);
 }
 

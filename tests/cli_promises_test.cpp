@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sparsejit/cache.hpp"
 #include "sparsejit/device.hpp"
 #include "support/test_support.hpp"
 
@@ -227,10 +228,10 @@ TEST_F(CliPromises, DamagedTunedModelFallsBackToTheShippedOne) {
   const Result info = run_cli("info --json", env);
   if (nlohmann::json::parse(info.out)["cuda_driver"]["available"].get<bool>()) GTEST_SKIP() << "the device key is a GPU's";
   sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open((cache + "/kernels-schema1.db").c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_open(cache::database_path(cache).c_str(), &db), SQLITE_OK);
   const std::string insert =
-      "INSERT INTO models (name, version, device_name, compute_capability, driver_version, library_version, json, created) "
-      "VALUES ('spmm', 1, 'sm_90 (no GPU)', 90, 0, '" + nlohmann::json::parse(info.out)["sparsejit"].get<std::string>() +
+      "INSERT INTO models (name, version, device_name, compute_capability, multiprocessors, driver_version, library_version, "
+      "json, created) VALUES ('spmm', 1, 'sm_90 (no GPU)', 90, 132, 0, '" + nlohmann::json::parse(info.out)["sparsejit"].get<std::string>() +
       "', '{\"cost\": {\"rs\": \"x\"}}', 0)";
   ASSERT_EQ(sqlite3_exec(db, insert.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
   sqlite3_close(db);

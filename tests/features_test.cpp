@@ -156,28 +156,21 @@ TEST(Features, RowSegmentSplitOfFourByTen) {
   EXPECT_EQ(row_segment_split(four_by_ten().pattern(), 3, 1).heavy_nnz, 12);
 }
 
-std::string message_of(const std::function<void()>& call) {
-  try {
-    call();
-  } catch (const InvalidInputError& error) {
-    return error.what();
-  }
-  return "(no InvalidInputError)";
-}
+using test::invalid_input_message;
 
 TEST(Features, InvalidParametersNameTheValue) {
   const Csr<float> m = four_by_ten();
-  EXPECT_NE(message_of([&] { row_segment_split(m.pattern(), 0, 2); }).find("panel width 0"), std::string::npos);
-  EXPECT_NE(message_of([&] { row_segment_split(m.pattern(), 4, -3); }).find("threshold -3"), std::string::npos);
-  EXPECT_NE(message_of([&] { clustering_bins(m.pattern(), -1); }).find("panel width -1"), std::string::npos);
-  EXPECT_NE(message_of([&] { bitmap_tiles(m.pattern(), 0); }).find("tile size 0"), std::string::npos);
-  EXPECT_NE(message_of([&] { tile_products(m.pattern(), m.pattern(), 8); }).find("4x10"), std::string::npos);
-  EXPECT_NE(message_of([&] { element_products(m.pattern(), m.pattern()); }).find("A.cols 10 != B.rows 4"), std::string::npos);
-  EXPECT_NE(message_of([&] { tile_norms(Dense<float>(4, 4), 0); }).find("tile size 0"), std::string::npos);
+  EXPECT_NE(invalid_input_message([&] { row_segment_split(m.pattern(), 0, 2); }).find("panel width 0"), std::string::npos);
+  EXPECT_NE(invalid_input_message([&] { row_segment_split(m.pattern(), 4, -3); }).find("threshold -3"), std::string::npos);
+  EXPECT_NE(invalid_input_message([&] { clustering_bins(m.pattern(), -1); }).find("panel width -1"), std::string::npos);
+  EXPECT_NE(invalid_input_message([&] { bitmap_tiles(m.pattern(), 0); }).find("tile size 0"), std::string::npos);
+  EXPECT_NE(invalid_input_message([&] { tile_products(m.pattern(), m.pattern(), 8); }).find("4x10"), std::string::npos);
+  EXPECT_NE(invalid_input_message([&] { element_products(m.pattern(), m.pattern()); }).find("A.cols 10 != B.rows 4"), std::string::npos);
+  EXPECT_NE(invalid_input_message([&] { tile_norms(Dense<float>(4, 4), 0); }).find("tile size 0"), std::string::npos);
   // A column out of range is reported, not read past.
   Csr<float> bad = four_by_ten();
   bad.col_idx[3] = 10;
-  EXPECT_NE(message_of([&] { inspect(bad.pattern()); }).find("column index 10"), std::string::npos);
+  EXPECT_NE(invalid_input_message([&] { inspect(bad.pattern()); }).find("column index 10"), std::string::npos);
   EXPECT_THROW(bitmap_tiles(bad.pattern()), InvalidInputError);
   EXPECT_THROW(fingerprint(bad.pattern()), InvalidInputError);
 }
@@ -296,7 +289,7 @@ TEST(Features, ValidRatioCountsTriplesAtOrAboveTau) {
 TEST(Features, ValidRatioRejectsMismatchedMaps) {
   const NormMap a = tile_norms(spamm_a(), 2);
   const NormMap three_tile_rows = tile_norms(Dense<float>(6, 6, 1.0f), 2);
-  EXPECT_NE(message_of([&] { valid_ratio(a, three_tile_rows, 1.0); }).find("2 tile columns but B has 3 tile rows"),
+  EXPECT_NE(invalid_input_message([&] { valid_ratio(a, three_tile_rows, 1.0); }).find("2 tile columns but B has 3 tile rows"),
             std::string::npos);
   EXPECT_THROW(valid_ratio(a, tile_norms(spamm_b(), 1), 1.0), InvalidInputError);
   EXPECT_THROW(valid_ratio(a, a, std::nan("")), InvalidInputError);

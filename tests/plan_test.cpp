@@ -7,12 +7,15 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <functional>
+#include <limits>
 #include <set>
 
 #include "models/cost_model.hpp"
 #include "models/decision_tree.hpp"
 #include "models/model_store.hpp"
 #include "plan/choose.hpp"
+#include "plan/measure_policy.hpp"
 #include "plan/planner.hpp"
 #include "ops/plan_sources.hpp"
 #include "plan/tuned.hpp"
@@ -217,6 +220,24 @@ TEST(MeasuredSelection, UnmatchedTimesAreAppendedUnpriced) {
   EXPECT_NE(describe(d).find("(not priced), measured 1 ms"), std::string::npos) << describe(d);
 }
 
+// Times recorded for another handle or process are taken as source recorded, but never when
+// their fastest is a variant this decision rejects.
+TEST(MeasuredSelection, RecordedTimesNeverChooseARejectedVariant) {
+  Decision d = priced_decision();
+  const std::vector<plan::TimedChoice> times = {{"a", {{"p", 1}}, 2.0}, {"b", {{"p", 1}}, 1.0}, {"cusparse", {{"p", 1}}, 3.0}};
+  ASSERT_TRUE(plan::take_fastest(d, times, "cusparse", plan::kSpmmVendorMargin, DecisionSource::Recorded));
+  EXPECT_EQ(d.variant, "b");
+  EXPECT_EQ(d.source, DecisionSource::Recorded);
+  EXPECT_EQ(to_json(d)["source"], "recorded");
+
+  Decision rejecting = priced_decision();
+  const std::vector<plan::TimedChoice> with_e = {{"a", {{"p", 1}}, 2.0}, {"e", {{"p", 1}}, 0.5}};
+  EXPECT_FALSE(plan::take_fastest(rejecting, with_e, "cusparse", plan::kSpmmVendorMargin, DecisionSource::Recorded));
+  EXPECT_EQ(rejecting.variant, "a");
+  EXPECT_EQ(rejecting.source, DecisionSource::Model);
+  for (const auto& c : rejecting.candidates) EXPECT_LT(c.measured_ms, 0) << c.variant;
+}
+
 // The second round: neighbours of the two fastest finite times, none already timed or twice.
 TEST(MeasuredSelection, NextRoundNamesTheNeighboursOfTheTwoFastestOnce) {
   const std::vector<plan::TimedChoice> timed = {{"a", {{"p", 1}}, 3.0},
@@ -292,6 +313,78 @@ TEST(Models, EveryShippedModelParses) {
     EXPECT_TRUE(m.contains("cost")) << n;
   }
   EXPECT_THROW(models::shipped_model("nope"), InvalidInputError);
+}
+
+// The model's margin: the cheapest other eligible candidate over the choice's price. priced
+// has a at 1.0 and f at 1.2 (e, at 0.5, cannot run); a cheaper runner-up, a forced or unpriced
+// choice and a lone candidate are covered.
+TEST(MeasurePolicy, MarginIsTheRunnerUpOverTheChoice) {
+  Decision d = priced_decision();
+  ASSERT_TRUE(plan::model_margin(d).has_value());
+  EXPECT_DOUBLE_EQ(*plan::model_margin(d), 1.2);
+  EXPECT_FALSE(plan::margin_skips_measuring(d, Options{}.measure_skip_margin));
+  Decision wide;
+  wide.variant = "a";
+  wide.candidates = {{"a", {}, 1.0, ""}, {"b", {}, 5.0, ""}, {"cusparse", {}, 4.5, ""}, {"e", {}, 0.1, "cannot run"}};
+  EXPECT_DOUBLE_EQ(*plan::model_margin(wide), 4.5);
+  EXPECT_TRUE(plan::margin_skips_measuring(wide, 4.0));
+  EXPECT_FALSE(plan::margin_skips_measuring(wide, 5.0));
+  EXPECT_FALSE(plan::margin_skips_measuring(wide, std::numeric_limits<double>::infinity()));
+  // A tree or tuned choice the cost formulas price above another candidate: margin below 1.
+  wide.variant = "b";
+  EXPECT_DOUBLE_EQ(*plan::model_margin(wide), 0.2);
+  // Nothing to compare: a lone eligible candidate, or an unpriced choice.
+  Decision lone;
+  lone.variant = "a";
+  lone.candidates = {{"a", {}, 1.0, ""}, {"b", {}, 0.5, "cannot run"}};
+  EXPECT_FALSE(plan::model_margin(lone).has_value());
+  EXPECT_FALSE(plan::margin_skips_measuring(lone, 1.0));
+  lone.candidates = {{"a", {}, std::numeric_limits<double>::quiet_NaN(), ""}, {"b", {}, 9.0, ""}};
+  EXPECT_FALSE(plan::model_margin(lone).has_value());
+}
+
+// Repeats: short calls repeat up to 2 ms (2 to 12 calls), a call of 2 ms or more is its own
+// measurement, and the budget left caps the repeats (each graph runs twice).
+TEST(MeasurePolicy, LongCallsRepeatLessAndTheBudgetCapsRepeats) {
+  const double plenty = 250;
+  EXPECT_EQ(plan::measure_repeats(0.005, plenty), 12);
+  EXPECT_EQ(plan::measure_repeats(0.1, plenty), 12);
+  EXPECT_EQ(plan::measure_repeats(0.25, plenty), 8);
+  EXPECT_EQ(plan::measure_repeats(0.9, plenty), 2);
+  EXPECT_EQ(plan::measure_repeats(1.5, plenty), 2);
+  EXPECT_EQ(plan::measure_repeats(2.0, plenty), 0);
+  EXPECT_EQ(plan::measure_repeats(40.0, plenty), 0);
+  EXPECT_EQ(plan::measure_repeats(0.1, 1.0), 5);   // 1 ms left: 5 graph calls twice
+  EXPECT_EQ(plan::measure_repeats(0.5, 1.5), 1);   // under the minimum: what the budget affords
+  EXPECT_EQ(plan::measure_repeats(0.5, 0.5), 0);   // nothing left: the probe is the time
+  EXPECT_EQ(plan::measure_repeats(0.5, -3.0), 0);
+  EXPECT_EQ(plan::measure_repeats(0.0, plenty), 12);
+}
+
+// The budget: another optional setting starts only when the average setting so far still fits.
+TEST(MeasurePolicy, BudgetAllowsTheNextSettingWhileTheAverageFits) {
+  EXPECT_TRUE(plan::budget_allows_next(0, 0, 250));
+  EXPECT_TRUE(plan::budget_allows_next(100, 2, 250));    // 150 after the next
+  EXPECT_TRUE(plan::budget_allows_next(125, 1, 250));    // exactly 250
+  EXPECT_FALSE(plan::budget_allows_next(130, 1, 250));   // 260
+  EXPECT_FALSE(plan::budget_allows_next(240, 10, 250));  // 264
+  EXPECT_FALSE(plan::budget_allows_next(300, 3, 250));
+}
+
+TEST(MeasurePolicy, BadOptionsAreNamed) {
+  EXPECT_NO_THROW(plan::check_measure_options(Options{}));
+  Options o;
+  o.measure_skip_margin = std::numeric_limits<double>::infinity();
+  EXPECT_NO_THROW(plan::check_measure_options(o));
+  o.measure_skip_margin = 0.5;
+  EXPECT_NE(test::invalid_input_message([&] { plan::check_measure_options(o); }).find("Options::measure_skip_margin = 0.5 must be >= 1"),
+            std::string::npos);
+  o.measure_skip_margin = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_THROW(plan::check_measure_options(o), InvalidInputError);
+  o = Options{};
+  o.measure_budget_ms = 0;
+  EXPECT_NE(test::invalid_input_message([&] { plan::check_measure_options(o); }).find("Options::measure_budget_ms = 0 must be > 0 ms"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -35,13 +35,7 @@ using namespace plan::spmm_param;
 
 // Every test of this process shares one fresh cache directory, set before anything opens
 // the process-wide cache.
-const std::string kCacheDir = [] {
-  const auto dir = std::filesystem::temp_directory_path() / ("sparsejit_tuner_test_" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  ::setenv("SPARSEJIT_CACHE_DIR", dir.c_str(), 1);
-  return dir.string();
-}();
+const std::string kCacheDir = test::use_fresh_cache_dir("tuner");
 
 // ---------------------------------------------------------------------------------------
 TEST(LeastSquares, RecoversExactLinearData) {

@@ -7,11 +7,13 @@
 #include <fstream>
 #include <functional>
 #include <iomanip>
+#include <limits>
 #include <map>
 #include <sstream>
 
 #include "formats/sddmm_dense_tiles.hpp"
 #include "ops/runtime_state.hpp"
+#include "plan/choose.hpp"
 #include "plan/spmm_params.hpp"
 #include "ops/plan_sources.hpp"
 #include "plan/tuned.hpp"
@@ -95,9 +97,8 @@ struct CaseRunner {
 
 // The cost terms a plan priced its chosen (forced) variant with; empty when it has none.
 nlohmann::json chosen_terms(const Decision& d) {
-  for (const auto& c : d.candidates)
-    if (c.variant == d.variant) return c.terms;
-  return nlohmann::json::object();
+  const Candidate* chosen = plan::chosen_candidate(d);
+  return chosen ? chosen->terms : nlohmann::json::object();
 }
 
 struct Counters {
@@ -136,6 +137,13 @@ cache::TuningRecord to_record(const cache::DeviceKey& key, const Case& c, const 
   if (!error.empty()) r.params[plan::kMeasuredOn]["error"] = error;
   r.time_ms = m.ok ? m.time_ms : 0.0;
   r.checked = m.ok;
+  // What `tune --from-records` trains on without the matrix: the features and the measurement
+  // with its cost terms.
+  r.fingerprint = c.plan.features.value("fingerprint", std::string());
+  r.features = c.plan.features;
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  r.timings.push_back(plan::to_json(plan::RecordedTiming{m.variant, m.params, m.ok ? m.time_ms : HUGE_VAL,
+                                                         m.predicted_ms > 0 ? m.predicted_ms : nan, m.terms}));
   return r;
 }
 

@@ -2,17 +2,26 @@
 
 #include <cstdlib>
 
+#include "plan/measure_policy.hpp"
 #include "sparsejit/error.hpp"
 
 namespace sparsejit::ops {
 
-std::string plan_key(Op op, DType dtype, int32_t k, bool transpose, const Options& options, uint64_t runtime_id) {
+std::string problem_key(Op op, DType dtype, int32_t k, bool transpose, const Options& options) {
   std::string key = std::string("plan:") + to_string(op) + ":" + to_string(dtype) + ":k" + std::to_string(k) +
-                    (transpose ? ":t" : ":n") + ":rt" + std::to_string(runtime_id);
+                    (transpose ? ":t" : ":n");
   if (options.forces_variant()) key += ":force=" + options.variant + options.params.dump();
   if (!options.measure) key += ":unmeasured";
   if (const char* env = std::getenv("SPARSEJIT_FORCE"); env != nullptr && *env != '\0') key += ":env=" + std::string(env);
   return key;
+}
+
+std::string handle_key(const std::string& problem_key, uint64_t runtime_id) {
+  return problem_key + ":rt" + std::to_string(runtime_id);
+}
+
+std::string plan_key(Op op, DType dtype, int32_t k, bool transpose, const Options& options, uint64_t runtime_id) {
+  return handle_key(problem_key(op, dtype, k, transpose, options), runtime_id);
 }
 
 void record_kernel(Decision& decision, const LoadedKernel& loaded) {
@@ -26,13 +35,19 @@ void record_kernel(Decision& decision, const LoadedKernel& loaded) {
 // another (a dropped SpGEMM result's release) and is invalidated by it; under the 8-thread soak
 // that crashed the process inside the driver. The launches' host time is part of what a
 // caller pays anyway.
-double time_device_calls(const Context& context, CUstream stream, const std::function<void()>& call) {
+double time_device_calls(const Context& context, CUstream stream, const std::function<void()>& call, double budget_left_ms) {
   call();
   const Event start(context), end(context);
   start.record(stream);
-  for (int i = 0; i < kMeasureCalls; ++i) call();
+  call();
   end.record(stream);
-  return double(elapsed_ms(start, end)) / kMeasureCalls;
+  const double probe_ms = double(elapsed_ms(start, end));
+  const int repeats = plan::measure_repeats(probe_ms, budget_left_ms - probe_ms);
+  if (repeats == 0) return probe_ms;
+  start.record(stream);
+  for (int i = 0; i < repeats; ++i) call();
+  end.record(stream);
+  return double(elapsed_ms(start, end)) / repeats;
 }
 
 unsigned blocks_for(int64_t work, int64_t per_block) {

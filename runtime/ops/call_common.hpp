@@ -22,19 +22,25 @@ std::shared_ptr<const Features> cached_features(const DeviceCsr<T>& matrix) {
       "features", [&] { return std::make_shared<Features>(inspect(matrix.host_pattern())); });
 }
 
-// Identifies a prepared plan on a matrix handle: everything the planner's answer depends on
-// besides the pattern (op, value type, K, transpose, a forced choice, whether auto may measure
-// its shortlist, and the runtime).
+// Everything the planner's answer depends on besides the pattern and the runtime: op, value
+// type, K, transpose, a forced choice, whether auto may measure its shortlist. The executors
+// append what their op adds (operand layout, reuse); measured selections are stored in the
+// cache database under it.
+std::string problem_key(Op op, DType dtype, int32_t k, bool transpose, const Options& options);
+// Identifies a prepared plan on a matrix handle: the problem key and the runtime (a plan holds
+// the runtime's handles and kernels).
+std::string handle_key(const std::string& problem_key, uint64_t runtime_id);
+// problem_key and handle_key in one, for ops that add nothing to the problem key.
 std::string plan_key(Op op, DType dtype, int32_t k, bool transpose, const Options& options, uint64_t runtime_id);
 
 void record_kernel(Decision& decision, const LoadedKernel& loaded);
 
 // Device ms of one `call` (which enqueues on `stream`, a created stream): one untimed call
-// (what a plan builds lazily, such as cuSPARSE's per-operand preparation, happens there), then
-// kMeasureCalls calls launched back to back between two events (no graph capture: see
-// call_common.cpp), after one untimed call. Returns after the device has finished.
-inline constexpr int kMeasureCalls = 12;
-double time_device_calls(const Context& context, CUstream stream, const std::function<void()>& call);
+// (what a plan builds lazily, such as cuSPARSE's per-operand preparation, happens there), one
+// probe call timed with events, then plan::measure_repeats(probe, budget_left_ms) calls
+// launched back to back between two events (no graph capture: see call_common.cpp); none when
+// the probe is long enough to be the measurement. Returns after the device has finished.
+double time_device_calls(const Context& context, CUstream stream, const std::function<void()>& call, double budget_left_ms);
 
 // The value types the kernels and the vendor wrappers are built for; the planners reject the
 // others before anything is prepared.

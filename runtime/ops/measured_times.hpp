@@ -1,4 +1,4 @@
-// Measured selection's shortlist times, kept by a Runtime per pattern and plan key so that a
+// Measured selection's shortlist times, kept by a Runtime per pattern and problem key so that a
 // new handle of a measured pattern takes the fastest without timing again.
 #pragma once
 #include <cstddef>

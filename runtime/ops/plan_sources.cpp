@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "base/log.hpp"
+#include "base/sha256.hpp"
 #include "jit/compiler.hpp"
 #include "models/model_check.hpp"
 #include "models/model_store.hpp"
@@ -22,7 +23,8 @@ int process_driver_version() {
 }
 
 std::string key_text(const cache::DeviceKey& k) {
-  return k.device_name + "\n" + std::to_string(k.compute_capability) + "\n" + std::to_string(k.driver_version) + "\n" + k.library_version;
+  return k.device_name + "\n" + std::to_string(k.compute_capability) + "\n" + std::to_string(k.driver_version) + "\n" +
+         k.library_version + "\n" + std::to_string(k.multiprocessors);
 }
 
 // The database tuning data is read from, or nullptr when the disk cache is disabled.
@@ -35,6 +37,7 @@ struct Memo {
   std::mutex mutex;
   std::map<std::string, std::optional<plan::TunedChoice>> choices;
   std::map<std::string, std::shared_ptr<const nlohmann::json>> models;
+  std::map<std::string, std::string> model_versions;
 };
 Memo& memo() {
   static Memo m;
@@ -44,7 +47,8 @@ Memo& memo() {
 }  // namespace
 
 cache::DeviceKey device_key(const plan::DeviceTarget& device) {
-  return {device.name, device.sm, process_driver_version(), cache::current_key_context().library_version};
+  return {device.name, device.sm, process_driver_version(), cache::current_key_context().library_version,
+          device.multiprocessors};
 }
 
 std::optional<plan::TunedChoice> tuned_choice(Op op, const plan::DeviceTarget& device, const std::string& bucket) {
@@ -63,26 +67,43 @@ std::optional<plan::TunedChoice> tuned_choice(Op op, const plan::DeviceTarget& d
   return choice;
 }
 
-std::shared_ptr<const nlohmann::json> planner_model(Op op, const plan::DeviceTarget& device) {
+std::shared_ptr<const nlohmann::json> planner_model_in(cache::CacheStore* store, Op op, const plan::DeviceTarget& device) {
   const std::string name = plan::tuned_model_name(op);
+  if (store)
+    if (const auto tuned = store->find_model(name, device_key(device))) {
+      if (const auto problem = models::model_problem(tuned->json, models::shipped_model(name)))
+        log(LogLevel::Warn, "tuned model '" + name + "' of " + device.name + " is unusable (" + *problem + "); using the shipped model");
+      else
+        return std::make_shared<const nlohmann::json>(tuned->json);
+    }
+  return std::make_shared<const nlohmann::json>(models::shipped_model(name));
+}
+
+std::shared_ptr<const nlohmann::json> planner_model(Op op, const plan::DeviceTarget& device) {
   cache::CacheStore* store = tuning_store();
-  if (!store) return std::make_shared<const nlohmann::json>(models::shipped_model(name));
-  const cache::DeviceKey key = device_key(device);
-  const std::string memo_key = key_text(key) + "\n" + name;
+  if (!store) return planner_model_in(nullptr, op, device);
+  const std::string memo_key = key_text(device_key(device)) + "\n" + plan::tuned_model_name(op);
   Memo& m = memo();
   std::lock_guard<std::mutex> lock(m.mutex);
-  const auto it = m.models.find(memo_key);
-  if (it != m.models.end()) return it->second;
-  std::shared_ptr<const nlohmann::json> model;
-  if (const auto tuned = store->find_model(name, key)) {
-    if (const auto problem = models::model_problem(tuned->json, models::shipped_model(name)))
-      log(LogLevel::Warn, "tuned model '" + name + "' of " + key.device_name + " is unusable (" + *problem + "); using the shipped model");
-    else
-      model = std::make_shared<const nlohmann::json>(tuned->json);
-  }
-  if (!model) model = std::make_shared<const nlohmann::json>(models::shipped_model(name));
-  m.models[memo_key] = model;
+  auto& model = m.models[memo_key];
+  if (!model) model = planner_model_in(store, op, device);
   return model;
+}
+
+std::string model_version(const nlohmann::json& model) {
+  return model.value("id", std::string("?")) + " v" + model.value("version", std::string("?")) + " " +
+         sha256_hex(model.dump()).substr(0, 12);
+}
+
+std::string planner_model_version(Op op, const plan::DeviceTarget& device) {
+  const std::shared_ptr<const nlohmann::json> model = planner_model(op, device);
+  const std::string memo_key = key_text(device_key(device)) + "\n" + plan::tuned_model_name(op);
+  Memo& m = memo();
+  std::lock_guard<std::mutex> lock(m.mutex);
+  // The digest of a model's JSON is worth computing once: every plan that may take a record asks.
+  auto& version = m.model_versions[memo_key];
+  if (version.empty()) version = model_version(*model);
+  return version;
 }
 
 void forget_tuned_lookups() {
@@ -90,6 +111,7 @@ void forget_tuned_lookups() {
   std::lock_guard<std::mutex> lock(m.mutex);
   m.choices.clear();
   m.models.clear();
+  m.model_versions.clear();
 }
 
 plan::PlanSources plan_sources(Op op, const plan::DeviceTarget& device) {

@@ -28,8 +28,9 @@
 
 namespace sparsejit::ops {
 
-// The key tuning records and models of `device` are stored under: its name and compute
-// capability, this process's driver version (0 without a driver) and the library version.
+// The key tuning records and models of `device` are stored under: its name, compute
+// capability and SM count, this process's driver version (0 without a driver) and the
+// library version.
 cache::DeviceKey device_key(const plan::DeviceTarget& device);
 
 // The tuned choice for a bucket on `device` (memoized), or nullopt.
@@ -38,6 +39,15 @@ std::optional<plan::TunedChoice> tuned_choice(Op op, const plan::DeviceTarget& d
 // The model the planner prices candidates with: the tuned model of `device` when the cache
 // has one, else the shipped one (memoized).
 std::shared_ptr<const nlohmann::json> planner_model(Op op, const plan::DeviceTarget& device);
+// The same read from `store` now (nullptr: the shipped model), not memoized: for tools that
+// look into another cache directory.
+std::shared_ptr<const nlohmann::json> planner_model_in(cache::CacheStore* store, Op op, const plan::DeviceTarget& device);
+
+// What measured-selection records are keyed by for a model: "<id> v<version> <first 12 hex
+// digits of the SHA-256 of its JSON>", so that a retrained model (same id and version) differs.
+std::string model_version(const nlohmann::json& model);
+// model_version of planner_model(op, device) (memoized with it).
+std::string planner_model_version(Op op, const plan::DeviceTarget& device);
 
 void forget_tuned_lookups();
 

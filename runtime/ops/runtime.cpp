@@ -62,5 +62,6 @@ Runtime::~Runtime() = default;
 
 const Context& Runtime::context() const { return state_->context; }
 const DeviceInfo& Runtime::device() const { return state_->context.info(); }
+int64_t Runtime::shortlists_timed() const { return state_->shortlists_timed.load(); }
 
 }  // namespace sparsejit

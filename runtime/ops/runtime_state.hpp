@@ -48,9 +48,10 @@ struct RuntimeState {
         new DeviceCsr<T>(context, rows, cols, nnz, std::move(row_ptr), std::move(col_idx), std::move(values), std::move(ready)));
   }
 
-  // Shortlist times of measured selection (plan/choose.hpp), per pattern fingerprint and plan
+  // Shortlist times of measured selection (plan/choose.hpp), per pattern fingerprint and problem
   // key: a new handle of a measured pattern takes the fastest without timing again. The
-  // kMeasuredPatterns remembered last (ops/measured_times.hpp).
+  // kMeasuredPatterns remembered last (ops/measured_times.hpp); the cache database keeps them
+  // all, for other runtimes and processes (ops/selection_records.hpp).
   ops::MeasuredTimes measured{ops::kMeasuredPatterns};
   // The stream shortlists are timed on (created on first use; never the caller's, which may be
   // the legacy stream, and graphs cannot be captured there). Non-blocking, so another thread's
@@ -59,6 +60,8 @@ struct RuntimeState {
   // it: one shortlist at a time, so concurrent captures never share the stream.
   const Stream& measure_stream();
   std::mutex measuring;
+  // Shortlists this runtime has timed (Runtime::shortlists_timed).
+  std::atomic<int64_t> shortlists_timed{0};
 
   // Stream-ordered scratch for calls that need temporary device memory (SpGEMM), created on
   // first use: a pool that keeps its high-water mark for the runtime's life, so a repeated

@@ -12,6 +12,7 @@
 #include "ops/call_common.hpp"
 #include "ops/measured_selection.hpp"
 #include "ops/plan_sources.hpp"
+#include "ops/problem_keys.hpp"
 #include "ops/runtime_state.hpp"
 #include "sparsejit/error.hpp"
 #include "sparsejit/runtime.hpp"
@@ -48,16 +49,16 @@ void check_sddmm_shapes(const DeviceCsr<T>& s, const DeviceDense<T>& a, const De
     throw InvalidInputError("sddmm: P has " + std::to_string(p.bytes()) + " bytes, nnz(S) values need " + std::to_string(need));
 }
 
-// The plan for `options`; with `measured` (times of this pattern's shortlist) the fastest of
-// them instead of the model's choice, unless the choice was forced.
+// The plan for `options`; with `earlier` (times of this pattern's shortlist, this runtime's or
+// recorded) the fastest of them instead of the model's choice, unless the choice was forced.
 template <class T>
 std::shared_ptr<PreparedSddmm<T>> prepare_sddmm(detail::RuntimeState& rt, const DeviceCsr<T>& s, const Features& f,
                                                 const plan::SddmmProblem& problem, const Options& options,
-                                                const std::optional<std::vector<plan::TimedChoice>>& measured = std::nullopt) {
+                                                const std::optional<ops::EarlierTimes>& earlier = std::nullopt) {
   auto prepared = std::make_shared<PreparedSddmm<T>>();
   Decision d = plan::plan_sddmm(f, problem, rt.target, ops::with_environment_force(Op::SDDMM, options),
                                 ops::plan_sources(Op::SDDMM, rt.target));
-  const bool took_times = measured && plan::take_fastest(d, *measured, variants::vendor_variant(Op::SDDMM), plan::kSddmmVendorMargin);
+  const bool took_times = ops::take_earlier(d, earlier, plan::kSddmmVendorMargin);
   if (d.source == DecisionSource::Forced || took_times) prepared->settled = true;
   if constexpr (ops::kFloatOrDouble<T>) {
     prepared->execution = variants::sddmm_variant(d.variant).prepare(variants::SddmmPreparation<T>{rt, s, f, problem, d});
@@ -77,12 +78,18 @@ void run_prepared(detail::RuntimeState& rt, PreparedSddmm<T>& prepared, const De
 
 }  // namespace
 
+std::string ops::sddmm_problem_key(const plan::SddmmProblem& problem, const Options& options) {
+  return problem_key(Op::SDDMM, problem.dtype, problem.k, false, options) + ":ld" + std::to_string(problem.lda) + "," +
+         std::to_string(problem.ldb) + ":reuse=" + to_string(options.reuse);
+}
+
 template <class T>
 CallInfo Runtime::sddmm(const DeviceCsr<T>& s, const DeviceDense<T>& a, const DeviceDense<T>& b, DeviceBuffer& p,
                         const Options& options) {
   if (options.transpose_a || options.transpose_b)
     throw UnsupportedError("sddmm: Options::transpose_a/transpose_b do not apply (P = S ∘ (A·Bᵀ) takes B as given)");
   check_sddmm_shapes(s, a, b, p);
+  plan::check_measure_options(options);
   detail::RuntimeState& rt = *state_;
   // A handle that has served an SDDMM call before has a reused pattern (see SddmmProblem).
   const bool seen = s.find(kPatternSeenKey) != nullptr;
@@ -95,21 +102,23 @@ CallInfo Runtime::sddmm(const DeviceCsr<T>& s, const DeviceDense<T>& a, const De
   };
   const auto features = ops::cached_features(s);
   bool reused = true;
-  const std::string key = ops::plan_key(Op::SDDMM, problem.dtype, problem.k, false, options, rt.id) + ":ld" +
-                          std::to_string(a.ld()) + "," + std::to_string(b.ld()) + ":reuse=" + to_string(options.reuse);
+  const std::string problem_key = ops::sddmm_problem_key(problem, options);
+  const std::string key = ops::handle_key(problem_key, rt.id);
   std::shared_ptr<PreparedSddmm<T>> prepared = s.template get_or_create<PreparedSddmm<T>>(key, [&] {
     reused = false;
-    return prepare_sddmm<T>(rt, s, *features, problem, options, ops::earlier_times(rt, *features, key, options));
+    return prepare_sddmm<T>(rt, s, *features, problem, options, ops::earlier_times(rt, Op::SDDMM, *features, problem_key, options));
   });
   if (!seen) s.attach(kPatternSeenKey, std::make_shared<bool>(true));
   if (s.nnz() == 0) return {prepared->decision, reused};
   const bool early = ops::launches_early(options, rt.target.sm);
-  ops::settle_by_measurement(rt, s, key, *features, options, prepared, reused, [&] {
+  ops::settle_by_measurement(rt, s, problem_key, key, *features, options, prepared, reused, [&] {
     return ops::SelectionHooks<PreparedSddmm<T>>{
         "sddmm",
         plan::kSddmmVendorMargin,
         [&](const Options& forced) { return prepare_sddmm<T>(rt, s, *features, problem, forced); },
-        [&](const std::vector<plan::TimedChoice>& times) { return prepare_sddmm<T>(rt, s, *features, problem, options, times); },
+        [&](const std::vector<plan::TimedChoice>& times) {
+          return prepare_sddmm<T>(rt, s, *features, problem, options, ops::EarlierTimes{times, DecisionSource::Measured});
+        },
         [&](PreparedSddmm<T>& plan, CUstream stream) { run_prepared(rt, plan, s, a, b, p, stream, early); },
         [&](const plan::TimedChoice& t) { return plan::sddmm_neighbors(t.variant, t.params, problem, rt.target); }};
   });
@@ -122,8 +131,12 @@ Decision explain_sddmm(PatternView s, int32_t k, DType dtype, const Options& opt
   const plan::DeviceTarget target = detail::explain_target(device);
   plan::SddmmProblem problem{k, dtype, k, k};
   problem.dense_tile_count = [s](int32_t tile_rows, int32_t tile_cols) { return formats::count_dense_tiles(s, tile_rows, tile_cols); };
-  Decision d = plan::plan_sddmm(inspect(s), problem, target, ops::with_environment_force(Op::SDDMM, options),
+  const Features features = inspect(s);
+  Decision d = plan::plan_sddmm(features, problem, target, ops::with_environment_force(Op::SDDMM, options),
                                 ops::plan_sources(Op::SDDMM, target));
+  // What a call on this device would run first: a measured selection recorded for the pattern.
+  ops::take_earlier(d, ops::recorded_earlier(Op::SDDMM, target, features, ops::sddmm_problem_key(problem, options), options),
+                    plan::kSddmmVendorMargin);
   for (const jit::KernelSpec& spec : variants::sddmm_variant(d.variant).kernel_specs(d, problem, target)) {
     const jit::CompiledKernel compiled = ops::compile_only(spec, target.sm);
     d.kernel_origin = ops::to_origin(compiled.source);

@@ -14,6 +14,7 @@
 #include "ops/call_common.hpp"
 #include "ops/measured_selection.hpp"
 #include "ops/plan_sources.hpp"
+#include "ops/problem_keys.hpp"
 #include "ops/runtime_state.hpp"
 #include "sparsejit/error.hpp"
 #include "sparsejit/runtime.hpp"
@@ -64,16 +65,16 @@ plan::SplitStatsSource cached_split_stats(const DeviceCsr<T>& a) {
   };
 }
 
-// The plan for `options`; with `measured` (times of this pattern's shortlist) the fastest of
-// them instead of the model's choice, unless the choice was forced.
+// The plan for `options`; with `earlier` (times of this pattern's shortlist, this runtime's or
+// recorded) the fastest of them instead of the model's choice, unless the choice was forced.
 template <class T>
 std::shared_ptr<PreparedSpmm<T>> prepare_spmm(detail::RuntimeState& rt, const DeviceCsr<T>& a, const Features& f,
                                               const plan::SpmmProblem& problem, const Options& options,
-                                              const std::optional<std::vector<plan::TimedChoice>>& measured = std::nullopt) {
+                                              const std::optional<ops::EarlierTimes>& earlier = std::nullopt) {
   auto prepared = std::make_shared<PreparedSpmm<T>>();
   Decision d = plan::plan_spmm(f, problem, rt.target, ops::with_environment_force(Op::SpMM, options), cached_split_stats(a),
                                ops::plan_sources(Op::SpMM, rt.target));
-  const bool took_times = measured && plan::take_fastest(d, *measured, variants::vendor_variant(Op::SpMM), plan::kSpmmVendorMargin);
+  const bool took_times = ops::take_earlier(d, earlier, plan::kSpmmVendorMargin);
   if (d.source == DecisionSource::Forced || took_times) prepared->settled = true;
   if constexpr (ops::kFloatOrDouble<T>) {  // the planner offers no variant for other value types
     const variants::SpmmVariant* variant = variants::SpmmRegistry::find(d.variant);
@@ -95,27 +96,35 @@ void run_prepared(detail::RuntimeState& rt, PreparedSpmm<T>& p, const DeviceCsr<
 
 }  // namespace
 
+std::string ops::spmm_problem_key(const plan::SpmmProblem& problem, const Options& options) {
+  return problem_key(Op::SpMM, problem.dtype, problem.k, problem.transpose_a, options) + ":ld" +
+         std::to_string(ld_alignment(problem.ldb, problem.ldc));
+}
+
 template <class T>
 CallInfo Runtime::spmm(const DeviceCsr<T>& a, const DeviceDense<T>& b, DeviceDense<T>& c, const Options& options) {
   if (options.transpose_b) throw UnsupportedError("spmm: Options::transpose_b applies to spgemm only (B is dense here)");
   check_spmm_shapes(a.rows(), a.cols(), options.transpose_a, b.rows(), b.cols(), c.rows(), c.cols());
+  plan::check_measure_options(options);
   detail::RuntimeState& rt = *state_;
   const plan::SpmmProblem problem{b.cols(), dtype_of<T>::value, options.transpose_a, b.ld(), c.ld()};
   const auto features = ops::cached_features(a);
-  const std::string key = ops::plan_key(Op::SpMM, problem.dtype, problem.k, problem.transpose_a, options, rt.id) +
-                          ":ld" + std::to_string(ld_alignment(b.ld(), c.ld()));
+  const std::string problem_key = ops::spmm_problem_key(problem, options);
+  const std::string key = ops::handle_key(problem_key, rt.id);
   bool reused = true;
   std::shared_ptr<PreparedSpmm<T>> prepared = a.template get_or_create<PreparedSpmm<T>>(key, [&] {
     reused = false;
-    return prepare_spmm<T>(rt, a, *features, problem, options, ops::earlier_times(rt, *features, key, options));
+    return prepare_spmm<T>(rt, a, *features, problem, options, ops::earlier_times(rt, Op::SpMM, *features, problem_key, options));
   });
   const bool early = ops::launches_early(options, rt.target.sm);
-  ops::settle_by_measurement(rt, a, key, *features, options, prepared, reused, [&] {
+  ops::settle_by_measurement(rt, a, problem_key, key, *features, options, prepared, reused, [&] {
     return ops::SelectionHooks<PreparedSpmm<T>>{
         "spmm",
         plan::kSpmmVendorMargin,
         [&](const Options& forced) { return prepare_spmm<T>(rt, a, *features, problem, forced); },
-        [&](const std::vector<plan::TimedChoice>& times) { return prepare_spmm<T>(rt, a, *features, problem, options, times); },
+        [&](const std::vector<plan::TimedChoice>& times) {
+          return prepare_spmm<T>(rt, a, *features, problem, options, ops::EarlierTimes{times, DecisionSource::Measured});
+        },
         [&](PreparedSpmm<T>& p, CUstream stream) { run_prepared(rt, p, a, b, c, stream, early); },
         [&](const plan::TimedChoice& t) { return plan::spmm_neighbors(t.variant, t.params, problem, rt.target); }};
   });
@@ -127,9 +136,13 @@ Decision explain_spmm(PatternView a, int32_t k, DType dtype, const Options& opti
   if (k < 1) throw InvalidInputError("spmm: k = " + std::to_string(k) + " must be >= 1");
   const plan::DeviceTarget target = detail::explain_target(device);
   const plan::SpmmProblem problem{k, dtype, options.transpose_a, k, k};
-  Decision d = plan::plan_spmm(inspect(a), problem, target, ops::with_environment_force(Op::SpMM, options),
+  const Features features = inspect(a);
+  Decision d = plan::plan_spmm(features, problem, target, ops::with_environment_force(Op::SpMM, options),
                                [&a](int32_t w, int32_t t) { return row_segment_split(a, w, t); },
                                ops::plan_sources(Op::SpMM, target));
+  // What a call on this device would run first: a measured selection recorded for the pattern.
+  ops::take_earlier(d, ops::recorded_earlier(Op::SpMM, target, features, ops::spmm_problem_key(problem, options), options),
+                    plan::kSpmmVendorMargin);
   for (const jit::KernelSpec& spec : variants::SpmmRegistry::find(d.variant)->kernel_specs(d, problem)) {
     const jit::CompiledKernel compiled = ops::compile_only(spec, target.sm);
     d.kernel_origin = ops::to_origin(compiled.source);

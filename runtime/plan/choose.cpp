@@ -181,7 +181,23 @@ std::vector<TimedChoice> next_round(const std::vector<TimedChoice>& timed,
   return round;
 }
 
-bool take_fastest(Decision& decision, const std::vector<TimedChoice>& times, const std::string& vendor, double vendor_margin) {
+namespace {
+
+bool eligible(const Decision& decision, const std::string& variant) {
+  return std::any_of(decision.candidates.begin(), decision.candidates.end(),
+                     [&](const Candidate& c) { return c.variant == variant && c.rejected_because.empty(); });
+}
+
+}  // namespace
+
+const Candidate* chosen_candidate(const Decision& decision) {
+  for (const Candidate& c : decision.candidates)
+    if (c.variant == decision.variant) return &c;
+  return nullptr;
+}
+
+bool take_fastest(Decision& decision, const std::vector<TimedChoice>& times, const std::string& vendor, double vendor_margin,
+                  DecisionSource source) {
   const TimedChoice* best = nullptr;
   const TimedChoice* fastest_vendor = nullptr;
   for (const auto& t : times) {
@@ -191,6 +207,7 @@ bool take_fastest(Decision& decision, const std::vector<TimedChoice>& times, con
   }
   if (best == nullptr) return false;
   if (fastest_vendor != nullptr && best->ms > fastest_vendor->ms * (1 - vendor_margin)) best = fastest_vendor;
+  if (!eligible(decision, best->variant)) return false;
   for (const auto& t : times) {
     if (!std::isfinite(t.ms)) continue;
     bool matched = false;
@@ -207,7 +224,7 @@ bool take_fastest(Decision& decision, const std::vector<TimedChoice>& times, con
   }
   decision.variant = best->variant;
   decision.params = best->params;
-  decision.source = DecisionSource::Measured;
+  decision.source = source;
   return true;
 }
 

@@ -99,8 +99,14 @@ inline constexpr double kSddmmVendorMargin = 0.0;
 // Takes the fastest finite time of `times` (ties within kTieTolerance go to the earlier
 // entry: the shortlist's order; `vendor` keeps the choice unless beaten by vendor_margin),
 // marks every candidate matching a timed (variant, params) with its time, appends the timed
-// settings no candidate matches (unpriced: predicted_ms NaN), and sets source Measured.
-// Returns false and leaves the decision unchanged when no time is finite.
-bool take_fastest(Decision& decision, const std::vector<TimedChoice>& times, const std::string& vendor, double vendor_margin);
+// settings no candidate matches (unpriced: predicted_ms NaN), and sets `source` (Measured, or
+// Recorded for times stored by an earlier process). Returns false and leaves the decision
+// unchanged when no time is finite, or when the fastest is a variant this decision rejects:
+// times taken for another handle or process must never run what this problem cannot.
+bool take_fastest(Decision& decision, const std::vector<TimedChoice>& times, const std::string& vendor, double vendor_margin,
+                  DecisionSource source = DecisionSource::Measured);
+
+// The candidate of the decision's own variant (its priced entry), or nullptr.
+const Candidate* chosen_candidate(const Decision& decision);
 
 }  // namespace sparsejit::plan

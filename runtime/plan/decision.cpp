@@ -33,6 +33,7 @@ const char* to_string(DecisionSource source) {
     case DecisionSource::Model: return "model";
     case DecisionSource::Default: return "default";
     case DecisionSource::Measured: return "measured";
+    case DecisionSource::Recorded: return "recorded";
   }
   return "?";
 }

@@ -143,6 +143,38 @@ std::string tuned_model_id(Op op, const std::string& device_name) {
 }
 
 
+namespace {
+
+// A finite JSON number, else `missing` (JSON has no infinity or NaN: they are stored as null).
+double number_or(const nlohmann::json& entry, const char* key, double missing) {
+  const auto it = entry.find(key);
+  return it != entry.end() && it->is_number() ? it->get<double>() : missing;
+}
+
+nlohmann::json finite_or_null(double value) { return std::isfinite(value) ? nlohmann::json(value) : nlohmann::json(nullptr); }
+
+}  // namespace
+
+nlohmann::json to_json(const RecordedTiming& t) {
+  return {{"variant", t.variant}, {"params", t.params}, {"ms", finite_or_null(t.ms)},
+          {"predicted_ms", finite_or_null(t.predicted_ms)}, {"terms", t.terms}};
+}
+
+std::vector<RecordedTiming> recorded_timings(const cache::TuningRecord& record) {
+  std::vector<RecordedTiming> out;
+  for (const nlohmann::json& entry : record.timings) {
+    if (!entry.is_object() || !entry.contains("variant") || !entry["variant"].is_string()) continue;
+    RecordedTiming t;
+    t.variant = entry["variant"].get<std::string>();
+    if (entry.contains("params") && entry["params"].is_object()) t.params = entry["params"];
+    t.ms = number_or(entry, "ms", std::numeric_limits<double>::infinity());
+    t.predicted_ms = number_or(entry, "predicted_ms", std::numeric_limits<double>::quiet_NaN());
+    if (entry.contains("terms") && entry["terms"].is_object()) t.terms = entry["terms"];
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
 bool apply_tuned_choice(Decision& decision, const std::optional<TunedChoice>& choice) {
   if (decision.source == DecisionSource::Forced || !choice) return false;
   const auto candidate = std::find_if(decision.candidates.begin(), decision.candidates.end(),

@@ -73,6 +73,21 @@ std::vector<CaseTime> case_times(const std::vector<cache::TuningRecord>& records
 std::string tuned_model_name(Op op);
 std::string tuned_model_id(Op op, const std::string& device_name);
 
+// One entry of a tuning record's timings (cache::TuningRecord::timings): a setting timed,
+// with what the planner priced it at.
+struct RecordedTiming {
+  std::string variant;
+  nlohmann::json params = nlohmann::json::object();
+  double ms = 0;               // device ms of one call; infinity: it did not run
+  double predicted_ms = 0;     // the model's prediction at these params; NaN: not priced
+  nlohmann::json terms = nlohmann::json::object();  // the cost terms it was priced with
+};
+// {"variant", "params", "ms" (null for infinity), "predicted_ms" (null for NaN), "terms"}
+nlohmann::json to_json(const RecordedTiming& timing);
+// The timings of a record (entries without a variant are skipped; missing values read as
+// "did not run" and "not priced").
+std::vector<RecordedTiming> recorded_timings(const cache::TuningRecord& record);
+
 // Step 2 of the lookup order for a decision that `choose` filled: when `choice` (the bucket's
 // tuned choice) names an eligible candidate and params the variant takes, the decision takes
 // it (source tuned, model_id "tuning-records", model_version the bucket) and true is

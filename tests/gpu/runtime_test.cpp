@@ -212,22 +212,27 @@ void expect_fastest_of_timed(const Decision& d, double margin = plan::kSpmmVendo
 
 TEST_F(RuntimeGpu, SecondCallTimesTheShortlistOnceAndOtherHandlesReuseTheTimes) {
   const Csr<float> a = cast<float>(generate::from_spec("rmat:6000:70000", next_seed()));
+  test::forget_recorded(a.pattern());
   Dense<float> b(a.cols, 96);
   generate::fill_random(b, next_seed());
+  const Options options = test::always_measure();
   SpmmOnHandle first(rt(), a, b);
-  const CallInfo planned = first.call({});
+  const CallInfo planned = first.call(options);
   EXPECT_NE(planned.decision->source, DecisionSource::Measured);
-  const CallInfo measured = first.call({});
+  const int64_t timed_before = rt().shortlists_timed();
+  const CallInfo measured = first.call(options);
   ASSERT_EQ(measured.decision->source, DecisionSource::Measured) << describe(*measured.decision);
   EXPECT_FALSE(measured.plan_reused);
   EXPECT_GT(measured.decision->measure_ms, 0);
+  EXPECT_EQ(rt().shortlists_timed(), timed_before + 1);
   expect_fastest_of_timed(*measured.decision);
-  const CallInfo settled = first.call({});
+  const CallInfo settled = first.call(options);
   EXPECT_TRUE(settled.plan_reused);
   EXPECT_EQ(settled.decision, measured.decision);
 
   SpmmOnHandle second(rt(), a, b);  // same pattern, new handle: the times are reused
-  const CallInfo shared = second.call({});
+  const CallInfo shared = second.call(options);
+  EXPECT_EQ(rt().shortlists_timed(), timed_before + 1);
   EXPECT_EQ(shared.decision->source, DecisionSource::Measured);
   EXPECT_EQ(shared.decision->measure_ms, 0);
   EXPECT_EQ(shared.decision->variant, measured.decision->variant);
@@ -236,13 +241,14 @@ TEST_F(RuntimeGpu, SecondCallTimesTheShortlistOnceAndOtherHandlesReuseTheTimes) 
 
 TEST_F(RuntimeGpu, ReuseManyMeasuresOnTheFirstCallAndMeasureOffNever) {
   const Csr<float> a = cast<float>(generate::from_spec("band:5000:12:30", next_seed()));
+  test::forget_recorded(a.pattern());
   Dense<float> b(a.cols, 64);
   generate::fill_random(b, next_seed());
-  Options off;
+  Options off = test::always_measure();
   off.measure = false;
   SpmmOnHandle unmeasured(rt(), a, b);
   for (int i = 0; i < 3; ++i) EXPECT_NE(unmeasured.call(off).decision->source, DecisionSource::Measured);
-  Options many;
+  Options many = test::always_measure();
   many.reuse = Reuse::Many;
   SpmmOnHandle reused(rt(), a, b);
   const CallInfo first = reused.call(many);
@@ -255,11 +261,12 @@ TEST_F(RuntimeGpu, ReuseManyMeasuresOnTheFirstCallAndMeasureOffNever) {
 
 TEST_F(RuntimeGpu, ACallBeingCapturedNeverMeasuresAndReplaysCorrectly) {
   const Csr<float> a = cast<float>(generate::from_spec("uniform:4000:11", next_seed()));
+  test::forget_recorded(a.pattern());
   Dense<float> b(a.cols, 32);
   generate::fill_random(b, next_seed());
   SpmmOnHandle h(rt(), a, b);
   Stream stream(rt().context());
-  Options options;
+  Options options = test::always_measure();
   options.stream = stream.handle();
   EXPECT_NE(h.call(options).decision->source, DecisionSource::Measured);
   CallInfo captured;
@@ -274,9 +281,10 @@ TEST_F(RuntimeGpu, ACallBeingCapturedNeverMeasuresAndReplaysCorrectly) {
 
 TEST_F(RuntimeGpu, SddmmSecondCallTimesTheShortlistAndOtherHandlesReuseTheTimes) {
   test::SddmmCase c(rt(), "uniform:3000:40", 64, next_seed());
+  test::forget_recorded(c.s.pattern());
   const auto call = [&](const DeviceCsr<float>& ds) {
     c.dp.fill_bytes(0xFF);
-    const CallInfo info = rt().sddmm(ds, c.da, c.db, c.dp, {});
+    const CallInfo info = rt().sddmm(ds, c.da, c.db, c.dp, test::always_measure());
     rt().context().synchronize();
     EXPECT_LE(c.error(), 1e-5) << describe(*info.decision);
     return info;

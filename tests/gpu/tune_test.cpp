@@ -111,8 +111,15 @@ TEST_F(TuneGpu, QuickSpmmTuneRecordsResumesAndIsUsedByThePlanner) {
     EXPECT_EQ(r.device.driver_version, key.driver_version);
     const std::string c = r.params.at(plan::kMeasuredOn).at("case").get<std::string>();
     cases.insert(c);
+    // What `tune --from-records` trains on without the matrix: features, and the measurement
+    // with the cost terms it was priced with.
+    EXPECT_EQ(r.features.value("k", 0), 32) << r.features.dump();
+    EXPECT_EQ(r.fingerprint, c.substr(0, c.find(' ')));
+    ASSERT_EQ(r.timings.size(), 1u);
+    EXPECT_EQ(r.timings[0]["variant"], r.variant);
     if (r.checked) {
       EXPECT_GT(r.time_ms, 0) << r.variant << " " << r.params.dump();
+      EXPECT_FALSE(r.timings[0]["terms"].empty()) << r.variant << " " << r.params.dump();
       passed_cases.insert(c);
     } else {
       EXPECT_TRUE(r.params[plan::kMeasuredOn].contains("error")) << r.params.dump();
@@ -188,6 +195,15 @@ TEST_F(TuneGpu, QuickSddmmTuneReportsTheDensityThreshold) {
   const auto model = store.find_model("sddmm", ops::device_key(detail::explain_target(0)));
   ASSERT_TRUE(model);
   EXPECT_TRUE(model->json["launch"].contains("coo_flat")) << model->json.dump();
+
+  // Retraining from those records holds one of the three patterns out and reports both rates.
+  const test::CliResult retrained = run_tune("--op sddmm --from-records");
+  ASSERT_EQ(retrained.status, 0) << retrained.out;
+  EXPECT_NE(retrained.out.find("2 patterns trained on, 1 held out"), std::string::npos) << retrained.out;
+  EXPECT_NE(retrained.out.find("held-out cases within 10% of the fastest timed: before "), std::string::npos) << retrained.out;
+  EXPECT_TRUE(retrained.out.find("stored the retrained model") != std::string::npos ||
+              retrained.out.find("kept the model as it was") != std::string::npos)
+      << retrained.out;
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 
 #include <memory>
 
+#include "jit/compiler.hpp"
+#include "sparsejit/features.hpp"
 #include "support/test_support.hpp"
 
 namespace sparsejit::test {
@@ -20,6 +22,12 @@ void GpuSuite::SetUp() {
 }
 
 Runtime& GpuSuite::rt() { return *shared_runtime(); }
+
+void forget_recorded(PatternView pattern) {
+  const std::string fp = fingerprint_hex(fingerprint(pattern));
+  jit::default_compiler().cache().store().remove_measured_records(
+      [&](const cache::TuningRecord& r) { return r.fingerprint == fp; });
+}
 
 void check_new_values_follow(Runtime& rt, Csr<float> a, int32_t k, const Options& options, int rounds, uint64_t seed) {
   SCOPED_TRACE((options.variant.empty() ? std::string("auto") : options.variant) + options.params.dump() +

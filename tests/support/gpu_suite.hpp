@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -44,6 +45,18 @@ inline void expect_plan_reuse(const CallInfo& call, const std::shared_ptr<const 
     EXPECT_GT(call.decision->measure_ms, 0);
   }
 }
+
+// Options that time auto's shortlist whatever the model's margin (Options::measure_skip_margin):
+// for tests of measured selection itself.
+inline Options always_measure(Options o = {}) {
+  o.measure_skip_margin = std::numeric_limits<double>::infinity();
+  return o;
+}
+
+// Removes the measured selections stored for `pattern` in the process's cache, so a test that
+// asserts its own timing is not served by a record an earlier run left (the same pattern comes
+// again under a fixed SPARSEJIT_TEST_SEED).
+void forget_recorded(PatternView pattern);
 
 // Relative error allowed against the double-accumulating CPU reference.
 template <class T>

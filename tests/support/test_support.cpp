@@ -9,8 +9,12 @@
 #include <filesystem>
 #include <random>
 
+#include <gtest/gtest.h>
+#include <sqlite3.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include "sparsejit/error.hpp"
 
 namespace sparsejit::test {
 
@@ -83,6 +87,30 @@ std::filesystem::path fresh_dir(const std::string& tag) {
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;
+}
+
+std::string use_fresh_cache_dir(const std::string& tag) {
+  const std::string dir = fresh_dir(tag).string();
+  ::setenv("SPARSEJIT_CACHE_DIR", dir.c_str(), 1);
+  return dir;
+}
+
+void run_sql(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  char* error = nullptr;
+  EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &error), SQLITE_OK) << (error ? error : "") << " in " << sql;
+  sqlite3_free(error);
+  sqlite3_close(db);
+}
+
+std::string invalid_input_message(const std::function<void()>& call) {
+  try {
+    call();
+  } catch (const InvalidInputError& error) {
+    return error.what();
+  }
+  return "(no InvalidInputError)";
 }
 
 }  // namespace sparsejit::test

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -46,5 +47,16 @@ class ScopedEnv {
 
 // An empty folder in the system temp dir, unique to this process and tag.
 std::filesystem::path fresh_dir(const std::string& tag);
+
+// fresh_dir(tag) made this process's cache (SPARSEJIT_CACHE_DIR): call it before anything opens
+// the process-wide cache, e.g. to initialize a namespace-scope constant.
+std::string use_fresh_cache_dir(const std::string& tag);
+
+// Runs `sql` on the SQLite database at `path` (a test reaching past the cache's API: damage,
+// another schema), failing the test with SQLite's message when it does not run.
+void run_sql(const std::string& path, const std::string& sql);
+
+// The message of the InvalidInputError `call` throws, or "(no InvalidInputError)".
+std::string invalid_input_message(const std::function<void()>& call);
 
 }  // namespace sparsejit::test

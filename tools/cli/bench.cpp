@@ -16,9 +16,11 @@
 
 #include "cli/bench.hpp"
 #include "cli/bench_spamm.hpp"
+#include "cli/call_options.hpp"
 #include "cli/commands.hpp"
 #include "cli/json_lines.hpp"
 #include "cli/matrix_input.hpp"
+#include "plan/measure_policy.hpp"
 #include "sparsejit/error.hpp"
 #include "sparsejit/generate.hpp"
 #include "sparsejit/io.hpp"
@@ -43,6 +45,7 @@ struct BenchArgs {
   bool transpose = false;
   bool check = false;
   bool no_reuse = false;
+  double measure_skip_margin = Options{}.measure_skip_margin, measure_budget_ms = Options{}.measure_budget_ms;
   std::string json_out;
   uint64_t seed = 1;
   // --op spamm (bench_spamm.hpp)
@@ -119,6 +122,9 @@ bench::Config validated(const BenchArgs& args) {
   config.reuse = config.op == Op::SDDMM && !args.no_reuse;
   config.check = args.check;
   config.seed = args.seed;
+  config.measure.measure_skip_margin = args.measure_skip_margin;
+  config.measure.measure_budget_ms = args.measure_budget_ms;
+  plan::check_measure_options(config.measure);
   return config;
 }
 
@@ -324,6 +330,7 @@ void add_bench_command(CLI::App& app) {
   cmd->add_flag("--no-reuse", args.no_reuse,
                 "SDDMM: skip the \"reuse\" record (the pattern declared reused: reindexed_tiled's preprocessing cost, "
                 "auto with Reuse::Many, after how many calls the preprocessing pays off)");
+  add_measure_options(cmd, args.measure_skip_margin, args.measure_budget_ms);
   cmd->add_option("--json-out", args.json_out, "Also append the JSON lines to this file");
   cmd->add_option("--seed", args.seed, "Seed of generated matrices and random values")->capture_default_str();
   cmd->add_option("--sizes", args.sizes, "SpAMM: N of the N×N decay inputs")->capture_default_str();

@@ -3,7 +3,9 @@
 // another directory, and takes --json for output that scripts can read.
 #include <cstdint>
 #include <ctime>
+#include <filesystem>
 #include <iostream>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -12,6 +14,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "ops/plan_sources.hpp"
+#include "ops/runtime_state.hpp"
 #include "sparsejit/cache.hpp"
 #include "sparsejit/device.hpp"
 #include "sparsejit/error.hpp"
@@ -29,6 +33,7 @@ struct CacheOptions {
   bool as_json = false;
   // list
   bool why = false;
+  bool records = false;
   std::string arch;
   // prune
   double older_than_days = 0;
@@ -96,6 +101,25 @@ void print_json(nlohmann::json value) {
   std::cout << value.dump(2) << "\n";
 }
 
+// What measured-selection records are judged against: this build and, where GPUs are
+// visible, each one with the model every tuned op plans with on it (the tuned model in the
+// cache being looked at, else the shipped one).
+cache::RecordContext record_context(const std::string& dir) {
+  cache::RecordContext context{cache::current_key_context().library_version, std::nullopt};
+  if (!driver_available()) return context;
+  std::unique_ptr<cache::CacheStore> store;
+  if (std::filesystem::exists(cache::database_path(dir))) store = std::make_unique<cache::CacheStore>(dir);
+  context.devices.emplace();
+  for (int i = 0; i < device_count(); ++i) {
+    const plan::DeviceTarget target = detail::target_of(device_info(i));
+    cache::RecordContext::Device device{ops::device_key(target), {}};
+    for (const Op op : {Op::SpMM, Op::SDDMM})
+      device.model_versions[to_string(op)] = ops::model_version(*ops::planner_model_in(store.get(), op, target));
+    context.devices->push_back(std::move(device));
+  }
+  return context;
+}
+
 void run_stats() {
   const cache::CacheStats s = cache::cache_stats(cache_dir());
   if (options.as_json) {
@@ -105,6 +129,7 @@ void run_stats() {
                 {"bytes", s.bytes},
                 {"hits", s.hits},
                 {"tuning_records", s.tuning_records},
+                {"measured_records", s.measured_records},
                 {"models", s.models},
                 {"file_bytes", s.file_bytes}});
     return;
@@ -113,6 +138,7 @@ void run_stats() {
             << "entries:        " << s.entries << " kernels, " << s.bytes << " bytes of cubin\n"
             << "disk hits:      " << s.hits << "\n"
             << "tuning records: " << s.tuning_records << "\n"
+            << "measured:       " << s.measured_records << " of them measured selections\n"
             << "models:         " << s.models << "\n"
             << "file size:      " << s.file_bytes << " bytes\n";
 }
@@ -126,7 +152,48 @@ void print_entry(const cache::CacheEntry& e) {
   for (const std::string& m : e.mismatches) std::cout << "  differs: " << m << "\n";
 }
 
+nlohmann::json record_json(const cache::RecordEntry& r) {
+  return {{"op", r.op},
+          {"fingerprint", r.fingerprint},
+          {"plan_key", r.plan_key},
+          {"model_version", r.model_version},
+          {"variant", r.variant},
+          {"params", nlohmann::json::parse(r.params, nullptr, false)},
+          {"time_ms", r.time_ms},
+          {"timed", r.timed},
+          {"created", r.created},
+          {"device",
+           {{"name", r.device.device_name},
+            {"compute_capability", r.device.compute_capability},
+            {"multiprocessors", r.device.multiprocessors},
+            {"driver_version", r.device.driver_version},
+            {"library_version", r.device.library_version}}},
+          {"stale", r.stale}};
+}
+
+void print_record(const cache::RecordEntry& r) {
+  std::cout << r.op << "  " << r.fingerprint << "  " << r.plan_key << "  " << r.variant << " " << r.params << "  " << r.time_ms
+            << " ms  " << r.timed << " timed  " << r.device.device_name << " sm_" << r.device.compute_capability << " "
+            << r.device.multiprocessors << " SMs driver " << r.device.driver_version << " lib " << r.device.library_version
+            << "  model " << r.model_version << "  " << format_time(r.created) << "\n";
+  for (const std::string& reason : r.stale) std::cout << "  stale: " << reason << "\n";
+}
+
+void run_list_records() {
+  const std::string dir = cache_dir();
+  const std::vector<cache::RecordEntry> records = cache::cache_records(dir, record_context(dir));
+  if (options.as_json) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& r : records) out.push_back(record_json(r));
+    print_json(out);
+    return;
+  }
+  if (records.empty()) std::cout << "no measured-selection records in " << cache::database_path(dir) << "\n";
+  for (const auto& r : records) print_record(r);
+}
+
 void run_list() {
+  if (options.records) return run_list_records();
   const WantedArch arch = options.why ? wanted_arch() : WantedArch{};
   const cache::KernelKey wanted = options.why ? cache::current_key_context(arch.sm) : cache::KernelKey{};
   const std::vector<cache::CacheEntry> entries = cache::cache_list(cache_dir(), wanted);
@@ -202,6 +269,7 @@ void run_prune() {
   if (options.older_than_days_option->count() > 0) prune.older_than_days = options.older_than_days;
   if (options.max_bytes_option->count() > 0) prune.max_bytes = options.max_bytes;
   const std::string dir = cache_dir();
+  prune.records = options.keep_mismatched ? std::nullopt : std::optional<cache::RecordContext>(record_context(dir));
   // cache_prune only counts; listing around it tells the user which kernels went.
   const auto before = cache::cache_list(dir);
   const cache::PruneReport report = cache::cache_prune(dir, prune);
@@ -213,13 +281,16 @@ void run_prune() {
                 {"bytes_freed", report.bytes_freed},
                 {"damaged", report.damaged},
                 {"kernels", kernels},
-                {"moved_aside_removed", report.moved_aside_removed}});
+                {"moved_aside_removed", report.moved_aside_removed},
+                {"records_removed", report.records_removed}});
     return;
   }
   for (const auto& key : removed) std::cout << "removed " << key.to_string() << "\n";
   for (const auto& file : report.moved_aside_removed) std::cout << "removed moved-aside " << file << "\n";
   std::cout << "pruned " << report.removed << " kernels, " << report.bytes_freed << " bytes freed"
-            << (report.damaged > 0 ? ", " + std::to_string(report.damaged) + " of them with a damaged cubin" : "") << "\n";
+            << (report.damaged > 0 ? ", " + std::to_string(report.damaged) + " of them with a damaged cubin" : "")
+            << (report.records_removed > 0 ? "; removed " + std::to_string(report.records_removed) + " stale measured-selection records" : "")
+            << "\n";
 }
 
 void run_clear() {
@@ -257,23 +328,29 @@ void add_cache_command(CLI::App& app) {
 
   auto* list = add_cache_subcommand(cache, "list", "One line per cached kernel", run_list);
   list->add_flag("--why", options.why, "Show which key columns differ from this process's (why an entry would miss)");
+  list->add_flag("--records", options.records,
+                 "List the measured-selection records instead of kernels, each with why it is stale (another library, "
+                 "device, driver or model)");
   list->add_option("--arch", options.arch, "Arch that --why compares with, e.g. sm_80 (default: the first GPU, else sm_90)");
 
   add_cache_subcommand(cache, "verify", "Check the database's integrity and every cubin; exit 1 on problems",
                        run_verify);
 
   auto* prune = add_cache_subcommand(
-      cache, "prune", "Remove kernels of other library/NVRTC versions, old ones, and least recently used ones",
+      cache, "prune",
+      "Remove kernels of other library/NVRTC versions, old ones, and least recently used ones, and stale measured-selection "
+      "records",
       run_prune);
   options.older_than_days_option =
       prune->add_option("--older-than-days", options.older_than_days, "Remove kernels not used for N days");
   options.max_bytes_option = prune->add_option(
       "--max-bytes", options.max_bytes, "Then remove least recently used kernels until their cubins total at most N");
   prune->add_flag("--keep-mismatched", options.keep_mismatched,
-                  "Keep kernels of another library or NVRTC version");
+                  "Keep kernels of another library or NVRTC version, and every measured-selection record");
 
   auto* clear = add_cache_subcommand(cache, "clear", "Remove every cached kernel (asks nothing)", run_clear);
-  clear->add_flag("--tuning", options.include_tuning, "Also remove tuning records and tuned models");
+  clear->add_flag("--tuning", options.include_tuning,
+                  "Also remove tuning records (measured selections included) and tuned models");
 }
 
 }  // namespace sparsejit::cli

@@ -16,4 +16,12 @@ Options call_options(Op op, const std::string& variant, bool transpose) {
   return options;
 }
 
+void add_measure_options(CLI::App* cmd, double& skip_margin, double& budget_ms) {
+  cmd->add_option("--measure-skip-margin", skip_margin,
+                  "auto does not time its shortlist when every other candidate is predicted this many times slower than "
+                  "the model's choice (inf: always time)")
+      ->capture_default_str();
+  cmd->add_option("--measure-budget-ms", budget_ms, "Host time one measured selection may spend, in ms")->capture_default_str();
+}
+
 }  // namespace sparsejit::cli

@@ -2,6 +2,8 @@
 #pragma once
 #include <string>
 
+#include <CLI/CLI.hpp>
+
 #include "sparsejit/decision.hpp"
 #include "sparsejit/options.hpp"
 
@@ -11,5 +13,9 @@ namespace sparsejit::cli {
 // SPARSEJIT_FORCE takes it after the op (e.g. rs:threshold=8); `transpose` is C = Aᵀ·B, which
 // only SpMM has. Throws InvalidInputError naming the bad part.
 Options call_options(Op op, const std::string& variant, bool transpose);
+
+// --measure-skip-margin and --measure-budget-ms (Options::measure_skip_margin and
+// measure_budget_ms, the measured selection's limits), bound to the two values.
+void add_measure_options(CLI::App* cmd, double& skip_margin, double& budget_ms);
 
 }  // namespace sparsejit::cli

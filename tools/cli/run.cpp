@@ -11,6 +11,7 @@
 #include "cli/operand_fit.hpp"
 #include "cli/spamm_baseline.hpp"
 #include "cli/spamm_input.hpp"
+#include "plan/measure_policy.hpp"
 #include "sparsejit/error.hpp"
 #include "sparsejit/generate.hpp"
 #include "sparsejit/reference.hpp"
@@ -29,7 +30,8 @@ struct RunArgs {
   int32_t k = 128;
   int repeat = 20;
   bool check = false, transpose = false;
-  Options call;  // from variant and transpose (call_options)
+  double measure_skip_margin = Options{}.measure_skip_margin, measure_budget_ms = Options{}.measure_budget_ms;
+  Options call;  // from variant, transpose and the measuring options (call_options)
 };
 
 // Bytes of a CSR on the device: offsets, indices and values.
@@ -50,14 +52,18 @@ double host_us_per_call(const Context& context, int calls, F&& call) {
   return us / calls;
 }
 
-void report(const RunArgs& args, const Csr<double>& shape, const Decision& d, double ms, double vendor_ms, double host_us,
-            const std::string& check) {
+void report(const RunArgs& args, const Csr<double>& shape, const Decision& d, int64_t shortlists_timed, double ms,
+            double vendor_ms, double host_us, const std::string& check) {
   const double flops = 2.0 * double(shape.nnz()) * args.k;
   std::printf("%s %s k=%d %s: %s %s\n", args.op.c_str(), matrix_name(args.input).c_str(), args.k, args.dtype.c_str(),
               d.variant.c_str(), d.params.dump().c_str());
   std::printf("  time %.4f ms, %.1f GFLOP/s; host %.2f us per repeated call\n", ms, flops / ms * 1e-6, host_us);
   std::printf("  vendor (cuSPARSE) %.4f ms; speedup %.2fx\n", vendor_ms, vendor_ms / ms);
   std::printf("  kernel %s, compile %.1f ms, load %.2f ms%s\n", to_string(d.kernel_origin), d.compile_ms, d.load_ms, check.c_str());
+  // Where the choice came from, and whether this process timed a shortlist for it (a choice
+  // recorded by an earlier process is taken without timing).
+  std::printf("  decision source %s; shortlists timed in this process: %lld\n", to_string(d.source),
+              static_cast<long long>(shortlists_timed));
 }
 
 template <class T>
@@ -92,7 +98,7 @@ void run_spmm(const RunArgs& args) {
   vendor::CusparseHandle handle(rt.context());
   vendor::CusparseSpmm<T> vendor_call(handle, da, args.transpose, db, dc, vendor::SpmmAlgorithm::CsrAlg2, nullptr);
   const double vendor_ms = tuner::time_on_stream(rt.context(), nullptr, 1, timing, [&](int, CUstream s) { vendor_call.run(s); }).median_ms;
-  report(args, cast<double>(a), *call.decision, ms, vendor_ms, host_us, check);
+  report(args, cast<double>(a), *call.decision, rt.shortlists_timed(), ms, vendor_ms, host_us, check);
 }
 
 template <class T>
@@ -121,14 +127,16 @@ void run_sddmm(const RunArgs& args) {
     check = "; check " + std::string(err <= limit ? "passed" : "FAILED") + " (relative error " + std::to_string(err) + ")";
     if (err > limit) throw Error(ErrorCategory::Cuda, "check failed: relative error " + std::to_string(err));
   }
-  const CallInfo call = rt.sddmm(ds, da, db, dp, options);
+  rt.sddmm(ds, da, db, dp, options);
   const tuner::TimingOptions timing{3, args.repeat};
   const double ms = tuner::time_on_stream(rt.context(), nullptr, 1, timing, [&](int, CUstream) { rt.sddmm(ds, da, db, dp, options); }).median_ms;
   const double host_us = host_us_per_call(rt.context(), 200, [&] { rt.sddmm(ds, da, db, dp, options); });
+  // The plan the timed calls ran: auto's second call on the handle may have measured its shortlist.
+  const CallInfo call = rt.sddmm(ds, da, db, dp, options);
   vendor::CusparseHandle handle(rt.context());
   vendor::CusparseSampledDots<T> vendor_call(handle, ds, da, db, dp, nullptr);
   const double vendor_ms = tuner::time_on_stream(rt.context(), nullptr, 1, timing, [&](int, CUstream st) { vendor_call.run(st); }).median_ms;
-  report(args, cast<double>(s), *call.decision, ms, vendor_ms, host_us, check);
+  report(args, cast<double>(s), *call.decision, rt.shortlists_timed(), ms, vendor_ms, host_us, check);
 }
 
 // SpGEMM C = A·A: ours and cuSPARSE's whole call (the cusparse variant runs its documented
@@ -249,11 +257,15 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--repeat", args.repeat, "Timed repetitions (the median is printed); `sparsejit bench` rotates operands, this does not")->capture_default_str();
   cmd->add_flag("--check", args.check, "Compare with the CPU reference first (output poisoned before the run)");
   cmd->add_flag("--transpose", args.transpose, "SpMM: C = Aᵀ·B");
+  add_measure_options(cmd, args.measure_skip_margin, args.measure_budget_ms);
   add_spamm_options(cmd, spamm);
   cmd->callback([] {
     const Op op = parse_op(args.op);
     const DType type = parse_dtype(args.dtype);
     args.call = call_options(op, args.variant, args.transpose);
+    args.call.measure_skip_margin = args.measure_skip_margin;
+    args.call.measure_budget_ms = args.measure_budget_ms;
+    plan::check_measure_options(args.call);
     if (args.repeat < 1) throw InvalidInputError("--repeat " + std::to_string(args.repeat) + " must be >= 1");
     if (type != DType::F32 && type != DType::F64) throw UnsupportedError(std::string("run supports f32 and f64, not ") + to_string(type));
     if (!driver_available()) throw UnsupportedError(driver_unavailable_reason());

@@ -4,9 +4,13 @@
 
 #include "cli/commands.hpp"
 #include "jit/compiler.hpp"
+#include "ops/plan_sources.hpp"
+#include "ops/runtime_state.hpp"
 #include "sparsejit/cache.hpp"
 #include "sparsejit/error.hpp"
 #include "sparsejit/runtime.hpp"
+#include "tuner/from_records.hpp"
+#include "tuner/precompile.hpp"
 #include "tuner/tune.hpp"
 
 namespace sparsejit::cli {
@@ -28,11 +32,24 @@ struct TuneArgs {
   std::vector<std::string> dtypes = {"f32"};
   std::string write_models;
   uint64_t seed = 1;
+  bool from_records = false;
+  bool precompile = false;
+  std::string arch;  // --precompile without a GPU: the sm to compile for
 };
 
 // The widths `sparsejit bench` reports for the op, so the tuned model covers them.
 std::vector<int32_t> default_ks(Op op) {
   return op == Op::SpMM ? std::vector<int32_t>{32, 128, 512} : std::vector<int32_t>{32, 64, 128};
+}
+
+std::vector<DType> parse_dtypes(const std::vector<std::string>& texts) {
+  std::vector<DType> dtypes;
+  for (const auto& text : texts) {
+    const DType t = parse_dtype(text);
+    if (t != DType::F32 && t != DType::F64) throw UnsupportedError("tune: --dtype " + text + " (f32 and f64 only)");
+    dtypes.push_back(t);
+  }
+  return dtypes;
 }
 
 tuner::TuneOptions to_options(const TuneArgs& args) {
@@ -44,12 +61,7 @@ tuner::TuneOptions to_options(const TuneArgs& args) {
   for (int32_t k : args.ks)
     if (k < 1) throw InvalidInputError("tune: --k " + std::to_string(k) + " must be >= 1");
   o.ks = args.ks.empty() ? default_ks(o.op) : args.ks;
-  o.dtypes.clear();
-  for (const auto& text : args.dtypes) {
-    const DType t = parse_dtype(text);
-    if (t != DType::F32 && t != DType::F64) throw UnsupportedError("tune: --dtype " + text + " (f32 and f64 only)");
-    o.dtypes.push_back(t);
-  }
+  o.dtypes = parse_dtypes(args.dtypes);
   if (!args.matrices.empty()) {
     if (!std::filesystem::is_directory(args.matrices)) throw IoError("tune: --matrices '" + args.matrices + "' is not a directory");
     o.matrices_dir = args.matrices;
@@ -69,12 +81,72 @@ void print_summary(const tuner::TuneSummary& s, const std::string& db) {
   if (!s.model_file.empty()) std::cout << "wrote " << s.model_file << "\n";
 }
 
+// The store tuning data goes to: the user's cache database (none when the disk cache is off).
+cache::CacheStore& tuning_store() {
+  if (!cache::default_cache_dir())
+    throw InvalidInputError("tune stores its results in the cache database, but SPARSEJIT_CACHE_DIR is set to \"\" (disk cache disabled)");
+  return jit::default_compiler().cache().store();
+}
+
+std::string percent(const tuner::PredictionScore& s) {
+  return std::to_string(int(s.rate() * 100 + 0.5)) + "% of " + std::to_string(s.cases) + " cases";
+}
+
+void run_from_records(const TuneArgs& args) {
+  const Op op = parse_op(args.op);
+  const plan::DeviceTarget target = detail::explain_target(0);
+  cache::CacheStore& store = tuning_store();
+  const tuner::RetrainSummary s = tuner::retrain_from_records(store, ops::device_key(target), op, *ops::planner_model(op, target));
+  std::cout << "retraining " << args.op << " for " << target.name << " from " << s.records << " records ("
+            << s.skipped << " without features skipped): " << s.training_patterns << " patterns trained on, "
+            << s.held_out_patterns << " held out\n";
+  for (const auto& note : s.notes) std::cout << "  " << note << "\n";
+  if (!s.trained) return;
+  for (const auto& note : s.model.notes) std::cout << "  " << note << "\n";
+  std::cout << "held-out cases within 10% of the fastest timed: before " << percent(s.before) << ", after "
+            << percent(s.after) << "\n";
+  std::cout << (s.stored ? "stored the retrained model in " + store.path()
+                         : std::string("kept the model as it was (the retrained one predicts no better)"))
+            << "\n";
+}
+
+// The sm --precompile compiles for: --arch, else GPU 0's, else the nominal sm_90 part's.
+plan::DeviceTarget precompile_target(const std::string& arch) {
+  plan::DeviceTarget target = detail::explain_target(0);
+  if (arch.empty()) return target;
+  const std::string digits = arch.rfind("sm_", 0) == 0 ? arch.substr(3) : "";
+  if (digits.empty() || digits.size() > 3 || digits.find_first_not_of("0123456789") != std::string::npos || std::stoi(digits) < 70)
+    throw InvalidInputError("--arch '" + arch + "': expected sm_XY with XY >= 70, e.g. sm_90");
+  target.sm = std::stoi(digits);
+  return target;
+}
+
+void run_precompile(const TuneArgs& args) {
+  tuner::PrecompileOptions o;
+  if (!args.op.empty()) o.ops = {parse_op(args.op)};
+  if (!args.ks.empty()) o.ks = args.ks;
+  o.dtypes = parse_dtypes(args.dtypes);
+  o.quick = args.quick;
+  o.seed = args.seed;
+  o.target = precompile_target(args.arch);
+  jit::Compiler& compiler = jit::default_compiler();
+  std::cout << "precompiling for sm_" << o.target.sm << " into " << compiler.cache().store().path() << "\n" << std::flush;
+  const tuner::PrecompileSummary s = tuner::precompile(compiler, o, std::cout);
+  for (const auto& failure : s.failures) std::cout << "  failed: " << failure << "\n";
+  const auto dir = cache::default_cache_dir();
+  const cache::CacheStats stats = dir ? cache::cache_stats(*dir) : cache::CacheStats{};
+  std::cout << s.kernels << " kernels (" << s.compiled << " compiled now, " << s.cached << " already cached, "
+            << s.failures.size() << " settings failed) in " << s.seconds << " s; cache: " << stats.entries << " kernels, "
+            << stats.bytes << " bytes of cubin, file " << stats.file_bytes << " bytes\n";
+}
+
 }  // namespace
 
 void add_tune_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("tune", "Measure this GPU's kernel variants, store tuning records and train tuned models");
   static TuneArgs args;
-  cmd->add_option("--op", args.op, "Operation to tune: spmm or sddmm")->required()->check(CLI::IsMember({"spmm", "sddmm"}));
+  cmd->add_option("--op", args.op, "Operation to tune: spmm or sddmm (--precompile: both unless given)")
+      ->check(CLI::IsMember({"spmm", "sddmm"}));
   cmd->add_option("--matrices", args.matrices, "Directory of .mtx/.smtx[.gz] files to add to the generated matrices (default: ../shared/matrices or "
                                       "shared/matrices, the first that exists; none with --quick)");
   cmd->add_flag("--generated-only", args.generated_only, "Use the generated matrices only");
@@ -85,13 +157,22 @@ void add_tune_command(CLI::App& app) {
   cmd->add_option("--dtype", args.dtypes, "Value types to tune, comma separated (f32, f64)")->delimiter(',')->capture_default_str();
   cmd->add_option("--write-models", args.write_models, "Also write the tuned model as DIR/<op>.json (to ship as a default)");
   cmd->add_option("--seed", args.seed, "Seed of the generated matrices and values")->capture_default_str();
+  auto* from_records = cmd->add_flag("--from-records", args.from_records,
+                                     "Measure nothing: retrain the tuned model from this GPU's stored records (tune's and "
+                                     "measured selections'); kept only when it predicts held-out patterns better");
+  auto* precompile = cmd->add_flag("--precompile", args.precompile,
+                                   "Measure nothing: compile the kernels the planners can pick into the cache (no GPU needed)")
+                         ->excludes(from_records);
+  cmd->add_option("--arch", args.arch, "--precompile: the arch to compile for, e.g. sm_90 (default: GPU 0's, else sm_90)")
+      ->needs(precompile);
   cmd->callback([] {
+    if (args.precompile) return run_precompile(args);
+    if (args.op.empty()) throw InvalidInputError("tune: --op spmm|sddmm is required");
+    if (args.from_records) return run_from_records(args);
     const tuner::TuneOptions options = to_options(args);
-    if (!cache::default_cache_dir())
-      throw InvalidInputError("tune stores its results in the cache database, but SPARSEJIT_CACHE_DIR is set to \"\" (disk cache disabled)");
+    cache::CacheStore& store = tuning_store();
     Runtime runtime(0);
     std::cout << "tuning " << args.op << " on " << to_string(runtime.device()) << "\n" << std::flush;
-    cache::CacheStore& store = jit::default_compiler().cache().store();
     const tuner::TuneSummary summary = tuner::tune(runtime, store, options, std::cout);
     print_summary(summary, store.path());
   });

@@ -11,6 +11,7 @@
 // Timestamps are unix milliseconds.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,7 +19,20 @@
 namespace sparsejit::cache {
 
 // Bumped whenever the tables change; it names the database file (database_path).
-constexpr int kSchemaVersion = 1;
+// 2: tuning records gained measured selections (kind, fingerprint, plan key, model version,
+//    features, timings) and records and models the device's SM count.
+constexpr int kSchemaVersion = 2;
+
+// What tuning records and tuned models are keyed by; a record for another key is ignored.
+struct DeviceKey {
+  std::string device_name;     // e.g. "NVIDIA H100 80GB HBM3"
+  int compute_capability = 0;  // e.g. 90
+  int driver_version = 0;      // cuDriverGetVersion, e.g. 13000
+  std::string library_version;
+  int multiprocessors = 0;     // SM count: a MIG slice or a cut-down part of the same name differs
+  bool operator==(const DeviceKey& other) const;
+  bool operator!=(const DeviceKey& other) const { return !(*this == other); }
+};
 
 // What identifies a compiled kernel. Each field is its own column of the kernels table, so a
 // lookup that misses can say which part differed.
@@ -66,7 +80,8 @@ struct CacheStats {
   int64_t entries = 0;         // compiled kernels
   int64_t bytes = 0;           // sum of their cubin sizes
   int64_t hits = 0;            // disk hits over all kernels
-  int64_t tuning_records = 0;
+  int64_t tuning_records = 0;    // every record: `sparsejit tune`'s and measured selections
+  int64_t measured_records = 0;  // of them, measured selections
   int64_t models = 0;
   int64_t file_bytes = 0;      // the database file (and its WAL) on disk
 };
@@ -91,6 +106,42 @@ struct VerifyReport {
   std::vector<std::string> problems;
 };
 
+// A measured selection stored as a tuning record (`cache list --records`).
+struct RecordEntry {
+  DeviceKey device;
+  std::string op;
+  std::string fingerprint;    // the pattern's, fingerprint_hex
+  std::string plan_key;       // the problem: op, value type, K, layout, options
+  std::string model_version;  // the model whose shortlist was timed
+  std::string variant;        // the choice
+  std::string params;         // its parameters, JSON text
+  double time_ms = 0;         // its time
+  int64_t timed = 0;          // settings timed
+  int64_t created = 0;
+  // Why the record is stale against the context it was listed with (record_staleness);
+  // empty: current, or not judged.
+  std::vector<std::string> stale;
+};
+
+// What makes a measured-selection record current for this process, so that its planner would
+// look it up: this build's library version and, where this process sees GPUs, the device key
+// of one of them with the model version each op's planner uses on it now.
+struct RecordContext {
+  std::string library_version;
+  struct Device {
+    DeviceKey key;
+    std::map<std::string, std::string> model_versions;  // op ("spmm") -> model version
+  };
+  // nullopt: no GPU is visible here, so device, driver and model are not judged.
+  std::optional<std::vector<Device>> devices;
+};
+
+// "library_version: record '0.1.0', this build '0.2.0'" and the like, one per reason the
+// record would be ignored in `context`: another library version; no GPU with its device name,
+// compute capability and SM count; that GPU's driver; the model its op now plans with there.
+// Empty when the record is current (or cannot be judged here).
+std::vector<std::string> record_staleness(const RecordEntry& record, const RecordContext& context);
+
 struct PruneOptions {
   // Remove kernels whose library or NVRTC version differs from current's.
   bool mismatched_versions = true;
@@ -103,6 +154,9 @@ struct PruneOptions {
   // moved aside to (<database>.corrupt-*) are removed once older than this many days, after
   // their tuning records and models are copied into the cache where SQLite can read them.
   double moved_aside_days = 7;
+  // Measured-selection records stale in this context (record_staleness) are removed; nullopt
+  // keeps them all. The default judges the library version only.
+  std::optional<RecordContext> records = RecordContext{current.library_version, std::nullopt};
 };
 
 struct PruneReport {
@@ -110,6 +164,7 @@ struct PruneReport {
   int64_t bytes_freed = 0;
   int64_t damaged = 0;      // of the removed kernels, those whose cubin failed verification
   std::vector<std::string> moved_aside_removed;  // moved-aside database files removed
+  int64_t records_removed = 0;  // stale measured-selection records
 };
 
 // All of these take the cache directory (default_cache_dir() for the user's cache). A
@@ -118,10 +173,13 @@ struct PruneReport {
 // is a file, or cannot be read (cache_verify reports that as a problem instead).
 CacheStats cache_stats(const std::string& dir);
 std::vector<CacheEntry> cache_list(const std::string& dir, const KernelKey& wanted = {});
+// The measured-selection records, newest first, each judged against `context` when given.
+// A row whose JSON does not parse is left out (one warning).
+std::vector<RecordEntry> cache_records(const std::string& dir, const std::optional<RecordContext>& context = std::nullopt);
 VerifyReport cache_verify(const std::string& dir);
 PruneReport cache_prune(const std::string& dir, const PruneOptions& options);
-// Removes every compiled kernel (and the tuning records and models too when
-// include_tuning); returns the number of kernels removed.
+// Removes every compiled kernel (and the tuning records, measured selections included, and
+// models too when include_tuning); returns the number of kernels removed.
 int64_t cache_clear(const std::string& dir, bool include_tuning = false);
 
 }  // namespace sparsejit::cache

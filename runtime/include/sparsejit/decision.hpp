@@ -25,6 +25,8 @@ enum class DecisionSource {
   Model,    // the op's decision tree and cost formulas
   Default,  // the op's safe default (no model applied)
   Measured, // the fastest of the planner's shortlist, timed on this device for this pattern
+  Recorded, // the same, timed by an earlier process or another Runtime and stored in the cache
+            // database (a tuning record of this device, library, driver and model): not timed again
 };
 const char* to_string(DecisionSource source);
 
@@ -55,8 +57,8 @@ struct Candidate {
   // The cost terms it was priced with at `params` (predicted_ms = models::linear_cost of the
   // model's coefficients and these): {"launch": 1, "gather_bytes": ...}; empty when rejected.
   nlohmann::json terms = nlohmann::json::object();
-  // Device ms of one call when the candidate was timed for this pattern (source Measured);
-  // negative when it was not.
+  // Device ms of one call when the candidate was timed for this pattern (source Measured or
+  // Recorded); negative when it was not.
   double measured_ms = -1;
 };
 
@@ -76,7 +78,7 @@ struct Decision {
   double compile_ms = 0;       // NVRTC time when compiled now
   double load_ms = 0;          // cache lookup + module load when the plan was prepared
   // Host ms spent preparing and timing the shortlist (source Measured: in the plan of the
-  // handle whose call timed it; 0 in plans that took times measured earlier).
+  // handle whose call timed it; 0 in plans that took times measured earlier or recorded).
   double measure_ms = 0;
 };
 

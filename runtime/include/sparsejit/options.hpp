@@ -17,7 +17,10 @@ namespace sparsejit {
 //          and cuSPARSE, then the parameter settings next to the two fastest) once per
 //          pattern and problem and keeps the fastest (decision source "measured"): on the first
 //          call for Reuse::Many, else on the second call with the same K, type and layout on a
-//          handle (the pattern is being reused). See `measure`.
+//          handle (the pattern is being reused). See `measure`. The times are stored in the
+//          cache database: another Runtime or a later process meeting the same pattern and
+//          problem on the same device, library, driver and model takes the fastest from there
+//          on its first call, without timing (decision source "recorded").
 enum class Reuse {
   Once,  // default: one call per pattern; no preprocessing beyond what the fastest plain path needs
   Many,  // the pattern will be used many times: per-pattern preprocessing is worth building
@@ -46,6 +49,15 @@ struct Options {
   // stream of the runtime's own (C is written, then overwritten by the chosen plan); a call
   // on a stream being captured into a graph never measures. false: the model's choice always.
   bool measure = true;
+  // Measured selection is skipped when every other candidate the model priced is predicted at
+  // least this many times slower than its choice: the model's margin is too wide for timing
+  // to change the choice (plan/measure_policy.hpp). The default is the shortlist's own spread:
+  // at that margin it would time the vendor alone. >= 1; infinity: always time.
+  double measure_skip_margin = 2.0;
+  // The host time one measured selection may spend, in ms: once spent, no further setting is
+  // started (the model's choice and cuSPARSE are always timed), and long calls are timed with
+  // fewer repeats. > 0.
+  double measure_budget_ms = 250.0;
   // Whether this call's kernels launch early (programmatic dependent launch, sm_90 and later):
   // each may be scheduled while the previous kernel on the stream is finishing and waits for
   // that kernel's results before it reads or writes anything, so stream order holds and about

@@ -36,6 +36,9 @@ class Runtime {
 
   const Context& context() const;
   const DeviceInfo& device() const;
+  // How many times this runtime has timed a shortlist (measured selection, see Options::reuse):
+  // a plan taken from earlier times (source measured with measure_ms 0, or recorded) adds none.
+  int64_t shortlists_timed() const;
 
   // C = A·B (A m×n, B n×k, C m×k), or C = Aᵀ·B with options.transpose_a (B m×k, C n×k).
   // C is overwritten. T: float or double (others: UnsupportedError).

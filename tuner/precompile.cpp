@@ -1,0 +1,160 @@
+#include "tuner/precompile.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <set>
+#include <utility>
+
+#include "formats/sddmm_dense_tiles.hpp"
+#include "ops/plan_sources.hpp"
+#include "sparsejit/error.hpp"
+#include "sparsejit/features.hpp"
+#include "tuner/search_space.hpp"
+#include "tuner/training_set.hpp"
+#include "variants/sddmm/sddmm_variant.hpp"
+#include "variants/spmm/spmm_variant.hpp"
+
+namespace sparsejit::tuner {
+
+namespace {
+
+// Compiles kernels once per distinct cache key and counts what it did.
+class KernelTally {
+ public:
+  KernelTally(jit::Compiler& compiler, int sm, PrecompileSummary& summary) : compiler_(compiler), sm_(sm), summary_(summary) {}
+
+  void compile(const std::vector<jit::KernelSpec>& specs) {
+    for (const jit::KernelSpec& spec : specs) {
+      const jit::CompiledKernel k = compiler_.get_kernel(spec, sm_);
+      if (!seen_.insert(k.key.to_string() + "|" + k.kernel_name).second) continue;
+      ++summary_.kernels;
+      ++(k.source == cache::KernelSource::Compiled ? summary_.compiled : summary_.cached);
+    }
+  }
+
+ private:
+  jit::Compiler& compiler_;
+  int sm_;
+  PrecompileSummary& summary_;
+  std::set<std::string> seen_;
+};
+
+// One matrix at one value type and K: what each op plans for it.
+struct PlanCase {
+  PatternView pattern;
+  const Features& features;
+  int32_t k;
+  DType dtype;
+  const PrecompileOptions& options;
+};
+
+bool wanted(const PrecompileOptions& o, const std::string& variant) {
+  return o.variants.empty() || std::find(o.variants.begin(), o.variants.end(), variant) != o.variants.end();
+}
+
+// The planner's own choice (no variant forced) and every setting of the search space, each as
+// the options that plan it; settings of unwanted variants are left out before planning.
+std::vector<Options> settings_of(Op op, const std::vector<SearchCandidate>& space, const PrecompileOptions& o) {
+  std::vector<Options> settings = {Options{}};
+  for (const SearchCandidate& c : space) {
+    if (!wanted(o, c.variant)) continue;
+    Options forced;
+    forced.variant = c.variant;
+    forced.params = c.params;
+    forced.reuse = reuse_for(op, c.variant);
+    settings.push_back(std::move(forced));
+  }
+  return settings;
+}
+
+std::string setting_label(const Options& o, const PlanCase& c) {
+  return (o.forces_variant() ? o.variant + " " + o.params.dump() : std::string("auto")) + " K=" + std::to_string(c.k) + " " +
+         to_string(c.dtype);
+}
+
+// Plans every setting with `plan` and compiles the kernels `specs` names for each decision of a
+// wanted variant; a setting that fails is a failure line, not the end of the run.
+void compile_settings(const std::vector<Options>& settings, const PlanCase& c, KernelTally& tally, PrecompileSummary& summary,
+                      const std::function<Decision(const Options&)>& plan,
+                      const std::function<std::vector<jit::KernelSpec>(const Decision&)>& specs) {
+  for (const Options& o : settings) {
+    try {
+      const Decision d = plan(o);
+      if (wanted(c.options, d.variant)) tally.compile(specs(d));
+    } catch (const Error& e) {
+      summary.failures.push_back(setting_label(o, c) + ": " + e.what());
+    }
+  }
+}
+
+void spmm_kernels(const PlanCase& c, KernelTally& tally, PrecompileSummary& summary) {
+  const plan::DeviceTarget& target = c.options.target;
+  const plan::SpmmProblem problem{c.k, c.dtype, false, c.k, c.k};
+  std::map<std::pair<int32_t, int32_t>, SplitStats> splits;  // the same (W, T) recur across settings
+  const plan::SplitStatsSource split = [&](int32_t w, int32_t t) {
+    auto it = splits.find({w, t});
+    if (it == splits.end()) it = splits.emplace(std::make_pair(w, t), row_segment_split(c.pattern, w, t)).first;
+    return it->second;
+  };
+  const plan::PlanSources sources = ops::plan_sources(Op::SpMM, target);
+  compile_settings(
+      settings_of(Op::SpMM, spmm_candidates(c.features, problem, target), c.options), c, tally, summary,
+      [&](const Options& o) { return plan::plan_spmm(c.features, problem, target, o, split, sources); },
+      [&](const Decision& d) { return variants::SpmmRegistry::find(d.variant)->kernel_specs(d, problem); });
+}
+
+void sddmm_kernels(const PlanCase& c, KernelTally& tally, PrecompileSummary& summary) {
+  const plan::DeviceTarget& target = c.options.target;
+  plan::SddmmProblem problem{c.k, c.dtype, c.k, c.k};
+  std::map<std::pair<int32_t, int32_t>, int64_t> tiles;
+  problem.dense_tile_count = [&](int32_t rows, int32_t cols) {
+    auto it = tiles.find({rows, cols});
+    if (it == tiles.end()) it = tiles.emplace(std::make_pair(rows, cols), formats::count_dense_tiles(c.pattern, rows, cols)).first;
+    return it->second;
+  };
+  const plan::PlanSources sources = ops::plan_sources(Op::SDDMM, target);
+  compile_settings(
+      settings_of(Op::SDDMM, sddmm_candidates(c.features, problem, target), c.options), c, tally, summary,
+      [&](const Options& o) { return plan::plan_sddmm(c.features, problem, target, o, sources); },
+      [&](const Decision& d) { return variants::sddmm_variant(d.variant).kernel_specs(d, problem, target); });
+}
+
+void check(const PrecompileOptions& o) {
+  if (o.ks.empty()) throw InvalidInputError("tune --precompile: no K given");
+  for (int32_t k : o.ks)
+    if (k < 1) throw InvalidInputError("tune --precompile: K = " + std::to_string(k) + " must be >= 1");
+  for (DType t : o.dtypes)
+    if (t != DType::F32 && t != DType::F64)
+      throw InvalidInputError(std::string("tune --precompile: value type ") + to_string(t) + " has no kernels (f32 and f64 do)");
+  for (Op op : o.ops)
+    if (op != Op::SpMM && op != Op::SDDMM)
+      throw InvalidInputError(std::string("tune --precompile: ") + to_string(op) + " is not precompiled (spmm and sddmm are)");
+}
+
+}  // namespace
+
+PrecompileSummary precompile(jit::Compiler& compiler, const PrecompileOptions& options, std::ostream& progress) {
+  check(options);
+  const auto start = std::chrono::steady_clock::now();
+  PrecompileSummary summary;
+  KernelTally tally(compiler, options.target.sm, summary);
+  for (const TrainingMatrix& m : generated_training_matrices(options.quick, options.seed)) {
+    const Features features = inspect(m.matrix.pattern());
+    for (Op op : options.ops) {
+      const int before = summary.kernels;
+      for (DType dtype : options.dtypes)
+        for (int32_t k : options.ks) {
+          const PlanCase c{m.matrix.pattern(), features, k, dtype, options};
+          op == Op::SpMM ? spmm_kernels(c, tally, summary) : sddmm_kernels(c, tally, summary);
+        }
+      progress << to_string(op) << " " << m.name << ": " << summary.kernels - before << " new kernels (" << summary.kernels
+               << " in all)\n" << std::flush;
+    }
+  }
+  summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return summary;
+}
+
+}  // namespace sparsejit::tuner
