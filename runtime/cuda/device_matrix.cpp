@@ -4,10 +4,30 @@
 #include "cuda/memory.hpp"
 #include "sparsejit/error.hpp"
 
+#include <cstdio>
 #include <mutex>
+#include <string>
 #include <utility>
 
 namespace sparsejit {
+
+namespace {
+
+// The kernels load operands in 16-byte vectors from the start of their storage (the
+// runtime's own buffers start 256-byte aligned); a borrowed array starting elsewhere (a view
+// at an offset into a tensor) faulted on the device and lost the context. Refused until the
+// planners take the start address into their vector widths.
+void require_vector_aligned(const DeviceBuffer& storage, const char* what) {
+  if (storage.borrowed() && storage.ptr() % 16 != 0) {
+    char address[32];
+    std::snprintf(address, sizeof address, "0x%llx", static_cast<unsigned long long>(storage.ptr()));
+    throw InvalidInputError(std::string(what) + " starts at device address " + address +
+                            ", not a multiple of 16 bytes: the kernels load 16-byte vectors; pass an array that starts aligned "
+                            "(a fresh allocation, or a copy of the view)");
+  }
+}
+
+}  // namespace
 
 template <class T>
 DeviceCsr<T>::DeviceCsr(const Context& context, const Csr<T>& host)
@@ -39,6 +59,9 @@ DeviceCsr<T>::DeviceCsr(const Context& context, int32_t rows, int32_t cols, Devi
   check_array_bytes("CSR row offsets", row_ptr_, std::size_t(rows) + 1, sizeof(int32_t));
   check_array_bytes("CSR column indices", col_idx_, std::size_t(nnz_), sizeof(int32_t));
   check_array_bytes("CSR values", values_, std::size_t(nnz_), sizeof(T));
+  require_vector_aligned(row_ptr_, "a CSR matrix's row offsets");
+  require_vector_aligned(col_idx_, "a CSR matrix's column indices");
+  require_vector_aligned(values_, "a CSR matrix's values");
   context.make_current();
   SPARSEJIT_CU(cuStreamSynchronize, stream);  // the caller's kernels may still be writing the pattern
   host_row_ptr_ = row_ptr_.download_as<int32_t>(std::size_t(rows) + 1);
@@ -140,6 +163,7 @@ DeviceDense<T>::DeviceDense(const Context& context, const Dense<T>& host) : Devi
 template <class T>
 DeviceDense<T>::DeviceDense(const Context& context, DeviceBuffer storage, int32_t rows, int32_t cols, int64_t ld)
     : context_(context), rows_(rows), cols_(cols), ld_(checked_ld(rows, cols, ld)), buffer_(std::move(storage)) {
+  require_vector_aligned(buffer_, "a dense matrix's storage");
   const std::size_t extent = rows == 0 ? 0 : (std::size_t(rows) - 1) * std::size_t(ld_) + std::size_t(cols);
   if (buffer_.bytes() < extent * sizeof(T))
     throw InvalidInputError("dense matrix " + std::to_string(rows) + "x" + std::to_string(cols) + " with leading dimension " +

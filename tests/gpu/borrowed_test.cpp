@@ -78,7 +78,7 @@ TEST_F(BorrowedGpu, CsrOverBorrowedArraysMultipliesLikeAnUploadedOne) {
   const PatternView p = view.host_pattern();
   EXPECT_EQ(std::vector<int32_t>(p.row_ptr, p.row_ptr + a.rows + 1), a.row_ptr);
   EXPECT_EQ(std::vector<int32_t>(p.col_idx, p.col_idx + a.nnz()), a.col_idx);
-  for (const std::string variant : {"", "rs", "csr_rowwarp", "cusparse"})
+  for (const std::string variant : {"", "rs", "csr_vector", "cusparse"})  // each computes A·B and Aᵀ·B
     for (bool transpose : {false, true}) expect_spmm(view, a, variant, transpose);
 }
 
@@ -131,18 +131,22 @@ TEST_F(BorrowedGpu, WrongArraysAreRefusedNamingTheProblem) {
 }
 
 TEST_F(BorrowedGpu, DenseOverAStridedBorrowedArrayReadsOnlyItsElements) {
-  // B is a 200×24 block at column 5 of a 200×40 array: leading dimension 40, and the storage
-  // from B's first element holds 199·40 + 24 elements, no more.
+  // B is a 200×24 block at column 4 of a 200×40 array: leading dimension 40, and the storage
+  // from B's first element holds 199·40 + 24 elements, no more. Column 5 would start B off the
+  // 16-byte grid the kernels' vector loads need: refused, naming the address.
   const Csr<float> a = random_matrix(100, 200, 10);
   Dense<float> wide(200, 40), b(200, 24), expected;
   generate::fill_random(wide, next_seed());
   for (int32_t r = 0; r < 200; ++r)
-    for (int32_t c = 0; c < 24; ++c) b.at(r, c) = wide.at(r, c + 5);
+    for (int32_t c = 0; c < 24; ++c) b.at(r, c) = wide.at(r, c + 4);
   reference::spmm(a, b, expected);
   const DeviceDense<float> dwide(rt().context(), wide);
   const std::size_t extent = (199 * 40 + 24) * sizeof(float);
-  const DeviceDense<float> db(rt().context(), DeviceBuffer::borrow(rt().context(), dwide.buffer().ptr() + 5 * sizeof(float), extent),
+  const DeviceDense<float> db(rt().context(), DeviceBuffer::borrow(rt().context(), dwide.buffer().ptr() + 4 * sizeof(float), extent),
                               200, 24, 40);
+  expect_throw_containing<InvalidInputError>(
+      [&] { DeviceDense<float>(rt().context(), DeviceBuffer::borrow(rt().context(), dwide.buffer().ptr() + 5 * sizeof(float), extent), 200, 24, 40); },
+      "not a multiple of 16 bytes");
   const DeviceCsr<float> da(rt().context(), a);
   DeviceDense<float> dc(rt().context(), 100, 24);
   rt().spmm(da, db, dc);
