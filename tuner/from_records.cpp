@@ -118,6 +118,7 @@ PatternSplit split_by_pattern(const std::vector<Measurement>& measurements) {
       if (index++ % kHoldOutEvery == 0) held.insert(pattern);
   PatternSplit split;
   split.held_out_patterns = held.size();
+  split.held_out_set = held;
   split.training_patterns = by_hash.size() - held.size();
   for (const Measurement& m : measurements) (held.count(pattern_of(m)) ? split.held_out : split.training).push_back(m);
   return split;
@@ -178,6 +179,7 @@ RetrainSummary retrain_from_records(cache::CacheStore& store, const cache::Devic
   const PatternSplit split = split_by_pattern(measurements_from_records(records, s.skipped));
   s.training_patterns = split.training_patterns;
   s.held_out_patterns = split.held_out_patterns;
+  s.held_out.assign(split.held_out_set.begin(), split.held_out_set.end());
   if (split.held_out_patterns == 0) {
     s.notes.push_back("not retrained: records of " + std::to_string(split.training_patterns) +
                       " pattern(s) with features; holding patterns out needs at least 2");

@@ -19,6 +19,7 @@
 // retrained model is stored (as `tune` stores it: the cache's tuned model of this device) only
 // when its rate is higher.
 #pragma once
+#include <set>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,7 @@ struct PatternSplit {
   std::vector<Measurement> held_out;
   std::size_t training_patterns = 0;
   std::size_t held_out_patterns = 0;
+  std::set<std::string> held_out_set;  // the held-out patterns
 };
 // The split described above; everything in training when there are fewer than two patterns.
 PatternSplit split_by_pattern(const std::vector<Measurement>& measurements);
@@ -67,6 +69,7 @@ struct RetrainSummary {
   int records = 0;
   int skipped = 0;  // records without features
   std::size_t training_patterns = 0, held_out_patterns = 0;
+  std::vector<std::string> held_out;  // the held-out patterns' fingerprints, sorted
   PredictionScore before, after;
   bool trained = false;  // a model was trained (enough patterns, no training error)
   bool stored = false;   // it predicted the held-out cases better and is now the tuned model

@@ -83,6 +83,7 @@ class Matrix:
         )
         self._values_stamp = self._stamp(data)
         self._ones = None
+        self._read_plain = lib.plain_reader(data)
 
     def __repr__(self):
         return f"sparsejit.Matrix(shape={self.shape}, nnz={self.nnz}, dtype={self.dtype}, device=cuda:{self.device})"
@@ -110,10 +111,11 @@ class Matrix:
 
     def _bind_values(self, values, rewritten):
         """Before a product: take `values` if they are other memory, and tell the handle when
-        they were, or may have been, rewritten in place."""
+        they were rewritten in place (`rewritten`; the product itself sees the writes PyTorch
+        counted, _check_values)."""
         if values is not self.values:
             self.set_values(values)
-        elif rewritten or self._stamp(values) != self._values_stamp:
+        elif rewritten:
             self.values_changed()
 
     @property
@@ -130,31 +132,84 @@ class Matrix:
         _arrays.require_same(d, name, self.dtype, self.device, "the sparse matrix")
         return d
 
-    def _spmm(self, b, transpose_a, variant, reuse):
-        """C = A·B or Aᵀ·B into a new array of b's library (the matrix's for other DLPack arrays)."""
+    def _spmm(self, b, transpose_a, variant, reuse, out=None):
+        """C = A·B or Aᵀ·B into `out`, else into a new array of b's library (the matrix's for
+        other DLPack arrays)."""
+        rows = self.shape[1] if transpose_a else self.shape[0]
+        plain = self._read_plain(b)
+        into = None if out is None else self._read_plain(out)
+        if plain is None or (out is not None and into is None):
+            return self._spmm_general(b, rows, transpose_a, variant, reuse, out)
+        ptr, b_rows, cols, stream = plain
+        if out is None:
+            out = b.new_empty((rows, cols))
+            c, c_rows, c_cols = out.data_ptr(), rows, cols
+        else:
+            c, c_rows, c_cols, _ = into
+        self._call_spmm(ptr, b_rows, cols, cols, c, c_rows, c_cols, c_cols, transpose_a, variant, reuse, stream)
+        return out
+
+    def _spmm_general(self, b, rows, transpose_a, variant, reuse, out):
         stream, lib = self._stream_and_result_library(b)
         bd = self._dense(b, "b", stream)
-        rows = self.shape[1] if transpose_a else self.shape[0]
-        c = lib.empty((rows, bd.cols), b if bd.lib else self.values)
-        self._bind_values(self.values, rewritten=False)
-        self.last_call = _sparsejit.spmm(
-            self._rt, self._handle, bd.ptr, bd.rows, bd.cols, bd.ld, lib.address(c), rows, bd.cols, bd.cols,
-            transpose_a, variant or "", reuse or self.reuse, stream,
-        )  # fmt: skip
-        return c
+        if out is None:
+            out = lib.empty((rows, bd.cols), b if bd.lib else self.values)
+        cd = self._dense(out, "out", stream)
+        self._call_spmm(*bd[:4], *cd[:4], transpose_a, variant, reuse, stream)
+        return out
 
-    def _sddmm(self, a, b, variant, reuse):
-        """The values of S ∘ (A·Bᵀ), S this matrix, as a new 1-D array of a's library."""
+    def _call_spmm(self, b, b_rows, b_cols, b_ld, c, c_rows, c_cols, c_ld, transpose_a, variant, reuse, stream):
+        self._check_values()
+        self.last_call = _sparsejit.spmm(
+            self._rt, self._handle, b, b_rows, b_cols, b_ld, c, c_rows, c_cols, c_ld, transpose_a, variant or "",
+            reuse or self.reuse, stream,
+        )  # fmt: skip
+
+    def _sddmm(self, a, b, variant, reuse, out=None):
+        """The values of S ∘ (A·Bᵀ), S this matrix, into `out`, else into a new 1-D array of a's
+        library."""
+        plain_a, plain_b = self._read_plain(a), self._read_plain(b)
+        if plain_a is None or plain_b is None or out is not None:
+            return self._sddmm_general(a, b, variant, reuse, out)
+        a_ptr, a_rows, a_cols, stream = plain_a
+        b_ptr, b_rows, b_cols, _ = plain_b
+        p = a.new_empty((self.nnz,))
+        self._call_sddmm(a_ptr, a_rows, a_cols, a_cols, b_ptr, b_rows, b_cols, b_cols, p.data_ptr(), variant, reuse, stream)
+        return p
+
+    def _sddmm_general(self, a, b, variant, reuse, out):
         stream, lib = self._stream_and_result_library(a)
         ad = self._dense(a, "a", stream)
         bd = self._dense(b, "b", stream)
-        p = lib.empty((self.nnz,), a if ad.lib else self.values)
-        self._bind_values(self.values, rewritten=False)
+        if out is None:
+            out = lib.empty((self.nnz,), a if ad.lib else self.values)
+        p = self._values_out(out)
+        self._call_sddmm(*ad[:4], *bd[:4], p, variant, reuse, stream)
+        return out
+
+    def _values_out(self, out):
+        """The address of `out`, nnz values of this matrix's dtype and device (ValueError else)."""
+        lib = _arrays.library_of(out)
+        if lib is None:
+            raise TypeError(f"out is a {type(out).__module__}.{type(out).__qualname__}: pass a PyTorch tensor or CuPy array")
+        v = lib.vector(out, "out")
+        if v.length != self.nnz:
+            raise ValueError(f"out has {v.length} entries; the matrix has {self.nnz} nonzeros")
+        _arrays.require_same(v, "out", self.dtype, self.device, "the sparse matrix")
+        return v.ptr
+
+    def _call_sddmm(self, a, a_rows, a_cols, a_ld, b, b_rows, b_cols, b_ld, p, variant, reuse, stream):
+        self._check_values()
         self.last_call = _sparsejit.sddmm(
-            self._rt, self._handle, ad.ptr, ad.rows, ad.cols, ad.ld, bd.ptr, bd.rows, bd.cols, bd.ld,
-            lib.address(p), variant or "", reuse or self.reuse, stream,
+            self._rt, self._handle, a, a_rows, a_cols, a_ld, b, b_rows, b_cols, b_ld, p, variant or "",
+            reuse or self.reuse, stream,
         )  # fmt: skip
-        return p
+
+    def _check_values(self):
+        """Before a product: tell the handle when the values were rewritten in place since the
+        last (PyTorch counts in-place writes in _version)."""
+        if self._stamp(self.values) != self._values_stamp:
+            self.values_changed()
 
     def _pattern(self):
         """This matrix's pattern with every value 1 (made once): SDDMM over it gives the

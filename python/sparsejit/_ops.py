@@ -1,6 +1,7 @@
 """The package's functions: the products, explain, load and variants."""
 
 import json
+import sys
 from typing import NamedTuple
 
 import numpy as np
@@ -15,36 +16,40 @@ def _matrix(a):
 
 
 def _needs_autograd(m, b):
-    if m.lib is not _arrays._Torch or not _arrays._Torch.owns(b):
+    # Only PyTorch tensors have requires_grad; a CuPy or DLPack b takes no gradient.
+    if m.lib is not _arrays._Torch or not (getattr(b, "requires_grad", False) or m.values.requires_grad):
         return False
-    import torch
-
-    return torch.is_grad_enabled() and (b.requires_grad or m.values.requires_grad)
+    return sys.modules["torch"].is_grad_enabled()
 
 
-def spmm(a, b, *, transpose_a=False, variant=None, reuse=None):
+def spmm(a, b, *, transpose_a=False, variant=None, reuse=None, out=None):
     """C = A·B, or Aᵀ·B with transpose_a; A sparse (a Matrix, a torch.sparse_csr_tensor, a
     cupyx.scipy.sparse.csr_matrix), B a dense row-major GPU array (PyTorch, CuPy or DLPack).
 
     C is a new array of B's library (PyTorch in, PyTorch out), computed on that library's
-    current stream. `variant` forces a kernel ("rs", "cusparse", "rs:threshold=8"; see
-    sparsejit.variants("spmm")); `reuse` is "once" or "many" (default: the Matrix's). With
-    PyTorch, gradients flow to B and to the Matrix's values (sparsejit.autograd)."""
+    current stream; or `out`, a row-major array of C's shape, dtype and device that is
+    overwritten and returned (a loop that keeps it skips the allocation). `variant` forces a
+    kernel ("rs", "cusparse", "rs:threshold=8"; see sparsejit.variants("spmm")); `reuse` is
+    "once" or "many" (default: the Matrix's). With PyTorch, gradients flow to B and to the
+    Matrix's values (sparsejit.autograd), without `out`."""
     m = _matrix(a)
     if _needs_autograd(m, b):
+        if out is not None:
+            raise ValueError("spmm: out= is not differentiable (B or the values require gradients): leave out unset")
         from . import autograd
 
         return autograd.SpmmFunction.apply(m.values, b, m, transpose_a, variant, reuse)
-    return m._spmm(b, transpose_a, variant, reuse)
+    return m._spmm(b, transpose_a, variant, reuse, out)
 
 
-def sddmm(s, a, b, *, variant=None, reuse=None):
+def sddmm(s, a, b, *, variant=None, reuse=None, out=None):
     """P = S ∘ (A·Bᵀ): S sparse m×n, A m×k and B n×k dense; p_e = s_e · dot(A[row_e], B[col_e]).
 
-    For a Matrix S the result is the nnz values of P (a 1-D array of A's library); for a
-    PyTorch or CuPy CSR matrix it is a CSR matrix of that library sharing S's pattern."""
+    For a Matrix S the result is the nnz values of P (a 1-D array of A's library, or `out`, nnz
+    values of S's dtype and device, overwritten); for a PyTorch or CuPy CSR matrix it is a CSR
+    matrix of that library sharing S's pattern (its values `out` when given)."""
     m = _matrix(s)
-    p = m._sddmm(a, b, variant, reuse)
+    p = m._sddmm(a, b, variant, reuse, out)
     return p if s is m else m.lib.csr_like(s, p)
 
 

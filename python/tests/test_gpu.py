@@ -82,6 +82,32 @@ def test_matrix_keeps_its_plans_and_follows_new_values():
     assert relative_error(sparsejit.spmm(m, b, variant="rs"), expected) < 1e-5
 
 
+def test_out_receives_the_product_and_is_checked():
+    a = random_csr(400, 300, 10, index_dtype=torch.int32)
+    m = sparsejit.Matrix(a)
+    b = torch.randn(300, 48, device="cuda")
+    out = torch.full((400, 48), float("nan"), device="cuda")
+    assert sparsejit.spmm(m, b, out=out) is out
+    assert relative_error(out, torch.sparse.mm(a, b)) < 1e-5
+    wide = torch.full((400, 64), float("nan"), device="cuda")
+    strided_out = wide[:, :48]  # a row stride of 64: the general path
+    assert sparsejit.spmm(m, b, out=strided_out) is strided_out
+    assert relative_error(strided_out, torch.sparse.mm(a, b)) < 1e-5 and wide[:, 48:].isnan().all()
+    with pytest.raises(ValueError, match="C is 300x48"):
+        sparsejit.spmm(m, b, out=torch.empty(300, 48, device="cuda"))
+    with pytest.raises(ValueError, match="out has dtype float64"):
+        sparsejit.spmm(m, b, out=torch.empty(400, 48, device="cuda", dtype=torch.float64))
+    with pytest.raises(ValueError, match="not differentiable"):
+        sparsejit.spmm(m, b.requires_grad_(), out=out)
+    x, y = torch.randn(400, 16, device="cuda"), torch.randn(300, 16, device="cuda")
+    p = torch.full((m.nnz,), float("nan"), device="cuda")
+    assert sparsejit.sddmm(m, x, y, out=p) is p
+    sampled = torch.sparse.sampled_addmm(a, x, y.t(), beta=0.0)
+    assert relative_error(p, sampled.values() * a.values()) < 1e-5
+    with pytest.raises(ValueError, match="out has 7 entries"):
+        sparsejit.sddmm(m, x, y, out=torch.empty(7, device="cuda"))
+
+
 @pytest.mark.parametrize("transpose_a", [False, True])
 def test_gradients_pass_gradcheck_in_f64(transpose_a):
     a = random_csr(30, 20, 4, torch.float64, index_dtype=torch.int32)

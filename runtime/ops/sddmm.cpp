@@ -36,11 +36,12 @@ struct PreparedSddmm {
 
 template <class T>
 void check_sddmm_shapes(const DeviceCsr<T>& s, const DeviceDense<T>& a, const DeviceDense<T>& b, const DeviceBuffer& p) {
-  const std::string s_shape = std::to_string(s.rows()) + "x" + std::to_string(s.cols());
+  // Built on failure only: a call's host time is a few microseconds.
+  const auto s_shape = [&s] { return std::to_string(s.rows()) + "x" + std::to_string(s.cols()); };
   if (a.rows() != s.rows())
-    throw InvalidInputError("sddmm: S is " + s_shape + " but A has " + std::to_string(a.rows()) + " rows");
+    throw InvalidInputError("sddmm: S is " + s_shape() + " but A has " + std::to_string(a.rows()) + " rows");
   if (b.rows() != s.cols())
-    throw InvalidInputError("sddmm: S is " + s_shape + " but B has " + std::to_string(b.rows()) + " rows (B is n x k)");
+    throw InvalidInputError("sddmm: S is " + s_shape() + " but B has " + std::to_string(b.rows()) + " rows (B is n x k)");
   if (a.cols() != b.cols())
     throw InvalidInputError("sddmm: A has " + std::to_string(a.cols()) + " columns but B has " + std::to_string(b.cols()));
   if (a.cols() < 1) throw InvalidInputError("sddmm: k = " + std::to_string(a.cols()) + " must be >= 1");

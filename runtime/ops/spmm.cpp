@@ -38,13 +38,13 @@ void check_spmm_shapes(int32_t a_rows, int32_t a_cols, bool transpose, int32_t b
                        int32_t c_rows, int32_t c_cols) {
   const int32_t inner = transpose ? a_rows : a_cols;
   const int32_t outer = transpose ? a_cols : a_rows;
+  if (b_rows == inner && c_rows == outer && c_cols == b_cols) return;  // the messages are built on failure only
   const std::string op = transpose ? "Aᵀ·B" : "A·B";
   const std::string a_shape = std::to_string(a_rows) + "x" + std::to_string(a_cols);
   if (b_rows != inner)
     throw InvalidInputError("spmm: A is " + a_shape + " but B has " + std::to_string(b_rows) + " rows (" + op + " needs " + std::to_string(inner) + ")");
-  if (c_rows != outer || c_cols != b_cols)
-    throw InvalidInputError("spmm: C is " + std::to_string(c_rows) + "x" + std::to_string(c_cols) + " but " + op + " is " +
-                            std::to_string(outer) + "x" + std::to_string(b_cols));
+  throw InvalidInputError("spmm: C is " + std::to_string(c_rows) + "x" + std::to_string(c_cols) + " but " + op + " is " +
+                          std::to_string(outer) + "x" + std::to_string(b_cols));
 }
 
 // The largest of 4, 2, 1 dividing both leading dimensions: all the planner's vector choice

@@ -335,6 +335,8 @@ ordered_json measure_op(Runtime& rt, OpBench& bench, const Config& config, int64
   const Decision& decision = *chosen.decision;
   record["auto"] = {{"ms", auto_ms}, {"variant", decision.variant}, {"params", ordered_json(decision.params)},
                     {"source", to_string(decision.source)}, {"gflops", gflops(auto_ms)}};
+  // Names the pattern as tuning records do: `tune --from-records --held-out` lists fingerprints.
+  record["fingerprint"] = decision.features.value("fingerprint", std::string());
   Checks to_check = {{"auto", auto_options}};
   // Recorded: the same times, taken from the cache database without timing (measure_ms 0).
   if (decision.source == DecisionSource::Measured || decision.source == DecisionSource::Recorded) {

@@ -1,5 +1,6 @@
 // `sparsejit tune`: installation-time tuning of this GPU (tuner/tune.hpp does the work).
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 
 #include "cli/commands.hpp"
@@ -33,6 +34,7 @@ struct TuneArgs {
   std::string write_models;
   uint64_t seed = 1;
   bool from_records = false;
+  std::string held_out_file;  // --from-records: where the held-out fingerprints go
   bool precompile = false;
   std::string arch;  // --precompile without a GPU: the sm to compile for
 };
@@ -92,6 +94,16 @@ std::string percent(const tuner::PredictionScore& s) {
   return std::to_string(int(s.rate() * 100 + 0.5)) + "% of " + std::to_string(s.cases) + " cases";
 }
 
+// One fingerprint a line: the patterns the retrained model was judged on and not trained on,
+// so a benchmark can be judged on them alone (bench/model_alone.py).
+void write_held_out(const std::string& path, const std::vector<std::string>& fingerprints) {
+  std::ofstream out(path);
+  for (const std::string& f : fingerprints) out << f << "\n";
+  out.flush();
+  if (!out) throw IoError("tune --held-out: cannot write '" + path + "'");
+  std::cout << "wrote the " << fingerprints.size() << " held-out patterns' fingerprints to " << path << "\n";
+}
+
 void run_from_records(const TuneArgs& args) {
   const Op op = parse_op(args.op);
   const plan::DeviceTarget target = detail::explain_target(0);
@@ -101,6 +113,7 @@ void run_from_records(const TuneArgs& args) {
             << s.skipped << " without features skipped): " << s.training_patterns << " patterns trained on, "
             << s.held_out_patterns << " held out\n";
   for (const auto& note : s.notes) std::cout << "  " << note << "\n";
+  if (!args.held_out_file.empty()) write_held_out(args.held_out_file, s.held_out);
   if (!s.trained) return;
   for (const auto& note : s.model.notes) std::cout << "  " << note << "\n";
   std::cout << "held-out cases within 10% of the fastest timed: before " << percent(s.before) << ", after "
@@ -160,6 +173,10 @@ void add_tune_command(CLI::App& app) {
   auto* from_records = cmd->add_flag("--from-records", args.from_records,
                                      "Measure nothing: retrain the tuned model from this GPU's stored records (tune's and "
                                      "measured selections'); kept only when it predicts held-out patterns better");
+  cmd->add_option("--held-out", args.held_out_file,
+                  "--from-records: write the held-out patterns' fingerprints to FILE, one a line (bench records name "
+                  "their pattern's)")
+      ->needs(from_records);
   auto* precompile = cmd->add_flag("--precompile", args.precompile,
                                    "Measure nothing: compile the kernels the planners can pick into the cache (no GPU needed)")
                          ->excludes(from_records);

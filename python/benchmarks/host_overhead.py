@@ -1,0 +1,120 @@
+"""Where the host time of one sparsejit call from Python goes: each step of sparsejit.spmm and
+sparsejit.sddmm timed alone, next to the whole call and to PyTorch's own calls, on a matrix
+small enough that the GPU never holds the host back (the launch queue stays short).
+
+Each line is the median over `--batches` batches of the wall time of `--repeat` calls made
+back to back without waiting for the GPU, divided by `--repeat`, in µs per call:
+
+    alloc      the result's allocation as the call makes it (PyTorch's caching allocator)
+    read       the operands' reading (pointer, shape, stream) in Python
+    c++        the C++ module's call alone (plan lookup, argument checks, the launches)
+    call       the whole call as a user makes it (sparsejit.spmm(m, b))
+    call-out   the call into a kept result (sparsejit.spmm(m, b, out=c)): no allocation
+    torch      torch.sparse.mm / torch.sparse.sampled_addmm on the same CSR tensor
+    torch-op   one PyTorch elementwise op that allocates its result (torch.mul(b, 2.0)):
+               what a single launched kernel costs from Python with PyTorch's own machinery
+
+    python python/benchmarks/host_overhead.py gen:uniform:20000:8 -k 32
+"""
+
+import argparse
+import statistics
+import sys
+import time
+
+import torch
+
+import sparsejit
+from sparsejit import _sparsejit
+
+
+def per_call_us(call, repeat, batches):
+    """Median over batches of the host time of `repeat` calls of `call`, per call."""
+    for _ in range(20):
+        call()
+    torch.cuda.synchronize()
+    samples = []
+    for _ in range(batches):
+        begin = time.perf_counter()
+        for _ in range(repeat):
+            call()
+        samples.append((time.perf_counter() - begin) * 1e6 / repeat)
+        torch.cuda.synchronize()
+    return statistics.median(samples)
+
+
+def csr_tensor(source):
+    h = sparsejit.load(source)
+    return torch.sparse_csr_tensor(
+        torch.from_numpy(h.indptr), torch.from_numpy(h.indices), torch.from_numpy(h.data).float(), h.shape
+    ).cuda()
+
+
+def spmm_steps(a, m, k):
+    b = torch.randn(a.shape[1], k, device="cuda")
+    c = torch.empty(a.shape[0], k, device="cuda")
+    stream = torch.cuda.current_stream().cuda_stream
+    rows, cols = a.shape[0], b.shape[1]
+
+    def cxx():
+        _sparsejit.spmm(m._rt, m._handle, b.data_ptr(), b.shape[0], cols, cols, c.data_ptr(), rows, cols, cols,
+                        False, "", "many", stream)  # fmt: skip
+
+    return {
+        "alloc": lambda: b.new_empty((rows, cols)),
+        "read": (lambda: m._read_plain(b)) if hasattr(m, "_read_plain") else None,
+        "c++": cxx,
+        "call": lambda: sparsejit.spmm(m, b),
+        "call-out": lambda: sparsejit.spmm(m, b, out=c),
+        "torch": lambda: torch.sparse.mm(a, b),
+        "torch-op": lambda: torch.mul(b, 2.0),
+    }
+
+
+def sddmm_steps(a, m, k):
+    x = torch.randn(a.shape[0], k, device="cuda")
+    y = torch.randn(a.shape[1], k, device="cuda")
+    p = torch.empty(m.nnz, device="cuda")
+    stream = torch.cuda.current_stream().cuda_stream
+
+    def cxx():
+        _sparsejit.sddmm(m._rt, m._handle, x.data_ptr(), x.shape[0], k, k, y.data_ptr(), y.shape[0], k, k, p.data_ptr(),
+                         "", "many", stream)  # fmt: skip
+
+    def read():
+        m._read_plain(x)
+        m._read_plain(y)
+
+    yt = y.t()
+    return {
+        "alloc": lambda: x.new_empty((m.nnz,)),
+        "read": read if hasattr(m, "_read_plain") else None,
+        "c++": cxx,
+        "call": lambda: sparsejit.sddmm(m, x, y),
+        "call-out": lambda: sparsejit.sddmm(m, x, y, out=p),
+        "torch": lambda: torch.sparse.sampled_addmm(a, x, yt, beta=0.0),
+        "torch-op": lambda: torch.mul(x, 2.0),
+    }
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("matrix", help="a matrix file or gen: spec (small: the GPU must keep up with the host)")
+    p.add_argument("-k", type=int, default=32)
+    p.add_argument("--repeat", type=int, default=200)
+    p.add_argument("--batches", type=int, default=15)
+    args = p.parse_args(argv)
+    a = csr_tensor(args.matrix)
+    m = sparsejit.Matrix(a)
+    print(f"sparsejit {sparsejit.__version__} ({sparsejit.__file__}), torch {torch.__version__}, "
+          f"{torch.cuda.get_device_name()}, {args.matrix}, K = {args.k}; µs per call")  # fmt: skip
+    for op, steps in (("spmm", spmm_steps(a, m, args.k)), ("sddmm", sddmm_steps(a, m, args.k))):
+        for name, call in steps.items():
+            if call is not None:
+                print(f"{op:6} {name:9} {per_call_us(call, args.repeat, args.batches):7.2f}", flush=True)
+        print(f"{op:6} variant   {m.last_decision['variant']}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
