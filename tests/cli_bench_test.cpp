@@ -31,7 +31,7 @@ TEST(CliBench, HelpListsEveryOption) {
   const Result r = run_cli("bench --help");
   EXPECT_EQ(r.status, 0);
   for (const char* option : {"Usage", "--op", "-k", "--dtype", "--repeat", "--warmup", "--variants", "--clock", "--transpose", "--check",
-                             "--no-reuse", "--json-out", "--seed", "gen:", "uniform:N:R"})
+                             "--no-reuse", "--json-out", "--seed", "--quiet", "ETA", "gen:", "uniform:N:R"})
     EXPECT_NE(r.out.find(option), std::string::npos) << option << " missing from: " << r.out;
 }
 

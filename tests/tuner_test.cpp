@@ -651,7 +651,7 @@ using test::run_cli;
 TEST(TuneCli, HelpListsTheOptions) {
   const CliResult r = run_cli("tune --help");
   EXPECT_EQ(r.status, 0) << r.out;
-  for (const char* option : {"--op", "--matrices", "--quick", "--resume", "--restart", "--k", "--write-models"})
+  for (const char* option : {"--op", "--matrices", "--quick", "--resume", "--restart", "--k", "--write-models", "--quiet", "ETA"})
     EXPECT_NE(r.out.find(option), std::string::npos) << option << "\n" << r.out;
 }
 

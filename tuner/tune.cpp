@@ -293,9 +293,12 @@ std::vector<Measurement> sddmm_case(Runtime& rt, cache::CacheStore& store, const
   return run_case(rt, store, key, c, sddmm_candidates(features, problem, target), runner, options, stream, counters);
 }
 
+// "cyl6 K=128 f32"
+std::string case_name(const Case& c) { return c.matrix + " K=" + std::to_string(c.k) + " " + to_string(c.dtype); }
+
 std::string case_line(int index, int total, const Case& c, const std::vector<Measurement>& ms) {
   std::ostringstream line;
-  line << "[" << index << "/" << total << "] " << c.matrix << " K=" << c.k << " " << to_string(c.dtype) << ": ";
+  line << "[" << index << "/" << total << "] " << case_name(c) << ": ";
   const Measurement* best = nullptr;
   for (const auto& m : ms) {
     if (!m.ok) continue;
@@ -318,7 +321,7 @@ void write_model_file(const std::string& dir, Op op, const nlohmann::json& model
 
 }  // namespace
 
-TuneSummary tune(Runtime& rt, cache::CacheStore& store, const TuneOptions& options, std::ostream& progress) {
+TuneSummary tune(Runtime& rt, cache::CacheStore& store, const TuneOptions& options, const std::function<void(const TuneStep&)>& report) {
   if (options.op != Op::SpMM && options.op != Op::SDDMM)
     throw UnsupportedError(std::string("tune: ") + to_string(options.op) + " is not tuned yet (spmm and sddmm are)");
   if (options.ks.empty()) throw InvalidInputError("tune: no K given");
@@ -339,10 +342,11 @@ TuneSummary tune(Runtime& rt, cache::CacheStore& store, const TuneOptions& optio
   for (const auto& source : sources) {
     const Csr<double> matrix = source.load();
     if (matrix.nnz() == 0 || (source.file && matrix.nnz() > kMaxFileNnz)) {
-      progress << "skipping " << source.name << ": " << matrix.nnz() << " nonzeros ("
-               << (matrix.nnz() == 0 ? std::string("nothing to measure") : "files are tuned up to " + std::to_string(kMaxFileNnz))
-               << ")\n";
-      index += int(options.ks.size() * options.dtypes.size());
+      const int cases = int(options.ks.size() * options.dtypes.size());
+      report({"skipping " + source.name + ": " + std::to_string(matrix.nnz()) + " nonzeros (" +
+                  (matrix.nnz() == 0 ? std::string("nothing to measure") : "files are tuned up to " + std::to_string(kMaxFileNnz)) + ")",
+              source.name, cases, false, total});
+      index += cases;
       continue;
     }
     const Features features = inspect(matrix.pattern());
@@ -361,7 +365,7 @@ TuneSummary tune(Runtime& rt, cache::CacheStore& store, const TuneOptions& optio
                        : spmm_case<float>(rt, store, key, c, matrix, features, options, stream, counters))
                 : (f64 ? sddmm_case<double>(rt, store, key, c, matrix, features, options, stream, counters)
                        : sddmm_case<float>(rt, store, key, c, matrix, features, options, stream, counters));
-        progress << case_line(++index, total, c, ms) << "\n" << std::flush;
+        report({case_line(++index, total, c, ms), case_name(c), 1, true, total});
         all.insert(all.end(), ms.begin(), ms.end());
         ++summary.cases;
       }

@@ -18,8 +18,10 @@
 // earlier run, of the planner run on the CPU with the same forced Options. The cost
 // coefficients are fitted on them (calibrate_costs).
 //
-// Progress: one line per case, "[12/40] cyl6 K=128 f32: best rs ... panel_width=512 threshold=8
-// ... 0.031 ms (18 candidates)".
+// Progress: one TuneStep per case to `report`, its line "[12/40] cyl6 K=128 f32: best rs ...
+// panel_width=512 threshold=8 ... 0.031 ms (18 candidates)", and one per matrix skipped. The
+// caller prints the lines: `sparsejit tune` puts them on stdout and keeps a progress line with
+// an ETA on stderr, which it must erase before each line and draw again after.
 //
 // Run time. Every candidate of the planner's search space is measured (no reduced grid, also
 // with `quick`: quick means three tiny matrices, K as given and 2 + 5 timed runs). SpMM f32
@@ -35,8 +37,8 @@
 // measures ~130 candidates per case, about ten times as many.)
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <optional>
-#include <ostream>
 #include <string>
 #include <vector>
 
@@ -67,6 +69,16 @@ struct TuneSummary {
   std::string model_file;  // written file, when write_models_dir was given
 };
 
-TuneSummary tune(Runtime& runtime, cache::CacheStore& store, const TuneOptions& options, std::ostream& progress);
+// One step of a run, as reported: a case measured, or a matrix whose cases are all skipped.
+struct TuneStep {
+  std::string line;       // what to show: the case's result, or why the matrix is skipped
+  std::string item;       // the case, "cyl6 K=128 f32", or the skipped matrix's name
+  int cases = 1;          // cases this step finishes
+  bool measured = true;   // false: skipped, nothing run
+  int total = 0;          // cases in the whole run
+};
+
+TuneSummary tune(Runtime& runtime, cache::CacheStore& store, const TuneOptions& options,
+                 const std::function<void(const TuneStep&)>& report);
 
 }  // namespace sparsejit::tuner

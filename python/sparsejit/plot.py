@@ -9,10 +9,17 @@ python/benchmarks/python_bench.py (sparsejit, PyTorch) and writes, beside the fi
   NAME-speedup.png   the baseline's time over ours against nnz, one series per op and K;
   NAME-roofline.png  ours in GFLOP/s against arithmetic intensity (2·nnz·K flops over the
                      compulsory bytes: A once, the dense operands once, the output once), under
-                     the memory-bandwidth and compute ceilings given (H200 defaults).
+                     the memory-bandwidth and compute ceilings given (H200 defaults);
+  NAME-split.png     the baseline's time over ours against the feature the planner's decision
+                     tree splits on first (the root of `auto.path` in a bench line: SDDMM's
+                     variant tree, SpMM's rs threshold tree), one marker per K, the split's
+                     threshold as a vertical line; a panel per (op, feature, threshold); log x
+                     where the values span two decades or more. Written only when some line
+                     carries a path (bench lines do; python_bench.py's do not).
 matplotlib is needed for the drawing only (pip install matplotlib)."""
 
 import argparse
+import itertools
 import json
 import pathlib
 
@@ -57,6 +64,40 @@ def speedups(records):
         ours, baseline = _ours_and_baseline(r)
         series.setdefault((r["op"], r["k"]), []).append((r["nnz"], baseline / ours))
     return series
+
+
+def split_point(record):
+    """(feature, value, threshold, speedup) of one bench line: the feature the root of auto's
+    tree path splits on, this problem's value of it, the split's threshold and the baseline's
+    time over ours; None for a line without a path (python_bench.py, older bench lines, a model
+    without a tree) or without a baseline time."""
+    auto = record.get("auto")
+    path = auto.get("path") if isinstance(auto, dict) else None
+    times = times_of(record)
+    ours = next((times[n] for n in _OURS if n in times), None)
+    baseline = next((times[n] for n in _BASELINES if n in times), None)
+    if not path or ours is None or baseline is None:
+        return None
+    root = path[0]
+    return root["feature"], root["value"], root["threshold"], baseline / ours
+
+
+def split_series(records):
+    """{(op, feature, threshold): {k: [(value, speedup)]}}: the lines with a path, grouped by the
+    split they share (one model's root is the same for every line of its op)."""
+    series = {}
+    for r in records:
+        point = split_point(r)
+        if point is None:
+            continue
+        feature, value, threshold, speedup = point
+        series.setdefault((r["op"], feature, threshold), {}).setdefault(r["k"], []).append((value, speedup))
+    return series
+
+
+def _spans_decades(values):
+    """Whether a log axis suits these values: all positive, the largest 100 times the smallest."""
+    return min(values) > 0 and max(values) >= 100 * min(values)
 
 
 def roofline_point(record):
@@ -117,7 +158,24 @@ def _draw(records, stem, peak_gflops, bandwidth_gbs):
     ax.set(xscale="log", yscale="log", xlabel="flops per compulsory byte", ylabel="GFLOP/s (ours)")
     ax.set_title(f"Roofline: {bandwidth_gbs:g} GB/s, {peak_gflops:g} GFLOP/s")
     fig.savefig(f"{stem}-roofline.png", dpi=120, bbox_inches="tight")
-    return [f"{stem}-{kind}.png" for kind in ("profile", "speedup", "roofline")]
+    written = [f"{stem}-{kind}.png" for kind in ("profile", "speedup", "roofline")]
+
+    splits = split_series(records)
+    if splits:
+        fig, axes = plt.subplots(1, len(splits), figsize=(7 * len(splits), 4.5), squeeze=False)
+        for ax, ((op, feature, threshold), by_k) in zip(axes[0], sorted(splits.items())):
+            for (k, points), marker in zip(sorted(by_k.items()), itertools.cycle("os^Dv<>P")):
+                ax.scatter(*zip(*points), label=f"K={k}", s=18, marker=marker)
+            ax.axvline(threshold, color="black", linestyle="--", linewidth=1, label=f"split at {threshold:g}")
+            ax.axhline(1, color="gray", linewidth=1)
+            values = [v for points in by_k.values() for v, _ in points] + [threshold]
+            xscale = "log" if _spans_decades(values) else "linear"
+            ax.set(xscale=xscale, yscale="log", xlabel=feature, ylabel="baseline time / ours")
+            ax.set_title(f"{op}: speedup against the tree's first split, {feature}")
+            ax.legend(fontsize=8)
+        fig.savefig(f"{stem}-split.png", dpi=120, bbox_inches="tight")
+        written.append(f"{stem}-split.png")
+    return written
 
 
 def main(argv=None):

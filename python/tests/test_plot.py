@@ -43,6 +43,47 @@ def test_roofline_point_counts_the_compulsory_bytes():
     assert gflops == pytest.approx(2 * 1000 * 32 / 1.0 / 1e6)
 
 
+def step(feature, value, threshold):
+    """One step of a Decision's tree path, as bench writes it in auto.path."""
+    return {"feature": feature, "value": value, "comparison": "<=", "threshold": threshold, "taken": value <= threshold}
+
+
+def with_path(record, *steps):
+    record = json.loads(json.dumps(record))
+    record["auto"]["path"] = list(steps)
+    return record
+
+
+# SDDMM lines split first on nnz at 124416 (then on more), over three decades of nnz, two K.
+SPLIT_RECORDS = [
+    with_path(cpp_record("sddmm", 32, 1000, 1.0, 2.0, {}), step("nnz", 1000, 124416), step("k", 32, 96)),
+    with_path(cpp_record("sddmm", 32, 2000000, 2.0, 1.0, {}), step("nnz", 2000000, 124416), step("tile_fill", 0.3, 0.2)),
+    with_path(cpp_record("sddmm", 128, 50000, 0.5, 2.0, {}), step("nnz", 50000, 124416)),
+    with_path(cpp_record("spmm", 32, 4000, 4.0, 1.0, {}), step("accumulations_per_nnz", 0.5, 0.04)),
+    cpp_record("spmm", 32, 8000, 1.0, 1.0, {}),  # an older line: no path
+]
+
+
+def test_split_point_takes_the_root_split_of_autos_path():
+    assert [plot.split_point(r) for r in SPLIT_RECORDS] == [
+        ("nnz", 1000, 124416, 2.0),
+        ("nnz", 2000000, 124416, 0.5),
+        ("nnz", 50000, 124416, 4.0),
+        ("accumulations_per_nnz", 0.5, 0.04, 0.25),
+        None,
+    ]
+    assert plot.split_point({"sparsejit_ms": 0.2, "torch_ms": 0.5}) is None  # python_bench.py's lines
+    no_vendor = with_path(cpp_record("sddmm", 32, 1000, 1.0, None, {}), step("nnz", 1000, 124416))
+    assert plot.split_point(no_vendor) is None
+
+
+def test_split_series_groups_by_split_and_k():
+    assert plot.split_series(SPLIT_RECORDS) == {
+        ("sddmm", "nnz", 124416): {32: [(1000, 2.0), (2000000, 0.5)], 128: [(50000, 4.0)]},
+        ("spmm", "accumulations_per_nnz", 0.04): {32: [(0.5, 0.25)]},
+    }
+
+
 def test_pictures_are_written_beside_the_results(tmp_path):
     pytest.importorskip("matplotlib", reason="matplotlib is not installed")
     results = tmp_path / "spmm.jsonl"
@@ -51,3 +92,14 @@ def test_pictures_are_written_beside_the_results(tmp_path):
     for kind in ("profile", "speedup", "roofline"):
         png = tmp_path / f"spmm-{kind}.png"
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert not (tmp_path / "spmm-split.png").exists()  # no line carries a path
+
+
+def test_the_split_picture_is_written_when_lines_carry_a_path(tmp_path, capsys):
+    pytest.importorskip("matplotlib", reason="matplotlib is not installed")
+    results = tmp_path / "mixed.jsonl"
+    results.write_text("".join(json.dumps(r) + "\n" for r in SPLIT_RECORDS))
+    plot.main([str(results)])
+    png = tmp_path / "mixed-split.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert str(png) in capsys.readouterr().out.split()

@@ -1,8 +1,9 @@
 // `sparsejit bench INPUT... --op spmm|sddmm|spgemm -k 32,128,512`: our runtime (auto and each
 // variant forced) against cuSPARSE, one JSON line per (matrix, K) (SpGEMM: per matrix, C = A·A)
 // on stdout (and appended to
-// --json-out), then a table and a per-K summary on stderr. Progress and failures go to stderr
-// too, so stdout holds nothing but JSON lines.
+// --json-out), then a table and a per-K summary on stderr. Progress (a line per finished
+// (matrix, K) with the time elapsed and an ETA, cli/progress.hpp; none with --quiet) and
+// failures go to stderr too, so stdout holds nothing but JSON lines.
 //
 // Every argument is checked before any GPU work; a bad one is a one-line error and exit 1.
 // A matrix that fails to load or run is reported on one line and skipped; the exit status is
@@ -20,6 +21,7 @@
 #include "cli/commands.hpp"
 #include "cli/json_lines.hpp"
 #include "cli/matrix_input.hpp"
+#include "cli/progress.hpp"
 #include "plan/measure_policy.hpp"
 #include "sparsejit/error.hpp"
 #include "sparsejit/generate.hpp"
@@ -45,6 +47,7 @@ struct BenchArgs {
   bool transpose = false;
   bool check = false;
   bool no_reuse = false;
+  bool quiet = false;
   double measure_skip_margin = Options{}.measure_skip_margin, measure_budget_ms = Options{}.measure_budget_ms;
   std::string json_out;
   uint64_t seed = 1;
@@ -178,16 +181,22 @@ std::string first_line(const std::string& text) { return text.substr(0, text.fin
 // The driver's reason without its closing clause about what still works without a GPU.
 std::string without_consequence(const std::string& reason) { return reason.substr(0, reason.rfind(": ")); }
 
+// The (matrix, K) items of a run: one per matrix for SpGEMM, which has no K.
+int64_t items_per_source(const bench::Config& config) { return config.op == Op::SpGEMM ? 1 : int64_t(config.ks.size()); }
+
 // Runs every K of every source, printing a JSON line per (matrix, K); returns the records.
+// Each item counts 1 towards the ETA: a matrix's nnz, the cost's obvious proxy, is known only
+// once the matrix is read, and much of an item's time (compiles, the fixed repeat counts) does
+// not follow nnz·K anyway.
 class BenchRun {
  public:
-  BenchRun(const bench::Config& config, std::ofstream* json_out)
-      : config_(config), json_out_(json_out), rt_(0), cusparse_(rt_.context()) {}
+  BenchRun(const bench::Config& config, std::ofstream* json_out, int64_t items, ProgressStyle style)
+      : config_(config), json_out_(json_out), progress_(items, double(items), style, std::cerr), rt_(0), cusparse_(rt_.context()) {}
 
   void measure_all(const std::vector<MatrixSource>& sources) {
-    for (std::size_t i = 0; i < sources.size(); ++i) {
-      if (config_.dtype == DType::F64) measure_source<double>(sources[i], i, sources.size());
-      else measure_source<float>(sources[i], i, sources.size());
+    for (const MatrixSource& source : sources) {
+      if (config_.dtype == DType::F64) measure_source<double>(source);
+      else measure_source<float>(source);
     }
   }
 
@@ -196,29 +205,33 @@ class BenchRun {
 
  private:
   template <class T>
-  void measure_source(const MatrixSource& source, std::size_t index, std::size_t count) {
+  void measure_source(const MatrixSource& source) {
     Csr<T> a;
     try {
       a = load<T>(source, config_.seed);
     } catch (const Error& e) {
       fail(source.name, std::string(to_string(e.category())) + " error: " + e.what());
+      const int64_t items = items_per_source(config_);
+      progress_.skipped(items, double(items), source.name);
       return;
     }
-    std::cerr << "bench: [" << index + 1 << "/" << count << "] " << source.name << ": " << a.rows << "x" << a.cols << ", "
-              << a.nnz() << " nonzeros" << std::endl;
+    progress_.print(std::cerr, "bench: " + source.name + ": " + std::to_string(a.rows) + "x" + std::to_string(a.cols) + ", " +
+                                   std::to_string(a.nnz()) + " nonzeros");
     if (config_.op == Op::SpGEMM) {
       measure_product(source, a);
       return;
     }
     for (const int32_t k : config_.ks) {
+      const std::string item = source.name + " k=" + std::to_string(k);
       try {
         std::vector<std::string> failures;
         const ordered_json measured = bench::measure(rt_, cusparse_, a, k, config_, failures);
         emit(record_header(source, a.rows, a.cols, a.nnz(), k), measured);
-        for (const std::string& failure : failures) fail(source.name + " k=" + std::to_string(k), failure);
+        for (const std::string& failure : failures) fail(item, failure);
       } catch (const Error& e) {
-        fail(source.name + " k=" + std::to_string(k), std::string(to_string(e.category())) + " error: " + e.what());
+        fail(item, std::string(to_string(e.category())) + " error: " + e.what());
       }
+      progress_.finished(item);
     }
   }
 
@@ -226,7 +239,8 @@ class BenchRun {
   template <class T>
   void measure_product(const MatrixSource& source, const Csr<T>& a) {
     if (a.rows != a.cols) {
-      std::cerr << "bench: " << source.name << ": skipped (C = A·A needs a square matrix)" << std::endl;
+      progress_.print(std::cerr, "bench: " + source.name + ": skipped (C = A·A needs a square matrix)");
+      progress_.skipped(1, 1, source.name);
       return;
     }
     try {
@@ -241,6 +255,7 @@ class BenchRun {
     } catch (const Error& e) {
       fail(source.name, std::string(to_string(e.category())) + " error: " + e.what());
     }
+    progress_.finished(source.name);
   }
 
   ordered_json record_header(const MatrixSource& source, int32_t rows, int32_t cols, int64_t nnz, int32_t k) const {
@@ -254,18 +269,19 @@ class BenchRun {
   void emit(ordered_json record, const ordered_json& measured) {
     for (const auto& [key, value] : measured.items()) record[key] = value;
     const std::string line = record.dump();
-    std::cout << line << std::endl;
+    progress_.print(std::cout, line);
     if (json_out_) *json_out_ << line << std::endl;
     records_.push_back(std::move(record));
   }
 
   void fail(const std::string& what, const std::string& message) {
-    std::cerr << "bench: " << what << ": " << first_line(message) << std::endl;
+    progress_.print(std::cerr, "bench: " + what + ": " + first_line(message));
     failed_ = true;
   }
 
   const bench::Config& config_;
   std::ofstream* json_out_;
+  Progress progress_;  // before the runtime: its start up counts in the elapsed time
   Runtime rt_;
   vendor::CusparseHandle cusparse_;
   std::vector<ordered_json> records_;
@@ -286,7 +302,7 @@ void run_spamm_bench(const BenchArgs& args) {
                                                         args.dtype, args.tile, {args.warmup, args.repeat, tuner::Clock::Events});
   const std::unique_ptr<std::ofstream> json_out = open_json_out("bench", args.json_out);
   require_driver();
-  if (!bench::run_spamm(config, json_out.get())) throw CLI::RuntimeError(1);
+  if (!bench::run_spamm(config, json_out.get(), progress_style(args.quiet))) throw CLI::RuntimeError(1);
 }
 
 void run_bench(const BenchArgs& args) {
@@ -295,7 +311,7 @@ void run_bench(const BenchArgs& args) {
   const std::vector<MatrixSource> sources = resolve_inputs(args.inputs);
   const std::unique_ptr<std::ofstream> json_out = open_json_out("bench", args.json_out);
   require_driver();
-  BenchRun run(config, json_out.get());
+  BenchRun run(config, json_out.get(), int64_t(sources.size()) * items_per_source(config), progress_style(args.quiet));
   run.measure_all(sources);
   bench::print_report(std::cerr, run.records());
   if (json_out && !*json_out) throw IoError("bench: writing --json-out '" + args.json_out + "' failed");
@@ -332,6 +348,10 @@ void add_bench_command(CLI::App& app) {
                 "auto with Reuse::Many, after how many calls the preprocessing pays off)");
   add_measure_options(cmd, args.measure_skip_margin, args.measure_budget_ms);
   cmd->add_option("--json-out", args.json_out, "Also append the JSON lines to this file");
+  cmd->add_flag("-q,--quiet", args.quiet,
+                "No progress on stderr. Without it, each finished item (matrix and K; SpAMM: size, decay, precision, operands "
+                "and share) shows [done/total], percent, the time elapsed and an ETA (from the mean time per item so far): "
+                "one line rewritten in place on a terminal, else a line every 5 s or 10% of the items, and the last");
   cmd->add_option("--seed", args.seed, "Seed of generated matrices and random values")->capture_default_str();
   cmd->add_option("--sizes", args.sizes, "SpAMM: N of the N×N decay inputs")->capture_default_str();
   cmd->add_option("--decays", args.decays, "SpAMM: algebraic (0.1/(|i-j|^0.1+1)) and/or exponential (0.995^|i-j|)")->capture_default_str();

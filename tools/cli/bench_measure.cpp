@@ -333,8 +333,11 @@ ordered_json measure_op(Runtime& rt, OpBench& bench, const Config& config, int64
   const double auto_ms = m.time(m.ours(auto_options));
   const CallInfo chosen = bench.run(auto_options, 0);
   const Decision& decision = *chosen.decision;
+  // The tree's steps as explain prints them (each with the feature's value), so a result can be
+  // set against the feature the planner split on (python -m sparsejit.plot).
   record["auto"] = {{"ms", auto_ms}, {"variant", decision.variant}, {"params", ordered_json(decision.params)},
-                    {"source", to_string(decision.source)}, {"gflops", gflops(auto_ms)}};
+                    {"source", to_string(decision.source)}, {"gflops", gflops(auto_ms)},
+                    {"path", ordered_json(to_json(decision).at("path"))}};
   // Names the pattern as tuning records do: `tune --from-records --held-out` lists fingerprints.
   record["fingerprint"] = decision.features.value("fingerprint", std::string());
   Checks to_check = {{"auto", auto_options}};

@@ -46,6 +46,45 @@ double number(const std::string& what, const std::string& item) {
 }
 
 
+// Whether run_case measures `precision`: f64 computes in full precision only.
+bool measured(const SpammConfig& config, SpammPrecision precision) {
+  return config.dtype != DType::F64 || precision == SpammPrecision::Full;
+}
+
+// Whether it measures `operands` with `precision`: 16-bit operands are fp16's and bf16's.
+bool measured(SpammPrecision precision, const std::string& operands) {
+  return operands != "16bit" || precision == SpammPrecision::FP16 || precision == SpammPrecision::BF16;
+}
+
+// The progress items of one (N, decay) input: its (precision, operands, share) runs.
+int64_t items_per_input(const SpammConfig& config) {
+  int64_t items = 0;
+  for (SpammPrecision precision : config.precisions)
+    for (const std::string& operands : config.operands)
+      if (measured(config, precision) && measured(precision, operands)) items += int64_t(config.ratios.size());
+  return items;
+}
+
+// An item's share of the ETA: N³, its tile products' and its cuBLAS baseline's order (N =
+// 16384 takes about 64 times as long as 4096; a plain mean would be far off).
+double item_weight(int32_t n) { return double(n) * double(n) * double(n); }
+
+int64_t total_items(const SpammConfig& config) {
+  return int64_t(config.sizes.size() * config.decays.size()) * items_per_input(config);
+}
+
+double total_weight(const SpammConfig& config) {
+  double weight = 0;
+  for (int32_t n : config.sizes) weight += item_weight(n) * double(config.decays.size()) * double(items_per_input(config));
+  return weight;
+}
+
+std::string share_label(double ratio) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g%%", 100 * ratio);
+  return text;
+}
+
 double frobenius(const std::vector<double>& x) {
   double s = 0;
   for (double v : x) s += v * v;
@@ -98,16 +137,20 @@ class Case {
 
 class SpammBench {
  public:
-  SpammBench(const SpammConfig& config, std::ostream* json_out) : config_(config), json_out_(json_out) {}
+  SpammBench(const SpammConfig& config, std::ostream* json_out, ProgressStyle style)
+      : config_(config), json_out_(json_out), progress_(total_items(config), total_weight(config), style, std::cerr) {}
 
   bool run() {
     for (int32_t n : config_.sizes)
       for (const std::string& decay : config_.decays) {
+        const int64_t done_before = progress_.done();
         try {
           if (config_.dtype == DType::F64) run_case<double>(decay, n);
           else run_case<float>(decay, n);
         } catch (const Error& e) {
           fail(decay + ":" + std::to_string(n), e.what());
+          const int64_t left = items_per_input(config_) - (progress_.done() - done_before);
+          progress_.skipped(left, double(left) * item_weight(n), decay + ":" + std::to_string(n));
         }
       }
     return !failed_;
@@ -116,10 +159,10 @@ class SpammBench {
  private:
   template <class T>
   void run_case(const std::string& decay, int32_t n) {
-    std::cerr << "bench: spamm " << decay << ":" << n << " " << to_string(config_.dtype) << std::endl;
+    progress_.print(std::cerr, "bench: spamm " + decay + ":" + std::to_string(n) + " " + to_string(config_.dtype));
     Case<T> input(rt_, decay, n);
     for (SpammPrecision precision : config_.precisions) {
-      if (config_.dtype == DType::F64 && precision != SpammPrecision::Full) continue;
+      if (!measured(config_, precision)) continue;
       Baseline baseline;
       {
         ClassGemm vendor(rt_.context(), input.host(), input.host(), config_.dtype, precision);
@@ -131,9 +174,12 @@ class SpammBench {
         baseline.f32_inputs_ms = time([&](CUstream s) { vendor.run(s); });
       }
       for (const std::string& operands : config_.operands) {
-        const bool sixteen = operands == "16bit";
-        if (sixteen && precision != SpammPrecision::FP16 && precision != SpammPrecision::BF16) continue;
-        for (double ratio : config_.ratios) run_ratio(input, decay, n, precision, sixteen, ratio, baseline);
+        if (!measured(precision, operands)) continue;
+        for (double ratio : config_.ratios) {
+          run_ratio(input, decay, n, precision, operands == "16bit", ratio, baseline);
+          progress_.finished(decay + ":" + std::to_string(n) + " " + to_string(precision) + " " + operands + " " + share_label(ratio),
+                             item_weight(n));
+        }
       }
     }
   }
@@ -218,9 +264,9 @@ class SpammBench {
         if (path == "auto" && used > 0 && std::size_t(used) < sizeof line)
           std::snprintf(line + used, sizeof line - std::size_t(used), "  | share asked: %s %.4f ms %.2fx", with_search_variant.c_str(),
                         with_search_ms, vendor_ms / with_search_ms);
-        std::cerr << line << std::endl;
+        progress_.print(std::cerr, line);
       } catch (const UnsupportedError& e) {
-        std::cerr << "bench: " << what << ": not run (" << e.what() << ")" << std::endl;
+        progress_.print(std::cerr, "bench: " + what + ": not run (" + e.what() + ")");
       } catch (const Error& e) {
         fail(what, e.what());
       }
@@ -236,17 +282,18 @@ class SpammBench {
 
   void emit(const ordered_json& record) {
     const std::string line = record.dump();
-    std::cout << line << std::endl;
+    progress_.print(std::cout, line);
     if (json_out_) *json_out_ << line << std::endl;
   }
 
   void fail(const std::string& what, const std::string& message) {
-    std::cerr << "bench: " << what << ": " << message.substr(0, message.find('\n')) << std::endl;
+    progress_.print(std::cerr, "bench: " + what + ": " + message.substr(0, message.find('\n')));
     failed_ = true;
   }
 
   const SpammConfig& config_;
   std::ostream* json_out_;
+  Progress progress_;  // before the runtime: its start up counts in the elapsed time
   Runtime rt_;
   bool failed_ = false;
 };
@@ -296,6 +343,8 @@ SpammConfig spamm_config(const std::string& sizes, const std::string& decays, co
   return c;
 }
 
-bool run_spamm(const SpammConfig& config, std::ostream* json_out) { return SpammBench(config, json_out).run(); }
+bool run_spamm(const SpammConfig& config, std::ostream* json_out, ProgressStyle style) {
+  return SpammBench(config, json_out, style).run();
+}
 
 }  // namespace sparsejit::cli::bench

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/progress.hpp"
 #include "sparsejit/spamm.hpp"
 #include "sparsejit/types.hpp"
 #include "tuner/measure.hpp"
@@ -41,6 +42,7 @@ SpammConfig spamm_config(const std::string& sizes, const std::string& decays, co
                          const tuner::TimingOptions& timing);
 
 // Runs every combination; returns false when any failed (each failure printed on stderr).
-bool run_spamm(const SpammConfig& config, std::ostream* json_out);
+// Progress in `style` (cli/progress.hpp): one item per (N, decay, precision, operands, share).
+bool run_spamm(const SpammConfig& config, std::ostream* json_out, ProgressStyle style);
 
 }  // namespace sparsejit::cli::bench

@@ -2,8 +2,10 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 
 #include "cli/commands.hpp"
+#include "cli/progress.hpp"
 #include "jit/compiler.hpp"
 #include "ops/plan_sources.hpp"
 #include "ops/runtime_state.hpp"
@@ -37,6 +39,7 @@ struct TuneArgs {
   std::string held_out_file;  // --from-records: where the held-out fingerprints go
   bool precompile = false;
   std::string arch;  // --precompile without a GPU: the sm to compile for
+  bool quiet = false;
 };
 
 // The widths `sparsejit bench` reports for the op, so the tuned model covers them.
@@ -73,6 +76,19 @@ tuner::TuneOptions to_options(const TuneArgs& args) {
   }
   if (!args.write_models.empty()) o.write_models_dir = args.write_models;
   return o;
+}
+
+// Measures the cases: their lines on stdout, the progress line (cli/progress.hpp) on stderr.
+// Each case counts 1 towards the ETA; a skipped matrix's cases are counted but take no time.
+tuner::TuneSummary measure_cases(Runtime& runtime, cache::CacheStore& store, const tuner::TuneOptions& options, bool quiet) {
+  const Progress::Clock::time_point start = Progress::Clock::now();
+  std::optional<Progress> progress;  // the case count is known once the tuner has its matrices
+  return tuner::tune(runtime, store, options, [&](const tuner::TuneStep& step) {
+    if (!progress) progress.emplace(step.total, double(step.total), progress_style(quiet), std::cerr, start);
+    progress->print(std::cout, step.line);
+    if (step.measured) progress->finished(step.item);
+    else progress->skipped(step.cases, double(step.cases), step.item);
+  });
 }
 
 void print_summary(const tuner::TuneSummary& s, const std::string& db) {
@@ -180,6 +196,10 @@ void add_tune_command(CLI::App& app) {
   auto* precompile = cmd->add_flag("--precompile", args.precompile,
                                    "Measure nothing: compile the kernels the planners can pick into the cache (no GPU needed)")
                          ->excludes(from_records);
+  cmd->add_flag("-q,--quiet", args.quiet,
+                "No progress on stderr. Without it, each case measured shows [done/total], percent, the time elapsed and an "
+                "ETA (from the mean time per case so far): one line rewritten in place on a terminal, else a line every 5 s "
+                "or 10% of the cases, and the last");
   cmd->add_option("--arch", args.arch, "--precompile: the arch to compile for, e.g. sm_90 (default: GPU 0's, else sm_90)")
       ->needs(precompile);
   cmd->callback([] {
@@ -190,7 +210,7 @@ void add_tune_command(CLI::App& app) {
     cache::CacheStore& store = tuning_store();
     Runtime runtime(0);
     std::cout << "tuning " << args.op << " on " << to_string(runtime.device()) << "\n" << std::flush;
-    const tuner::TuneSummary summary = tuner::tune(runtime, store, options, std::cout);
+    const tuner::TuneSummary summary = measure_cases(runtime, store, options, args.quiet);
     print_summary(summary, store.path());
   });
 }
