@@ -5,6 +5,9 @@
 #   SETS="spmm_f32" (or "sddmm_f32") runs one set only (a device call is limited to 10 minutes)
 #   SETS="spamm_8192" or "spamm_16384": SpAMM against cuBLAS (not in the default sets; estimated
 #   at 2-3 and 4-5 minutes, not yet measured: run each in its own device call)
+#   SETS="spmm_powerlaw": SpMM fp32 K=128,512 over the real graphs (MATRICES_DIR/graphs) and
+#   generated power-law graphs of controlled degree exponent (not in the default sets; not yet
+#   measured: run it in its own device call)
 #
 # MATRICES_DIR  the shared matrices (every .mtx/.smtx(.gz) below it is measured)
 # OUT_DIR       receives <set>.jsonl (one JSON line per matrix and K), <set>.txt (progress,
@@ -36,6 +39,12 @@ mkdir -p "$out"
 # Large generated matrices from ANCHORS.md and shapes the shared files lack: a power-law graph
 # with long rows and clustered rows (the dense row segments RS-SpMM's split looks for).
 generated=(gen:uniform:200000:50 gen:band:200000:64:256 gen:rmat:1000000:10500000 gen:clustered:400000:32:0.7:16)
+# Power-law graphs of 2-20M nonzeros (issue 25), beside the six real graphs: Chung-Lu at degree
+# exponents 2.1 (the heaviest tail: a 150k-nonzero top row at 8M), 2.4 and 2.8, and R-MAT
+# milder than the default set's (a = 0.45 instead of 0.57). Generating one of 8M nonzeros takes
+# under a second on two cores, the 20M one about 2 s; the CPU reference of --check takes more.
+powerlaw=(gen:chunglu:500000:2000000:2.1 gen:chunglu:1000000:8000000:2.1 gen:chunglu:1000000:8000000:2.4
+          gen:chunglu:1000000:8000000:2.8 gen:chunglu:2000000:20000000:2.4 gen:rmat:1000000:8000000:0.45)
 # SDDMM in attention and pruned-weight shapes: one 4096x4096 pattern at densities 1%, 10%, 50%.
 # and a 2M x 2M pattern of 12M nonzeros at density 3e-6 (0.0003%, the paper's sparsest).
 densities=(gen:uniform:4096:41 gen:uniform:4096:410 gen:uniform:4096:2048 gen:uniform:2000000:6)
@@ -77,6 +86,7 @@ sets=${SETS:-spmm_f32 sddmm_f32}
 [[ " $sets " == *" spamm_16384 "* ]] && run_spamm spamm_16384 --sizes 16384 --decays algebraic,exponential --precisions full,tf32,fp16,bf16
 [[ " $sets " == *" spmm_f32 "* ]] && run spmm_f32 "$matrices" "${generated[@]}" --op spmm -k 32,128,512 --dtype f32
 [[ " $sets " == *" sddmm_f32 "* ]] && run sddmm_f32 "$matrices" "${generated[@]}" "${densities[@]}" --op sddmm -k 32,64,128 --dtype f32
+[[ " $sets " == *" spmm_powerlaw "* ]] && run spmm_powerlaw "$matrices/graphs" "${powerlaw[@]}" --op spmm -k 128,512 --dtype f32
 
 # The summaries last, so the end of the output says how it went.
 for name in $sets; do

@@ -87,18 +87,21 @@ struct RowBlock {
   std::vector<double> values;
 };
 
-// Builds a rows×cols CSR: row_columns(row, rng, out) appends the sorted distinct columns of
-// `row`, drawing from that row's own stream, after which the row's values are drawn from the
-// same stream. `work_per_row` (about the nonzeros per row) sizes the parallel split.
+// Builds a CSR of bounds.back() rows and `cols` columns: row_columns(row, rng, out) appends the
+// sorted distinct columns of `row`, drawing from that row's own stream, after which the row's
+// values are drawn from the same stream. Part p (one thread) builds rows [bounds[p],
+// bounds[p + 1]); the result does not depend on the bounds. About `entries` nonzeros in all are
+// expected (for reserving).
 template <class RowColumns>
-Csr<double> build_rows(const char* generator, int32_t rows, int32_t cols, uint64_t seed, int64_t work_per_row,
-                       RowColumns row_columns) {
-  const int parts = sparsejit::detail::part_count(int64_t(rows) * std::max<int64_t>(1, work_per_row));
+Csr<double> build_rows_in_parts(const char* generator, int32_t cols, uint64_t seed, const std::vector<int64_t>& bounds,
+                                int64_t entries, RowColumns row_columns) {
+  const int32_t rows = int32_t(bounds.back());
+  const int parts = int(bounds.size()) - 1;
   std::vector<RowBlock> blocks(static_cast<std::size_t>(parts));
-  sparsejit::detail::run_parts(sparsejit::detail::even_bounds(rows, parts), [&](int part, int64_t begin, int64_t end) {
+  sparsejit::detail::run_parts(bounds, [&](int part, int64_t begin, int64_t end) {
     RowBlock& block = blocks[std::size_t(part)];
     block.row_sizes.reserve(std::size_t(end - begin));
-    block.col_idx.reserve(std::size_t((end - begin) * std::max<int64_t>(1, work_per_row)));
+    block.col_idx.reserve(std::size_t(std::max<int64_t>(end - begin, entries / parts)));
     block.values.reserve(block.col_idx.capacity());
     for (int64_t row = begin; row < end; ++row) {
       Rng rng(seed, Stream::Row, uint64_t(row));
@@ -124,6 +127,17 @@ Csr<double> build_rows(const char* generator, int32_t rows, int32_t cols, uint64
     block = RowBlock();  // release as we go: generated matrices reach tens of millions of entries
   }
   return m;
+}
+
+// build_rows_in_parts over rows cut evenly, for generators whose rows cost about the same;
+// `work_per_row` (about the nonzeros per row) sizes the split.
+template <class RowColumns>
+Csr<double> build_rows(const char* generator, int32_t rows, int32_t cols, uint64_t seed, int64_t work_per_row,
+                       RowColumns row_columns) {
+  const int64_t entries = int64_t(rows) * std::max<int64_t>(1, work_per_row);
+  return build_rows_in_parts(generator, cols, seed,
+                             sparsejit::detail::even_bounds(rows, sparsejit::detail::part_count(entries)), entries,
+                             row_columns);
 }
 
 }  // namespace sparsejit::generate::detail

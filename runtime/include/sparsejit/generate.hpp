@@ -39,6 +39,19 @@ Csr<double> banded(int32_t n, int32_t nnz_per_row, int32_t half_width, uint64_t 
 // of two) are re-drawn; duplicate edges merge. Rows may be empty.
 Csr<double> rmat(int32_t rows, int64_t edges, uint64_t seed, double a = 0.57, double b = 0.19, double c = 0.19);
 
+// Chung-Lu power-law graph, n×n: entry (i, j) is present, independently, with probability
+// min(1, s·w_i·w_j), w_i = (i + 1)^(-1/(exponent-1)), and s chosen so that the expected nonzero
+// count is `nnz`. The expected row and column degrees are then s·w_i·Σw, so the share of rows of
+// degree at least d falls as d^-(exponent-1) (a degree distribution of exponent `exponent`), up
+// to the rows heavy enough that min(1, ·) caps some of their columns. Row and column i have the
+// i-th largest expected degree: the heaviest rows and columns come first. Rows are drawn by edge
+// skipping, in time about linear in n + nnz, and come out sorted, with no duplicates; a row
+// holds at most n entries.
+// Requires n ≥ 1, 1 ≤ nnz ≤ n², exponent finite and above 2 (at or below 2 the mean degree of a
+// power law diverges). The weights and the skips go through std::pow and std::log1p: a C library
+// that rounds those differently in the last bit could, rarely, move an entry.
+Csr<double> chung_lu(int32_t n, int64_t nnz, double exponent, uint64_t seed);
+
 // Rows of a clustered matrix come in groups of `group_rows` consecutive rows. Each group picks
 // ceil(F / run_length) runs of run_length consecutive columns (runs start at multiples of
 // run_length, non-overlapping), where F = round(clustered_fraction · nnz_per_row); every row of
@@ -67,11 +80,15 @@ Dense<double> algebraic_decay(int32_t rows, int32_t cols, double c, double lambd
 Dense<double> exponential_decay(int32_t rows, int32_t cols, double c, double lambda, DecaySigns signs, uint64_t seed);
 
 // A matrix from a generator spec, the form the CLI and the benchmarks use. Fields are separated
-// by ':'; M, N, R, H, EDGES, B, NOISE and RUN are decimal integers, FRAC a decimal number:
+// by ':'; M, N, R, H, EDGES, NNZ, B, NOISE and RUN are decimal integers, FRAC and A decimal
+// numbers in [0, 1], GAMMA a decimal number; a field in brackets may be left out:
 //   uniform:N:R               uniform(N, N, R)
 //   rect:M:N:R                uniform(M, N, R)
 //   band:N:R:H                banded(N, R, H)
-//   rmat:N:EDGES              rmat(N, EDGES) with the default a, b, c
+//   rmat:N:EDGES[:A]          rmat(N, EDGES) with the default a, b, c; with A: a = A and
+//                             b = c = (1 - A)·19/43 (d = (1 - A)·5/43), the default's proportions
+//                             (A = 0.57 is the default; a larger A, a heavier tail)
+//   chunglu:N:NNZ:GAMMA       chung_lu(N, NNZ, GAMMA)
 //   clustered:N:R:FRAC:RUN    clustered(N, N, R, FRAC, RUN) with 32-row groups
 //   blockdiag:N:B:NOISE       block_diagonal(N, B, NOISE)
 // A bad spec throws InvalidInputError naming the spec and the bad field, and so does one
