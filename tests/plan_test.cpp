@@ -371,6 +371,28 @@ TEST(MeasurePolicy, BudgetAllowsTheNextSettingWhileTheAverageFits) {
   EXPECT_FALSE(plan::budget_allows_next(300, 3, 250));
 }
 
+// The budget in calls: 50 predicted calls of the choice, capped by the budget in ms; a choice
+// priced at microseconds leaves too little for the two settings always timed.
+TEST(MeasurePolicy, BudgetInCallsScalesWithThePredictedCall) {
+  Decision d;
+  d.variant = "a";
+  d.candidates = {{"a", {}, 0.4, ""}, {"b", {}, 0.5, ""}};
+  const Options defaults;
+  EXPECT_DOUBLE_EQ(plan::selection_budget_ms(d, defaults), 20.0);  // 50 x 0.4 ms
+  EXPECT_FALSE(plan::budget_skips_measuring(plan::selection_budget_ms(d, defaults)));
+  d.candidates[0].predicted_ms = 40;  // 2000 ms of calls: the 250 ms cap
+  EXPECT_DOUBLE_EQ(plan::selection_budget_ms(d, defaults), 250.0);
+  d.candidates[0].predicted_ms = 0.004;  // 0.2 ms: not two settings' cost
+  EXPECT_DOUBLE_EQ(plan::selection_budget_ms(d, defaults), 0.2);
+  EXPECT_TRUE(plan::budget_skips_measuring(plan::selection_budget_ms(d, defaults)));
+  EXPECT_FALSE(plan::budget_skips_measuring(2 * plan::kSettingCostMs));
+  Options unbounded;
+  unbounded.measure_budget_calls = std::numeric_limits<double>::infinity();
+  EXPECT_DOUBLE_EQ(plan::selection_budget_ms(d, unbounded), 250.0);
+  d.candidates[0].predicted_ms = std::numeric_limits<double>::quiet_NaN();  // unpriced: the ms budget
+  EXPECT_DOUBLE_EQ(plan::selection_budget_ms(d, defaults), 250.0);
+}
+
 TEST(MeasurePolicy, BadOptionsAreNamed) {
   EXPECT_NO_THROW(plan::check_measure_options(Options{}));
   Options o;
@@ -384,6 +406,10 @@ TEST(MeasurePolicy, BadOptionsAreNamed) {
   o = Options{};
   o.measure_budget_ms = 0;
   EXPECT_NE(test::invalid_input_message([&] { plan::check_measure_options(o); }).find("Options::measure_budget_ms = 0 must be > 0 ms"),
+            std::string::npos);
+  o = Options{};
+  o.measure_budget_calls = -2;
+  EXPECT_NE(test::invalid_input_message([&] { plan::check_measure_options(o); }).find("Options::measure_budget_calls = -2 must be > 0 calls"),
             std::string::npos);
 }
 

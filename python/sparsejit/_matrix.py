@@ -169,13 +169,17 @@ class Matrix:
         """The values of S ∘ (A·Bᵀ), S this matrix, into `out`, else into a new 1-D array of a's
         library."""
         plain_a, plain_b = self._read_plain(a), self._read_plain(b)
-        if plain_a is None or plain_b is None or out is not None:
+        if plain_a is None or plain_b is None:
             return self._sddmm_general(a, b, variant, reuse, out)
         a_ptr, a_rows, a_cols, stream = plain_a
         b_ptr, b_rows, b_cols, _ = plain_b
-        p = a.new_empty((self.nnz,))
-        self._call_sddmm(a_ptr, a_rows, a_cols, a_cols, b_ptr, b_rows, b_cols, b_cols, p.data_ptr(), variant, reuse, stream)
-        return p
+        if out is None:
+            out = a.new_empty((self.nnz,))
+            p = out.data_ptr()
+        else:
+            p = self._values_out(out)
+        self._call_sddmm(a_ptr, a_rows, a_cols, a_cols, b_ptr, b_rows, b_cols, b_cols, p, variant, reuse, stream)
+        return out
 
     def _sddmm_general(self, a, b, variant, reuse, out):
         stream, lib = self._stream_and_result_library(a)

@@ -158,13 +158,13 @@ std::vector<plan::RecordedTiming> recorded_of(const std::vector<TimedPlan<Plan>>
   return out;
 }
 
-// Times the shortlist of `planned` and then plan::next_round's settings, within
-// Options::measure_budget_ms (plan::budget_allows_next; the planner's choice and the vendor
-// are always timed), remembers the times for the pattern and `problem_key` in the runtime and
+// Times the shortlist of `planned` and then plan::next_round's settings, within the
+// selection's budget (plan::selection_budget_ms, plan::budget_allows_next; the planner's
+// choice and the vendor are always timed), remembers the times for the pattern and `problem_key` in the runtime and
 // stores them in the cache database (ops/selection_records.hpp), and returns the fastest plan
 // (its decision: the planned one with the times marked, source measured, measure_ms the host
 // time this took), or nullptr when the model's margin makes timing pointless
-// (Options::measure_skip_margin), there was nothing to choose between, or nothing ran.
+// (Options::measure_skip_margin) or the budget cannot cover two settings, there was nothing to choose between, or nothing ran.
 template <class Plan>
 std::shared_ptr<Plan> measure_selection(detail::RuntimeState& rt, const std::shared_ptr<Plan>& planned, const Options& options,
                                         const Features& features, const std::string& problem_key,
@@ -172,6 +172,8 @@ std::shared_ptr<Plan> measure_selection(detail::RuntimeState& rt, const std::sha
   const auto start = std::chrono::steady_clock::now();
   const auto elapsed_ms = [&] { return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count(); };
   if (plan::margin_skips_measuring(*planned->decision, options.measure_skip_margin)) return nullptr;
+  const double budget_ms = plan::selection_budget_ms(*planned->decision, options);
+  if (plan::budget_skips_measuring(budget_ms)) return nullptr;
   // The op's vendor variant is always on the shortlist, and the selection's floor.
   const std::string vendor = variants::vendor_variant(planned->decision->op);
   const std::vector<plan::TimedChoice> shortlist = plan::measured_shortlist(*planned->decision, vendor);
@@ -184,9 +186,8 @@ std::shared_ptr<Plan> measure_selection(detail::RuntimeState& rt, const std::sha
   const auto time_each = [&](const std::vector<plan::TimedChoice>& settings) {
     for (const plan::TimedChoice& setting : settings) {
       const bool required = timed.empty() || setting.variant == vendor;
-      if (!required && !plan::budget_allows_next(elapsed_ms(), int(timed.size()), options.measure_budget_ms)) continue;
-      timed.push_back(time_setting(rt, planned, options, setting, timed.empty(), stream,
-                                   options.measure_budget_ms - elapsed_ms(), hooks));
+      if (!required && !plan::budget_allows_next(elapsed_ms(), int(timed.size()), budget_ms)) continue;
+      timed.push_back(time_setting(rt, planned, options, setting, timed.empty(), stream, budget_ms - elapsed_ms(), hooks));
     }
   };
   time_each(shortlist);

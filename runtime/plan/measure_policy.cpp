@@ -39,6 +39,14 @@ bool budget_allows_next(double elapsed_ms, int settings_timed, double budget_ms)
   return elapsed_ms + per_setting <= budget_ms;
 }
 
+double selection_budget_ms(const Decision& decision, const Options& options) {
+  const Candidate* chosen = chosen_candidate(decision);
+  if (chosen == nullptr || !(chosen->predicted_ms > 0) || !std::isfinite(chosen->predicted_ms)) return options.measure_budget_ms;
+  return std::min(options.measure_budget_ms, options.measure_budget_calls * chosen->predicted_ms);
+}
+
+bool budget_skips_measuring(double budget_ms) { return budget_ms < 2 * kSettingCostMs; }
+
 void check_measure_options(const Options& options) {
   const auto refuse = [](const char* field, double value, const char* expected) {
     std::ostringstream text;
@@ -47,6 +55,8 @@ void check_measure_options(const Options& options) {
   };
   if (!(options.measure_skip_margin >= 1)) refuse("measure_skip_margin", options.measure_skip_margin, ">= 1 (infinity: always time)");
   if (!(options.measure_budget_ms > 0)) refuse("measure_budget_ms", options.measure_budget_ms, "> 0 ms");
+  if (!(options.measure_budget_calls > 0))
+    refuse("measure_budget_calls", options.measure_budget_calls, "> 0 calls (infinity: measure_budget_ms alone)");
 }
 
 }  // namespace sparsejit::plan

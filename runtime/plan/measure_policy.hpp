@@ -40,8 +40,21 @@ int measure_repeats(double probe_ms, double budget_left_ms);
 // timed (the vendor is the floor), whatever the budget.
 bool budget_allows_next(double elapsed_ms, int settings_timed, double budget_ms);
 
+// The host time one setting of a selection costs besides its runs, with a warm kernel cache:
+// its plan's preparation (kernels from the cache, formats) and a synchronization. Measured on
+// the H100 (2026-11-24, bench sets): 0.24-0.34 ms a setting where the calls take microseconds.
+inline constexpr double kSettingCostMs = 0.25;
+
+// The host time a selection of `decision` may spend: Options::measure_budget_ms, lowered to
+// Options::measure_budget_calls times the choice's predicted time where the model priced it.
+double selection_budget_ms(const Decision& decision, const Options& options);
+
+// Whether `budget_ms` is too small for the two settings every selection times (the choice and
+// the vendor): the selection is skipped, and the model's choice stands.
+bool budget_skips_measuring(double budget_ms);
+
 // InvalidInputError naming the value when Options::measure_skip_margin is below 1 or NaN, or
-// Options::measure_budget_ms is not positive.
+// Options::measure_budget_ms or measure_budget_calls is not positive.
 void check_measure_options(const Options& options);
 
 }  // namespace sparsejit::plan

@@ -213,7 +213,7 @@ std::vector<std::string> sorted(std::vector<std::string> names) {
 TEST_F(BenchGpu, SpmmTinyRunWithCheck) {
   const fs::path json_out = dir_ / "spmm.jsonl";
   const Result r = bench("gen:uniform:2000:8 gen:band:2000:16:40 --op spmm -k 32 --repeat 3 --warmup 1 --check "
-                         "--measure-skip-margin inf --json-out '" + json_out.string() + "'");
+                         "--measure-skip-margin inf --measure-budget-calls inf --json-out '" + json_out.string() + "'");
   ASSERT_EQ(r.status, 0) << r.err;
   ASSERT_EQ(r.records.size(), 2u) << r.err;
   const auto ours = sorted(without_cusparse(plan::spmm_variants()));

@@ -88,7 +88,7 @@ std::string choice_line(const std::string& out) { return out.substr(0, out.find(
 TEST_F(RecordsGpu, SecondProcessTakesTheRecordWithoutTiming) {
   const fs::path cache = test::fresh_dir("records-processes");
   const std::string env = "SPARSEJIT_CACHE_DIR='" + cache.string() + "'";
-  const std::string args = "run gen:rmat:6000:70000 --op spmm -k 96 --repeat 5 --check --measure-skip-margin inf";
+  const std::string args = "run gen:rmat:6000:70000 --op spmm -k 96 --repeat 5 --check --measure-skip-margin inf --measure-budget-calls inf";
   const test::CliResult first = test::run_cli(args, env);
   ASSERT_EQ(first.status, 0) << first.out;
   EXPECT_NE(first.out.find("decision source measured; shortlists timed in this process: 1"), std::string::npos) << first.out;

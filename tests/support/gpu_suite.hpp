@@ -46,10 +46,12 @@ inline void expect_plan_reuse(const CallInfo& call, const std::shared_ptr<const 
   }
 }
 
-// Options that time auto's shortlist whatever the model's margin (Options::measure_skip_margin):
-// for tests of measured selection itself.
+// Options that time auto's shortlist whatever the model's margin and the predicted call's
+// length (Options::measure_skip_margin, measure_budget_calls): for tests of measured selection
+// itself, on matrices whose calls take microseconds.
 inline Options always_measure(Options o = {}) {
   o.measure_skip_margin = std::numeric_limits<double>::infinity();
+  o.measure_budget_calls = std::numeric_limits<double>::infinity();
   return o;
 }
 

@@ -48,7 +48,8 @@ struct BenchArgs {
   bool check = false;
   bool no_reuse = false;
   bool quiet = false;
-  double measure_skip_margin = Options{}.measure_skip_margin, measure_budget_ms = Options{}.measure_budget_ms;
+  double measure_skip_margin = Options{}.measure_skip_margin, measure_budget_ms = Options{}.measure_budget_ms,
+         measure_budget_calls = Options{}.measure_budget_calls;
   std::string json_out;
   uint64_t seed = 1;
   // --op spamm (bench_spamm.hpp)
@@ -126,6 +127,7 @@ bench::Config validated(const BenchArgs& args) {
   config.check = args.check;
   config.seed = args.seed;
   config.measure.measure_skip_margin = args.measure_skip_margin;
+  config.measure.measure_budget_calls = args.measure_budget_calls;
   config.measure.measure_budget_ms = args.measure_budget_ms;
   plan::check_measure_options(config.measure);
   return config;
@@ -346,7 +348,7 @@ void add_bench_command(CLI::App& app) {
   cmd->add_flag("--no-reuse", args.no_reuse,
                 "SDDMM: skip the \"reuse\" record (the pattern declared reused: reindexed_tiled's preprocessing cost, "
                 "auto with Reuse::Many, after how many calls the preprocessing pays off)");
-  add_measure_options(cmd, args.measure_skip_margin, args.measure_budget_ms);
+  add_measure_options(cmd, args.measure_skip_margin, args.measure_budget_ms, args.measure_budget_calls);
   cmd->add_option("--json-out", args.json_out, "Also append the JSON lines to this file");
   cmd->add_flag("-q,--quiet", args.quiet,
                 "No progress on stderr. Without it, each finished item (matrix and K; SpAMM: size, decay, precision, operands "

@@ -36,7 +36,7 @@ struct Config {
   bool check = false;
   bool reuse = true;  // SDDMM only: the "reuse" record (off with --no-reuse)
   uint64_t seed = 1;
-  Options measure;  // auto's measuring limits (measure_skip_margin, measure_budget_ms); nothing else is read
+  Options measure;  // auto's measuring limits (measure_skip_margin, measure_budget_ms, measure_budget_calls); nothing else is read
 };
 
 // The fastest of several named times.

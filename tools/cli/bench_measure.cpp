@@ -326,6 +326,7 @@ ordered_json measure_op(Runtime& rt, OpBench& bench, const Config& config, int64
   bench.configure(auto_options);
   auto_options.measure_skip_margin = config.measure.measure_skip_margin;
   auto_options.measure_budget_ms = config.measure.measure_budget_ms;
+  auto_options.measure_budget_calls = config.measure.measure_budget_calls;
   auto_options.stream = m.stream();
   bench.run(auto_options, 0);
   // Each handle's second call (in the untimed round of time()) is where auto may time its

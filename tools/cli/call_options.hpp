@@ -14,8 +14,9 @@ namespace sparsejit::cli {
 // only SpMM has. Throws InvalidInputError naming the bad part.
 Options call_options(Op op, const std::string& variant, bool transpose);
 
-// --measure-skip-margin and --measure-budget-ms (Options::measure_skip_margin and
-// measure_budget_ms, the measured selection's limits), bound to the two values.
-void add_measure_options(CLI::App* cmd, double& skip_margin, double& budget_ms);
+// --measure-skip-margin, --measure-budget-ms and --measure-budget-calls (Options::
+// measure_skip_margin, measure_budget_ms and measure_budget_calls, the measured selection's
+// limits), bound to the three values.
+void add_measure_options(CLI::App* cmd, double& skip_margin, double& budget_ms, double& budget_calls);
 
 }  // namespace sparsejit::cli

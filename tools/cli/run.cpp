@@ -30,7 +30,8 @@ struct RunArgs {
   int32_t k = 128;
   int repeat = 20;
   bool check = false, transpose = false;
-  double measure_skip_margin = Options{}.measure_skip_margin, measure_budget_ms = Options{}.measure_budget_ms;
+  double measure_skip_margin = Options{}.measure_skip_margin, measure_budget_ms = Options{}.measure_budget_ms,
+         measure_budget_calls = Options{}.measure_budget_calls;
   Options call;  // from variant, transpose and the measuring options (call_options)
 };
 
@@ -257,13 +258,14 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--repeat", args.repeat, "Timed repetitions (the median is printed); `sparsejit bench` rotates operands, this does not")->capture_default_str();
   cmd->add_flag("--check", args.check, "Compare with the CPU reference first (output poisoned before the run)");
   cmd->add_flag("--transpose", args.transpose, "SpMM: C = Aᵀ·B");
-  add_measure_options(cmd, args.measure_skip_margin, args.measure_budget_ms);
+  add_measure_options(cmd, args.measure_skip_margin, args.measure_budget_ms, args.measure_budget_calls);
   add_spamm_options(cmd, spamm);
   cmd->callback([] {
     const Op op = parse_op(args.op);
     const DType type = parse_dtype(args.dtype);
     args.call = call_options(op, args.variant, args.transpose);
     args.call.measure_skip_margin = args.measure_skip_margin;
+    args.call.measure_budget_calls = args.measure_budget_calls;
     args.call.measure_budget_ms = args.measure_budget_ms;
     plan::check_measure_options(args.call);
     if (args.repeat < 1) throw InvalidInputError("--repeat " + std::to_string(args.repeat) + " must be >= 1");

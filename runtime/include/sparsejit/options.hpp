@@ -58,6 +58,14 @@ struct Options {
   // started (the model's choice and cuSPARSE are always timed), and long calls are timed with
   // fewer repeats. > 0.
   double measure_budget_ms = 250.0;
+  // The same budget in calls of the planner's choice (its predicted time): timing costs each
+  // setting's preparation, a synchronization and its runs, about 0.25 ms a setting with a warm
+  // kernel cache, which a pattern whose calls take microseconds pays back only after thousands
+  // of calls. A selection may spend the smaller of this many predicted calls and
+  // measure_budget_ms; where that cannot cover the two settings always timed (the choice and
+  // the vendor), nothing is timed and the model's choice stands. > 0; infinity:
+  // measure_budget_ms alone.
+  double measure_budget_calls = 50.0;
   // Whether this call's kernels launch early (programmatic dependent launch, sm_90 and later):
   // each may be scheduled while the previous kernel on the stream is finishing and waits for
   // that kernel's results before it reads or writes anything, so stream order holds and about
