@@ -146,7 +146,7 @@ class Matrix:
             c, c_rows, c_cols = out.data_ptr(), rows, cols
         else:
             c, c_rows, c_cols, _ = into
-        self._call_spmm(ptr, b_rows, cols, cols, c, c_rows, c_cols, c_cols, transpose_a, variant, reuse, stream)
+        self._call(_sparsejit.spmm, (ptr, b_rows, cols, cols, c, c_rows, c_cols, c_cols, transpose_a), variant, reuse, stream)
         return out
 
     def _spmm_general(self, b, rows, transpose_a, variant, reuse, out):
@@ -155,15 +155,8 @@ class Matrix:
         if out is None:
             out = lib.empty((rows, bd.cols), b if bd.lib else self.values)
         cd = self._dense(out, "out", stream)
-        self._call_spmm(*bd[:4], *cd[:4], transpose_a, variant, reuse, stream)
+        self._call(_sparsejit.spmm, (*bd[:4], *cd[:4], transpose_a), variant, reuse, stream)
         return out
-
-    def _call_spmm(self, b, b_rows, b_cols, b_ld, c, c_rows, c_cols, c_ld, transpose_a, variant, reuse, stream):
-        self._check_values()
-        self.last_call = _sparsejit.spmm(
-            self._rt, self._handle, b, b_rows, b_cols, b_ld, c, c_rows, c_cols, c_ld, transpose_a, variant or "",
-            reuse or self.reuse, stream,
-        )  # fmt: skip
 
     def _sddmm(self, a, b, variant, reuse, out=None):
         """The values of S ∘ (A·Bᵀ), S this matrix, into `out`, else into a new 1-D array of a's
@@ -178,7 +171,7 @@ class Matrix:
             p = out.data_ptr()
         else:
             p = self._values_out(out)
-        self._call_sddmm(a_ptr, a_rows, a_cols, a_cols, b_ptr, b_rows, b_cols, b_cols, p, variant, reuse, stream)
+        self._call(_sparsejit.sddmm, (a_ptr, a_rows, a_cols, a_cols, b_ptr, b_rows, b_cols, b_cols, p), variant, reuse, stream)
         return out
 
     def _sddmm_general(self, a, b, variant, reuse, out):
@@ -188,7 +181,7 @@ class Matrix:
         if out is None:
             out = lib.empty((self.nnz,), a if ad.lib else self.values)
         p = self._values_out(out)
-        self._call_sddmm(*ad[:4], *bd[:4], p, variant, reuse, stream)
+        self._call(_sparsejit.sddmm, (*ad[:4], *bd[:4], p), variant, reuse, stream)
         return out
 
     def _values_out(self, out):
@@ -202,12 +195,11 @@ class Matrix:
         _arrays.require_same(v, "out", self.dtype, self.device, "the sparse matrix")
         return v.ptr
 
-    def _call_sddmm(self, a, a_rows, a_cols, a_ld, b, b_rows, b_cols, b_ld, p, variant, reuse, stream):
+    def _call(self, product, operands, variant, reuse, stream):
+        """One product of the C++ module (_sparsejit.spmm or sddmm) on this matrix: `operands`
+        are its pointers and shapes between the handle and the variant."""
         self._check_values()
-        self.last_call = _sparsejit.sddmm(
-            self._rt, self._handle, a, a_rows, a_cols, a_ld, b, b_rows, b_cols, b_ld, p, variant or "",
-            reuse or self.reuse, stream,
-        )  # fmt: skip
+        self.last_call = product(self._rt, self._handle, *operands, variant or "", reuse or self.reuse, stream)
 
     def _check_values(self):
         """Before a product: tell the handle when the values were rewritten in place since the

@@ -10,15 +10,26 @@
 
 namespace sparsejit::plan {
 
-std::optional<double> model_margin(const Decision& decision) {
+namespace {
+
+// The choice's predicted time, when the model priced it with a positive finite cost.
+std::optional<double> priced_choice_ms(const Decision& decision) {
   const Candidate* chosen = chosen_candidate(decision);
   if (chosen == nullptr || !(chosen->predicted_ms > 0) || !std::isfinite(chosen->predicted_ms)) return std::nullopt;
+  return chosen->predicted_ms;
+}
+
+}  // namespace
+
+std::optional<double> model_margin(const Decision& decision) {
+  const std::optional<double> chosen_ms = priced_choice_ms(decision);
+  if (!chosen_ms) return std::nullopt;
   double runner_up = std::numeric_limits<double>::infinity();
   for (const Candidate& c : decision.candidates)
     if (c.variant != decision.variant && c.rejected_because.empty() && std::isfinite(c.predicted_ms))
       runner_up = std::min(runner_up, c.predicted_ms);
   if (!std::isfinite(runner_up)) return std::nullopt;
-  return runner_up / chosen->predicted_ms;
+  return runner_up / *chosen_ms;
 }
 
 bool margin_skips_measuring(const Decision& decision, double threshold) {
@@ -40,9 +51,8 @@ bool budget_allows_next(double elapsed_ms, int settings_timed, double budget_ms)
 }
 
 double selection_budget_ms(const Decision& decision, const Options& options) {
-  const Candidate* chosen = chosen_candidate(decision);
-  if (chosen == nullptr || !(chosen->predicted_ms > 0) || !std::isfinite(chosen->predicted_ms)) return options.measure_budget_ms;
-  return std::min(options.measure_budget_ms, options.measure_budget_calls * chosen->predicted_ms);
+  const std::optional<double> chosen_ms = priced_choice_ms(decision);
+  return chosen_ms ? std::min(options.measure_budget_ms, options.measure_budget_calls * *chosen_ms) : options.measure_budget_ms;
 }
 
 bool budget_skips_measuring(double budget_ms) { return budget_ms < 2 * kSettingCostMs; }
