@@ -50,8 +50,21 @@ def measuring_line(records):
 
 
 def read_records(path):
+    """The JSON lines of `path`; SystemExit naming the file and line of one that is not a
+    bench record (a JSON object with k, auto and oracle)."""
+    records = []
     with open(path) as f:
-        return [json.loads(line) for line in f if line.strip()]
+        for number, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as e:
+                sys.exit(f"model_alone: {path}:{number}: not JSON ({e.msg})")
+            if not isinstance(record, dict) or not {"k", "auto", "oracle"} <= record.keys():
+                sys.exit(f"model_alone: {path}:{number}: not a sparsejit bench record (needs k, auto and oracle)")
+            records.append(record)
+    return records
 
 
 def main(argv=None):

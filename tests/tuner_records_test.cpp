@@ -292,6 +292,30 @@ TEST(RunCommand, BadMeasuringLimitsAreNamed) {
   const auto budget = test::run_cli("bench gen:uniform:300:7 --op spmm --measure-budget-ms -1");
   EXPECT_EQ(budget.status, 1);
   EXPECT_NE(budget.out.find("Options::measure_budget_ms = -1 must be > 0 ms"), std::string::npos) << budget.out;
+  const auto calls = test::run_cli("run gen:uniform:300:7 --op spmm --measure-budget-calls 0");
+  EXPECT_EQ(calls.status, 1);
+  EXPECT_NE(calls.out.find("Options::measure_budget_calls = 0 must be > 0 calls"), std::string::npos) << calls.out;
+}
+
+// --held-out writes the held-out fingerprints (none without records) and names a path it
+// cannot write.
+TEST(TuneFromRecordsCli, HeldOutListIsWrittenOrItsPathNamed) {
+  const std::filesystem::path dir = test::fresh_dir("from-records-held-out");
+  const std::string env = "SPARSEJIT_CACHE_DIR='" + (dir / "cache").string() + "'";
+  const std::filesystem::path list = dir / "held.txt";
+  const auto r = test::run_cli("tune --from-records --op spmm --held-out '" + list.string() + "'", env);
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("wrote the 0 held-out patterns' fingerprints"), std::string::npos) << r.out;
+  EXPECT_TRUE(std::filesystem::exists(list));
+  EXPECT_EQ(std::filesystem::file_size(list), 0u);
+  const std::string missing = (dir / "no_such_dir" / "held.txt").string();
+  const auto bad = test::run_cli("tune --from-records --op spmm --held-out '" + missing + "'", env);
+  EXPECT_EQ(bad.status, 1);
+  EXPECT_NE(bad.out.find("tune --held-out: cannot write '" + missing + "'"), std::string::npos) << bad.out;
+  const auto alone = test::run_cli("tune --op spmm --held-out '" + list.string() + "'", env);
+  EXPECT_EQ(alone.status, 1);
+  EXPECT_NE(alone.out.find("--held-out requires --from-records"), std::string::npos) << alone.out;
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

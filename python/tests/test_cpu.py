@@ -4,6 +4,8 @@ errors (Python exceptions of matching kinds with the C++ library's messages)."""
 import json
 import re
 import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -158,3 +160,24 @@ def test_spamm_argument_errors():
         sparsejit._sparsejit.spamm_options(None, None, None, "fp8", 0, "", 0)
     with pytest.raises(TypeError, match="spamm needs a PyTorch tensor or CuPy array"):
         sparsejit.spamm(np.ones((4, 4)), np.ones((4, 4)))
+
+
+def test_model_alone_report_counts_and_names_malformed_lines(tmp_path):
+    script = Path(__file__).resolve().parents[2] / "bench" / "model_alone.py"
+    good = {"k": 128, "fingerprint": "0xab", "auto": {"ms": 1.0, "measure_ms": 4.0, "measure_calls": 4.0},
+            "model": {"ms": 1.2}, "oracle": {"ms": 1.0}}  # fmt: skip
+    results = tmp_path / "r.jsonl"
+    results.write_text(json.dumps(good) + "\n" + json.dumps({**good, "model": {"ms": 1.05}}) + "\n")
+    held = tmp_path / "held.txt"
+    held.write_text("0xab\n")
+    out = subprocess.run([sys.executable, str(script), str(results), "--held-out", str(held)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "model alone: 1/2 = 50% within 10% of the oracle, worst 1.20x" in out.stdout
+    assert "held-out patterns: 1/2 = 50%" in out.stdout
+    assert "calls of auto median 4, most 4" in out.stdout
+    results.write_text(json.dumps(good) + "\n{not json\n")
+    bad = subprocess.run([sys.executable, str(script), str(results)], capture_output=True, text=True)
+    assert bad.returncode == 1 and f"{results}:2: not JSON" in bad.stderr
+    results.write_text('{"k": 32}\n')
+    bad = subprocess.run([sys.executable, str(script), str(results)], capture_output=True, text=True)
+    assert bad.returncode == 1 and f"{results}:1: not a sparsejit bench record" in bad.stderr
