@@ -246,10 +246,10 @@ TEST(SpammPlan, SkipsBelowTheCrossoverAndCallsCublasAbove) {
   }
 }
 
-// A share asked, τ still to be searched: a tile variant would pay the norm pass and ~10 device
-// round trips of search first, cuBLAS decided before the norms neither. At N = 4096 (HGEMM
-// ~0.17 ms on the H100) that is worth more than any skipping, at N = 8192 below ~10% it is not;
-// with τ given (the norms paid by every variant) the tile kernel keeps the small share.
+// A share asked, τ still to be searched: a tile variant would pay the norm pass and the search
+// (~10 steps on the device) first, cuBLAS decided before the norms neither. At N = 4096 (HGEMM
+// ~0.17 ms on the H100) that is worth more than any skipping, at N = 8192 below ~12% it is not;
+// with τ given (the norms paid by every variant) the tile kernel keeps the 20% share.
 TEST(SpammPlan, AnAskedShareCountsTheSearchAgainstTheTileKernels) {
   const auto asked = [](double share, const plan::SpammProblem& p) {
     plan::SpammFeatures f = features_at(share, p);
@@ -263,9 +263,10 @@ TEST(SpammPlan, AnAskedShareCountsTheSearchAgainstTheTileKernels) {
   const Decision d = plan::plan_spamm(asked(0.01, large), large, {}, {});
   EXPECT_EQ(d.variant, "mma") << describe(d);
   EXPECT_EQ(d.features.at("tau_to_search"), true);
-  EXPECT_GT(test::candidate(d, "mma").terms.at("tau_search").get<double>(), 0.0);
-  EXPECT_EQ(plan::plan_spamm(asked(0.15, large), large, {}, {}).variant, "cublas");
-  EXPECT_EQ(plan::plan_spamm(features_at(0.15, large), large, {}, {}).variant, "mma");
+  EXPECT_GT(test::candidate(d, "mma").terms.at("search_steps").get<double>(), 0.0);
+  EXPECT_GT(test::candidate(d, "mma").terms.at("search_tile_products").get<double>(), 0.0);
+  EXPECT_EQ(plan::plan_spamm(asked(0.2, large), large, {}, {}).variant, "cublas");
+  EXPECT_EQ(plan::plan_spamm(features_at(0.2, large), large, {}, {}).variant, "mma");
 }
 
 TEST(SpammPlan, RecordsTheSelectionAndPrecisionItDecidedFrom) {

@@ -7,8 +7,9 @@
 //               16-bit ones not in whole 16-byte rows) the same pass writes the operands'
 //               converted copies, padded to whole tiles; f16/bf16 operands in whole 16-byte
 //               rows are read as they are
-//   selection   templates/spamm_select.cu at τ: kept products, the bound, the product range,
-//               read back (one synchronization); a τ search repeats it per step
+//   selection   templates/spamm_search.cu: τ given, or searched for on the device (a launch
+//               per evaluation); kept products, the bound and the product range read back
+//               once per 12 evaluations
 //   plan        plan::plan_spamm over the registry (runtime/variants/spamm/), from the kept share
 //   run         the chosen variant's execution (prepared once per plan key on the runtime)
 // A call that cuBLAS serves skipped nothing and reports what it computed: every tile product
@@ -19,6 +20,7 @@
 // The norm maps, the results and the copies live in the runtime's stream-ordered scratch pool.
 #include <chrono>
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 #include <limits>
 #include <optional>
@@ -36,10 +38,10 @@ namespace sparsejit {
 
 namespace {
 
-// The block sizes spamm_norms.cu and spamm_select.cu are written for.
+// The block sizes spamm_norms.cu and spamm_search.cu are written for.
 constexpr int kNormThreads = 256;
-constexpr int kSelectThreads = 256;
-constexpr int kSelectTilesPerBlock = kSelectThreads / 32;  // a warp per C tile
+constexpr int kSearchThreads = 256;
+constexpr int kSearchTilesPerBlock = 32;  // a lane per C tile of a row
 constexpr std::size_t kAlign = 256;
 
 std::string dims(int64_t rows, int64_t cols) { return std::to_string(rows) + "x" + std::to_string(cols); }
@@ -64,7 +66,7 @@ SpammOptions with_environment_force(const SpammOptions& options) {
 int64_t padded(int32_t size, int32_t tile) { return (int64_t(size) + tile - 1) / tile * tile; }
 
 struct FrontKernels {
-  cuda::Kernel norms, select;
+  cuda::Kernel norms, search;
 };
 
 // How the operands reach the multiplication.
@@ -73,6 +75,22 @@ struct OperandForm {
   bool same = false;    // B is A itself (same buffer, shape and ld): one norm pass, one map, one copy
   int vec = 1;          // elements per load of the norm pass
 };
+
+// templates/spamm_search.cu's SearchState, as the device holds it.
+struct DeviceSearchState {
+  unsigned long long valid = 0;
+  double bound_sq = 0;
+  unsigned long long max_bits = 0, min_bits = ~0ull;
+  unsigned int arrived = 0;
+  int evaluations = 0, done = 0, unused = 0;
+  double tau = 0;
+  double lo = 0, hi = 0;
+  double best_tau = 0;
+  unsigned long long best_valid = 0;
+  double best_bound_sq = 0;
+  unsigned long long all_max_bits = 0, all_min_bits = 0;
+};
+static_assert(sizeof(DeviceSearchState) == 112, "the layout of spamm_search.cu's SearchState");
 
 // Where each piece of a call's scratch lies (byte offsets into one block).
 struct ScratchLayout {
@@ -85,7 +103,7 @@ ScratchLayout layout_for(const plan::SpammProblem& p, const OperandForm& form) {
   const auto take = [&](std::size_t bytes) { return cursor.take(bytes); };
   l.a_norms = take(std::size_t(p.tile_rows()) * std::size_t(p.tile_inner()) * 8);
   l.b_norms = form.same ? l.a_norms : take(std::size_t(p.tile_cols()) * std::size_t(p.tile_inner()) * 8);
-  l.results = take(4 * 8);
+  l.results = take(sizeof(DeviceSearchState));
   if (form.copies) {
     l.a_copy = take(std::size_t(padded(p.m, p.tile)) * std::size_t(padded(p.k, p.tile)) * 2);
     l.b_copy = form.same ? l.a_copy : take(std::size_t(padded(p.k, p.tile)) * std::size_t(padded(p.n, p.tile)) * 2);
@@ -94,58 +112,67 @@ ScratchLayout layout_for(const plan::SpammProblem& p, const OperandForm& form) {
   return l;
 }
 
-// The four results of spamm_select.cu, as the device leaves them.
-struct SelectResults {
-  unsigned long long valid;
-  double bound_squared;
-  unsigned long long max_bits, min_bits;
-};
-
 double from_bits(unsigned long long bits) {
   double x;
   std::memcpy(&x, &bits, sizeof x);
   return x;
 }
 
-class DeviceSelection {
- public:
-  DeviceSelection(const cuda::Kernel& select, const plan::SpammProblem& p, CUdeviceptr a_norms, CUdeviceptr b_norms,
-                  CUdeviceptr results, CUstream stream, bool early)
-      : select_(select), p_(p), a_norms_(a_norms), b_norms_(b_norms), results_(results), stream_(stream), early_(early) {}
+// The search's modes (spamm_search.cu's Mode).
+enum class SearchMode : int { Given = 0, Share = 1, Error = 2 };
 
-  SpammSelection operator()(double tau) const {
-    SPARSEJIT_CU(cuMemsetD32Async, results_, 0u, std::size_t(6), stream_);
-    SPARSEJIT_CU(cuMemsetD32Async, results_ + 24, 0xFFFFFFFFu, std::size_t(2), stream_);
-    int tile_rows = p_.tile_rows(), tile_inner = p_.tile_inner(), tile_cols = p_.tile_cols();
-    const int64_t tiles = int64_t(tile_rows) * tile_cols;
-    CUdeviceptr a = a_norms_, b = b_norms_, valid = results_, bound = results_ + 8, max_bits = results_ + 16, min_bits = results_ + 24;
-    void* args[] = {&a, &b, &tile_rows, &tile_inner, &tile_cols, &tau, &valid, &bound, &max_bits, &min_bits};
-    if (tiles > 0)
-      select_.launch({ops::blocks_for(tiles, kSelectTilesPerBlock), 1, 1}, {unsigned(kSelectThreads), 1, 1}, 0, stream_, args, early_);
-    SelectResults back{};
-    SPARSEJIT_CU(cuMemcpyDtoHAsync_v2, &back, results_, sizeof back, stream_);
-    SPARSEJIT_CU(cuStreamSynchronize, stream_);
-    SpammSelection s;
-    s.valid = int64_t(back.valid);
-    s.triples = tiles * tile_inner;
-    s.ratio = s.triples == 0 ? 0.0 : double(s.valid) / double(s.triples);
-    s.error_bound = std::sqrt(back.bound_squared);
-    s.max_product = from_bits(back.max_bits);
-    // No positive product leaves the minimum at +inf (or untouched without tiles): 0, as on the CPU.
-    const double smallest = back.min_bits == ~0ull ? 0.0 : from_bits(back.min_bits);
-    s.min_positive_product = std::isfinite(smallest) ? smallest : 0.0;
-    return s;
+// Launches per read-back: a share search at 5-50% takes 8-10 evaluations, at 1% 30 or more;
+// a launch after the search is done costs only its launch.
+constexpr int kStepsPerReadBack = 12;
+
+// τ as the options ask (given, searched for a kept share, or for an error bound), found on the
+// device by spamm_search.cu: the arithmetic of plan::search_tau_for_ratio and
+// search_tau_for_error, a launch per evaluation, one read-back per kStepsPerReadBack launches.
+plan::TauSearch search_on_device(const cuda::Kernel& search, const plan::SpammProblem& p, const SpammOptions& o, CUdeviceptr a_norms,
+                                 CUdeviceptr b_norms, CUdeviceptr state, int multiprocessors, CUstream stream, bool early) {
+  const SearchMode mode = o.valid_ratio ? SearchMode::Share : o.max_error ? SearchMode::Error : SearchMode::Given;
+  int tile_rows = p.tile_rows(), tile_inner = p.tile_inner(), tile_cols = p.tile_cols();
+  const int64_t tiles = int64_t(tile_rows) * tile_cols;
+  plan::TauSearch result;
+  result.tau = mode == SearchMode::Given ? o.tau.value_or(0.0) : 0.0;
+  result.iterations = 1;
+  if (tiles == 0) return result;  // nothing to select from: no products, no bound
+  // The starting state by memsets: zeros, and the smallest positive product's ones. (A copy
+  // from pageable host memory would first synchronize the stream.)
+  SPARSEJIT_CU(cuMemsetD32Async, state, 0u, sizeof(DeviceSearchState) / 4, stream);
+  SPARSEJIT_CU(cuMemsetD32Async, state + offsetof(DeviceSearchState, min_bits), 0xFFFFFFFFu, std::size_t(2), stream);
+  DeviceSearchState back;
+  int mode_arg = int(mode), max_iterations = o.max_search_iterations;
+  double first_tau = result.tau, target = o.valid_ratio.value_or(o.max_error.value_or(0.0)), tolerance = o.ratio_tolerance;
+  CUdeviceptr state_arg = state;
+  void* args[] = {&a_norms,  &b_norms,   &tile_rows, &tile_inner, &tile_cols, &state_arg, &first_tau,
+                  &mode_arg, &target, &tolerance, &max_iterations};
+  const int64_t groups = int64_t(tile_rows) * ((tile_cols + kSearchTilesPerBlock - 1) / kSearchTilesPerBlock);
+  const unsigned blocks = unsigned(std::min<int64_t>(groups, int64_t(multiprocessors) * 8));
+  // An error search always evaluates "nothing kept" after its first τ: one more than max.
+  const int most_launches = mode == SearchMode::Given ? 1 : max_iterations + 1;
+  for (int launched = 0; launched < most_launches && !back.done;) {
+    for (int i = 0; i < kStepsPerReadBack && launched < most_launches; ++i, ++launched)
+      search.launch({blocks, 1, 1}, {unsigned(kSearchThreads), 1, 1}, 0, stream, args, early);
+    SPARSEJIT_CU(cuMemcpyDtoHAsync_v2, &back, state, sizeof back, stream);
+    SPARSEJIT_CU(cuStreamSynchronize, stream);
   }
+  if (!back.done) throw CudaError("spamm: the device's τ search did not finish in " + std::to_string(most_launches) + " evaluations (a kernel fault?)");
+  result.tau = back.best_tau;
+  result.iterations = back.evaluations;
+  SpammSelection& s = result.selection;
+  s.valid = int64_t(back.best_valid);
+  s.triples = tiles * tile_inner;
+  s.ratio = s.triples == 0 ? 0.0 : double(s.valid) / double(s.triples);
+  s.error_bound = std::sqrt(back.best_bound_sq);
+  s.max_product = from_bits(back.all_max_bits);
+  // No positive product leaves the minimum at +inf (or untouched without tiles): 0, as on the CPU.
+  const double smallest = back.all_min_bits == ~0ull ? 0.0 : from_bits(back.all_min_bits);
+  s.min_positive_product = std::isfinite(smallest) ? smallest : 0.0;
+  return result;
+}
 
- private:
-  const cuda::Kernel& select_;
-  const plan::SpammProblem& p_;
-  CUdeviceptr a_norms_, b_norms_, results_;
-  CUstream stream_;
-  bool early_;
-};
-
-// τ as the options ask: given, searched for a kept share, or for an error bound.
+// τ as the options ask, on the CPU's norm maps (explain).
 plan::TauSearch resolve_tau(const SpammOptions& o, const plan::SelectionAt& at) {
   if (o.valid_ratio) return plan::search_tau_for_ratio(*o.valid_ratio, o.ratio_tolerance, o.max_search_iterations, at);
   if (o.max_error) return plan::search_tau_for_error(*o.max_error, o.max_search_iterations, at);
@@ -192,7 +219,7 @@ std::string prepared_key(const Decision& d, const plan::SpammProblem& p) {
 FrontKernels front_kernels(detail::RuntimeState& rt, const plan::SpammProblem& p, const OperandForm& form) {
   const jit::KernelSpec norms = variants::norms_spec(p.operands, p.precision, p.tile, form.copies, form.vec);
   return *std::static_pointer_cast<FrontKernels>(rt.prepared("spamm-front:" + norms.kernel_name, [&] {
-    return std::make_shared<FrontKernels>(FrontKernels{rt.loader.load(norms).kernel, rt.loader.load(variants::select_spec()).kernel});
+    return std::make_shared<FrontKernels>(FrontKernels{rt.loader.load(norms).kernel, rt.loader.load(variants::search_spec()).kernel});
   }));
 }
 
@@ -229,6 +256,13 @@ plan::SpammFeatures expected_at(double share, const plan::SpammProblem& p) {
   f.selection.valid = int64_t(std::llround(share * double(f.selection.triples)));
   f.selection.ratio = share;
   f.tau_to_search = true;
+  return f;
+}
+
+// The planner's features at a share already known before any norm pass (τ = 0: every product).
+plan::SpammFeatures known_share(double share, const plan::SpammProblem& p) {
+  plan::SpammFeatures f = expected_at(share, p);
+  f.tau_to_search = false;
   return f;
 }
 
@@ -297,14 +331,15 @@ SpammInfo spamm_call(detail::RuntimeState& rt, const DeviceDense<In>& a, const D
   const CUdeviceptr base = scratch.ptr();
   const FrontKernels front = front_kernels(rt, problem, form);
   const int64_t k_padded = padded(problem.k, problem.tile), n_padded = padded(problem.n, problem.tile);
-  const auto launch_norm_pass = [&](CUstream on) {
+  const auto launch_norm_pass = [&] {
     launch_norms(front.norms, a.buffer().ptr(), problem.m, problem.k, a.ld(), base + layout.a_norms, problem.tile_inner(), 1,
-                 form.copies ? base + layout.a_copy : 0, k_padded, problem.tile, on, early);
+                 form.copies ? base + layout.a_copy : 0, k_padded, problem.tile, stream, early);
     if (!form.same)
       launch_norms(front.norms, b.buffer().ptr(), problem.k, problem.n, b.ld(), base + layout.b_norms, problem.tile_cols(), 1,
-                   form.copies ? base + layout.b_copy : 0, n_padded, problem.tile, on, early);
+                   form.copies ? base + layout.b_copy : 0, n_padded, problem.tile, stream, early);
   };
-  const auto multiply = [&](variants::SpammExecution<Out>& execution, double tau) {
+  const auto multiply = [&](Decision& chosen, double tau) {
+    variants::SpammExecution<Out>& execution = *prepared_for<Out>(rt, chosen, problem)->execution;
     if (problem.k == 0) {
       zero_output(c, stream);  // no products: C = 0 (no kernel has a tile to walk)
       return;
@@ -321,37 +356,41 @@ SpammInfo spamm_call(detail::RuntimeState& rt, const DeviceDense<In>& a, const D
     execution.run(rt, operands);
   };
   const plan::PlanSources sources = ops::plan_sources(Op::SpAMM, rt.target);
+  const auto vendor_at = [&](const plan::SpammFeatures& features) -> std::optional<Decision> {
+    Decision d = plan::plan_spamm(features, problem, rt.target, forced, sources);
+    if (!variants::SpammRegistry::find(d.variant)->traits.vendor) return std::nullopt;
+    return d;
+  };
 
-  // A choice that needs no selection: the caller's target share (or a forced variant) gives
-  // cuBLAS, which multiplies everything whatever τ is.
+  // A choice that needs no norms: cuBLAS multiplies everything whatever τ is. It is made from
+  // the caller's target share or from τ = 0 (every product kept); a forced variant needs no
+  // choice. A τ > 0 needs the share it keeps: the norm pass and one evaluation come first.
   std::optional<Decision> before_norms;
   if (options.valid_ratio || !forced.variant.empty()) {
-    Decision d = plan::plan_spamm(expected_at(options.valid_ratio.value_or(1.0), problem), problem, rt.target, forced, sources);
-    if (variants::SpammRegistry::find(d.variant)->traits.vendor) before_norms = std::move(d);
+    before_norms = vendor_at(expected_at(options.valid_ratio.value_or(1.0), problem));
+  } else if (!options.max_error && options.tau.value_or(0.0) == 0.0) {
+    before_norms = vendor_at(known_share(1.0, problem));
   }
 
   plan::TauSearch tau;
   double search_ms = 0;
-  const auto search = [&] {
-    const DeviceSelection at(front.select, problem, base + layout.a_norms, base + layout.b_norms, base + layout.results, stream, early);
-    const auto search_start = std::chrono::steady_clock::now();
-    tau = resolve_tau(options, [&](double t) { return at(t); });
-    search_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - search_start).count();
-  };
   Decision d;
   if (before_norms) {
     d = std::move(*before_norms);
-    if (form.copies) launch_norm_pass(stream);  // the conversion pass: the GEMM reads the 16-bit copies
-    multiply(*prepared_for<Out>(rt, d, problem)->execution, 0.0);
+    if (form.copies) launch_norm_pass();  // the conversion pass: the GEMM reads the 16-bit copies
+    multiply(d, 0.0);
     tau = every_product(problem);
     d.features = plan::to_json({tau.tau, tau.selection}, problem);
     d.features["decided_before_norms"] = true;
     if (options.valid_ratio) d.features["asked_share"] = *options.valid_ratio;
   } else {
-    launch_norm_pass(stream);
-    search();
+    launch_norm_pass();
+    const auto search_start = std::chrono::steady_clock::now();
+    tau = search_on_device(front.search, problem, options, base + layout.a_norms, base + layout.b_norms, base + layout.results,
+                           rt.target.multiprocessors, stream, early);
+    search_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - search_start).count();
     d = plan::plan_spamm({tau.tau, tau.selection}, problem, rt.target, forced, sources);
-    multiply(*prepared_for<Out>(rt, d, problem)->execution, tau.tau);
+    multiply(d, tau.tau);
     // cuBLAS took every product whatever τ was (the share at τ that chose it stays in d).
     if (variants::SpammRegistry::find(d.variant)->traits.vendor) tau = every_product(problem);
   }
@@ -425,7 +464,7 @@ Decision explain_spamm(const Dense<T>& a, const Dense<T>& b, const SpammOptions&
     Decision d = plan::plan_spamm({tau.tau, tau.selection}, problem, target, with_environment_force(options),
                                   ops::plan_sources(Op::SpAMM, target));
     const jit::KernelSpec norms = variants::norms_spec(problem.operands, problem.precision, problem.tile, needs_copies(problem), norms_vec(problem));
-    for (const jit::KernelSpec& spec : {norms, variants::select_spec()}) {
+    for (const jit::KernelSpec& spec : {norms, variants::search_spec()}) {
       const jit::CompiledKernel compiled = ops::compile_only(spec, target.sm);
       d.compile_ms += compiled.compile_ms;
     }

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <random>
 #include <string>
 #include <type_traits>
@@ -239,6 +240,42 @@ TEST_F(SpammGpu, RatioSearchReachesItsTargetOnRandomNorms) {
   }
 }
 
+// The device's search (spamm_search.cu) takes the CPU search's steps: the same τ, evaluations
+// and kept products, from norm maps each side computes (their sums differ only in rounding),
+// for shares, a cut-off by max_search_iterations and an error target.
+TEST_F(SpammGpu, DeviceSearchTakesTheCpuSearchSteps) {
+  const Shape s{384, 320, 352};
+  struct Target {
+    double share, error_fraction;
+    int iterations;
+  };
+  for (const Target target : {Target{0.01, 0, 40}, Target{0.1, 0, 40}, Target{0.4, 0, 40}, Target{0.01, 0, 3}, Target{0, 0.05, 40}}) {
+    const uint64_t seed = next_seed();
+    const NormMap a = tile_norms(input<float>(Input::Algebraic, s.m, s.k, seed), 32);
+    const NormMap b = tile_norms(input<float>(Input::Algebraic, s.k, s.n, seed + 1), 32);
+    const auto at = [&](double tau) { return spamm_selection(a, b, tau); };
+    SpammOptions o;
+    o.tile = 32;
+    o.variant = "simt";
+    o.max_search_iterations = target.iterations;
+    plan::TauSearch cpu;
+    if (target.share > 0) {
+      o.valid_ratio = target.share;
+      cpu = plan::search_tau_for_ratio(*o.valid_ratio, o.ratio_tolerance, o.max_search_iterations, at);
+    } else {
+      o.max_error = target.error_fraction * at(std::numeric_limits<double>::max()).error_bound;
+      cpu = plan::search_tau_for_error(*o.max_error, o.max_search_iterations, at);
+    }
+    const SpammInfo info = check_call<float>(rt(), s, Input::Algebraic, o, seed);
+    const std::string what = "share " + std::to_string(target.share) + " error " + std::to_string(target.error_fraction) +
+                             " iterations " + std::to_string(target.iterations);
+    EXPECT_NEAR(info.tau, cpu.tau, 1e-9 * cpu.tau) << what;
+    EXPECT_EQ(info.search_iterations, cpu.iterations) << what;
+    EXPECT_EQ(info.valid_products, cpu.selection.valid) << what;
+    EXPECT_NEAR(info.error_bound, cpu.selection.error_bound, 1e-9 * (1 + cpu.selection.error_bound)) << what;
+  }
+}
+
 TEST_F(SpammGpu, ErrorTargetKeepsTheBoundUnderIt) {
   SpammOptions all;
   all.tau = 1e300;  // skips everything: the bound is the largest possible
@@ -442,6 +479,21 @@ TEST_F(SpammGpu, ATargetShareForCublasMultipliesEverythingWithoutASearch) {
   EXPECT_EQ(info.decision->variant, "cublas") << describe(*info.decision);
   EXPECT_TRUE(info.decision->features.value("decided_before_norms", false));
   EXPECT_EQ(info.valid_ratio, 1.0);
+}
+
+// τ = 0 (no τ, share or bound asked) keeps every product: where the model prices cuBLAS under
+// the tile kernels at share 1 (tf32 here), the call multiplies everything without a norm pass.
+TEST_F(SpammGpu, TauZeroGoesToCublasWithoutNorms) {
+  SpammOptions o;
+  o.precision = SpammPrecision::TF32;
+  const SpammInfo info = check_call<float>(rt(), {1024, 512, 1024}, Input::Exponential, o, next_seed());
+  const Decision& d = *info.decision;
+  EXPECT_EQ(d.variant, "cublas") << describe(d);
+  EXPECT_TRUE(d.features.value("decided_before_norms", false)) << describe(d);
+  EXPECT_FALSE(d.features.contains("asked_share")) << describe(d);
+  EXPECT_EQ(info.valid_ratio, 1.0);
+  EXPECT_EQ(info.error_bound, 0.0);
+  EXPECT_EQ(info.search_iterations, 0);
 }
 
 // The CLI on the device: `run --op spamm --check` and a small `bench --op spamm` subset, every

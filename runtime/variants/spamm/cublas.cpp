@@ -1,6 +1,8 @@
 // cublas: the whole product A·B by cuBLAS in the call's precision class (vendor/cublas_gemm_ex.hpp:
-// SGEMM for full f32, DGEMM for f64, TF32 GEMM, or fp16/bf16 GemmEx on the executor's
-// converted copies with f32 accumulation). Nothing is skipped, so its result is the exact
+// SGEMM for full f32, DGEMM for f64, TF32 GEMM, or fp16/bf16 GemmEx on 16-bit operands (f32
+// ones through the executor's converted copies) with f32 accumulation: the conversion pass and
+// an HGEMM took 1.5 ms at N = 8192 on an H100, cuBLAS's own FAST_16F GEMM of the f32 operands
+// 2.4 ms. Nothing is skipped, so its result is the exact
 // product to the precision's rounding: an error of at most the bound. The planner takes it
 // above the model's crossover share of kept products, where skipping no longer pays.
 #include <mutex>

@@ -117,8 +117,9 @@ using SpammRegistry = Registry<SpammVariant>;
 double kept_flops(const SpammPlanInputs& in);
 // The terms every tile variant pays besides its products: a launch; per C tile its list of kept
 // k and its store; and, while τ is still to be searched for a share the caller asked
-// (features.tau_to_search), the norm pass over A and B (norm_bytes) and the search
-// (tau_search: one), which cuBLAS decided before the norms does without.
+// (features.tau_to_search), the norm pass over A and B (norm_bytes) and the search's steps
+// (search_steps, and search_tile_products: the tile products each step evaluates), which
+// cuBLAS decided before the norms does without.
 nlohmann::json tile_loop_terms(const SpammPlanInputs& in);
 // The flops of the whole product, 2·m·k·n.
 double dense_flops(const plan::SpammProblem& problem);
@@ -165,8 +166,9 @@ int64_t stage_bytes(int32_t region, int slice, int pad_a, int pad_b, int elem_by
 // copies whether it also writes the 16-bit copy of `precision`, vec the elements per load (1,
 // or 16 bytes' worth when the columns and the leading dimension are multiples of it).
 jit::KernelSpec norms_spec(DType stored, SpammPrecision precision, int32_t tile, bool copies, int vec);
-// The selection at a τ (templates/spamm_select.cu).
-jit::KernelSpec select_spec();
+// A τ search on the device, one evaluation per launch (templates/spamm_search.cu); a given τ
+// is a search of one evaluation.
+jit::KernelSpec search_spec();
 
 // Loads a tile-loop kernel (its origin and times go into the decision) and sizes its grid.
 template <class T>
