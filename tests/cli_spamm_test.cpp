@@ -54,6 +54,17 @@ TEST(CliSpamm, ExplainJsonMatchesTheLibrary) {
   EXPECT_LT(info.valid_products, info.tile_products);
 }
 
+// --variant takes NAME[:key=value,...] for spamm as for the other ops: the forced parameters
+// reach the Decision.
+TEST(CliSpamm, ExplainTakesForcedParameters) {
+  const Result r = run_cli("explain algebraic:1024 --op spamm --tau 0.5 --precision fp16 --variant mma:slice=64,stages=2 --json");
+  ASSERT_EQ(r.status, 0) << r.out;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j.at("variant"), "mma");
+  EXPECT_EQ(j.at("params").at("slice"), 64);
+  EXPECT_EQ(j.at("params").at("stages"), 2);
+}
+
 TEST(CliSpamm, BadArgumentsGiveOneLine) {
   expect_one_line_error("explain algebraic:x --op spamm", {"'x' is not a number"});
   expect_one_line_error("explain cubic:64 --op spamm", {"cubic:64", "algebraic:N"});
@@ -65,6 +76,8 @@ TEST(CliSpamm, BadArgumentsGiveOneLine) {
   expect_one_line_error("bench --op spamm --paths fast", {"'fast'"});
   expect_one_line_error("bench --op spamm --decays linear", {"'linear'"});
   expect_one_line_error("bench --op spamm gen:uniform:100:4", {"takes no inputs"});
+  expect_one_line_error("explain algebraic:1024 --op spamm --variant mma:slice=48", {"slice = 48"});
+  expect_one_line_error("explain algebraic:1024 --op spamm --variant mma:slice", {"--variant 'mma:slice'"});
 }
 
 }  // namespace

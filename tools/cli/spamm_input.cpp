@@ -6,6 +6,7 @@
 
 #include "sparsejit/error.hpp"
 #include "sparsejit/generate.hpp"
+#include "sparsejit/options.hpp"
 
 namespace sparsejit::cli {
 
@@ -66,7 +67,11 @@ SpammOptions spamm_options(const SpammArgs& args, const std::string& variant) {
   o.max_error = given(args.max_error);
   o.precision = parse_spamm_precision(args.precision);
   o.tile = args.tile;
-  o.variant = variant;
+  if (!variant.empty()) {  // NAME[:key=value,...], as the other ops' --variant
+    const ForcedChoice choice = parse_variant_choice(Op::SpAMM, variant, "--variant '" + variant + "'");
+    o.variant = choice.variant;
+    o.params = choice.params;
+  }
   return o;
 }
 
