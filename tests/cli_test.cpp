@@ -130,5 +130,29 @@ TEST(Cli, ExplainSpgemmSquaresTheMatrix) {
   EXPECT_TRUE(measured || no_gpu) << bench.out;
 }
 
+// --memory-limit: below one pass's peak row_hash takes row panels, named in the plan and on the
+// memory line; a limit of 0 or one for another op is refused naming it.
+TEST(Cli, ExplainSpgemmUnderAMemoryLimitTakesRowPanels) {
+  const std::string matrix = "gen:rmat:20000:200000";
+  const Result one_pass = run_cli("explain " + matrix + " --op spgemm --variant row_hash --json");
+  ASSERT_EQ(one_pass.status, 0) << one_pass.out;
+  const nlohmann::json memory = nlohmann::json::parse(one_pass.out).at("features").at("memory");
+  const int64_t c_bytes = memory.at("peak_bytes").at("row_hash").get<int64_t>() - memory.at("workspace_bytes").at("row_hash").get<int64_t>();
+  const int64_t limit = c_bytes + memory.at("workspace_bytes").at("row_hash").get<int64_t>() * 6 / 10;
+  const Result panels = run_cli("explain " + matrix + " --op spgemm --variant row_hash --memory-limit " + std::to_string(limit));
+  ASSERT_EQ(panels.status, 0) << panels.out;
+  EXPECT_EQ(panels.out.find("\"panels\":1}"), std::string::npos) << panels.out;
+  EXPECT_NE(panels.out.find("memory: budget " + std::to_string(limit) + " bytes"), std::string::npos) << panels.out;
+  const Result zero = run_cli("explain " + matrix + " --op spgemm --memory-limit 0");
+  EXPECT_EQ(zero.status, 1);
+  EXPECT_NE(zero.out.find("--memory-limit 0 must be a positive number of bytes"), std::string::npos) << zero.out;
+  const Result spmm = run_cli("explain " + matrix + " --op spmm --memory-limit 4096");
+  EXPECT_EQ(spmm.status, 1);
+  EXPECT_NE(spmm.out.find("--memory-limit applies to --op spgemm only, not spmm"), std::string::npos) << spmm.out;
+  const Result tiny = run_cli("explain " + matrix + " --op spgemm --memory-limit 1000");
+  EXPECT_EQ(tiny.status, 1);
+  EXPECT_NE(tiny.out.find("more than the 1000 bytes memory_limit_bytes allows"), std::string::npos) << tiny.out;
+}
+
 }  // namespace
 }  // namespace sparsejit

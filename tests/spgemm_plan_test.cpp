@@ -1,8 +1,10 @@
 // SpGEMM without a GPU: the pair's features on hand-built patterns, the planner over the
 // registered variants (model choice, forced choice, refused parameters naming the value, the
-// int32 overflow refusal, unsorted operands), the kernels a decision lists, and explain.
+// int32 overflow refusal, unsorted operands, memory: peaks, budgets, row panels and refusals),
+// the kernels a decision lists, and explain.
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -11,6 +13,7 @@
 #include "sparsejit/error.hpp"
 #include "sparsejit/features.hpp"
 #include "sparsejit/generate.hpp"
+#include "sparsejit/reference.hpp"
 #include "sparsejit/runtime.hpp"
 #include "variants/spgemm/spgemm_variant.hpp"
 
@@ -149,7 +152,7 @@ TEST(SpgemmPlan, AForcedVariantRunsWithItsParameters) {
   Decision d = plan(small_a(), small_b(), o);
   EXPECT_EQ(d.variant, "cusparse");
   EXPECT_EQ(d.source, DecisionSource::Forced);
-  EXPECT_EQ(d.params, nlohmann::json({{"alg", 1}}));
+  EXPECT_EQ(d.params, nlohmann::json({{"alg", 0}}));
   o.variant = "row_hash";
   o.params = {{"max_shared_row", 256}, {"global_blocks", 3}};
   d = plan(small_a(), small_b(), o, DType::F64);
@@ -169,9 +172,13 @@ TEST(SpgemmPlan, BadForcedChoicesAreRefusedNamingTheValue) {
   expect_error_naming<InvalidInputError>([&] { plan(small_a(), small_b(), o); }, "global_blocks = 0");
   o.params = {{"tile", 8}};
   expect_error_naming<InvalidInputError>([&] { plan(small_a(), small_b(), o); }, "no parameter 'tile'");
+  o.params = {{"panels", 0}};
+  expect_error_naming<InvalidInputError>([&] { plan(small_a(), small_b(), o); }, "panels = 0");
+  o.params = {{"panels", 4}};  // A has 3 rows
+  expect_error_naming<InvalidInputError>([&] { plan(small_a(), small_b(), o); }, "panels = 4 must be in [1, 3]");
   o.variant = "cusparse";
-  o.params = {{"alg", 2}};
-  expect_error_naming<InvalidInputError>([&] { plan(small_a(), small_b(), o); }, "alg = 2");
+  o.params = {{"alg", 4}};
+  expect_error_naming<InvalidInputError>([&] { plan(small_a(), small_b(), o); }, "alg = 4");
 }
 
 TEST(SpgemmPlan, TheLargestSharedBinMustFitTheDevicesSharedMemory) {
@@ -272,6 +279,139 @@ TEST(SpgemmPlan, VariantsAreRegisteredInOrderWithOneVendor) {
   EXPECT_EQ(vendors, 1);
   EXPECT_EQ(parse_op("spgemm"), Op::SpGEMM);
   EXPECT_STREQ(to_string(Op::SpGEMM), "spgemm");
+}
+
+// ---- memory ----
+
+Decision plan_with_memory(const Csr<double>& a, const Csr<double>& b, std::optional<int64_t> limit,
+                          std::optional<int64_t> free_bytes = std::nullopt, const std::string& variant = "") {
+  Options o;
+  o.memory_limit_bytes = limit;
+  o.variant = variant;
+  plan::DeviceTarget device;
+  device.free_bytes = free_bytes;
+  return plan::plan_spgemm(spgemm_features(a.pattern(), b.pattern()), problem_of(a, b), device, o);
+}
+
+int64_t peak(const Decision& d, const std::string& variant) { return d.features.at("memory").at("peak_bytes").at(variant).get<int64_t>(); }
+int64_t workspace(const Decision& d, const std::string& variant) {
+  return d.features.at("memory").at("workspace_bytes").at(variant).get<int64_t>();
+}
+int64_t assumed_c_bytes(const Decision& d, const Csr<double>& a) {
+  return variants::output_bytes(a.rows, d.features.at("memory").at("c_nnz_assumed").get<int64_t>(), DType::F32);
+}
+
+// The power-law pair the memory tests plan: R-MAT A·A, whose products far outnumber C's entries.
+const Csr<double>& power_law() {
+  static const Csr<double> a = generate::from_spec("rmat:20000:200000", 5);
+  return a;
+}
+
+TEST(SpgemmMemory, EveryCandidateStatesItsPeakAndCsBounds) {
+  const Csr<double>& a = power_law();
+  const Decision d = plan_with_memory(a, a, std::nullopt);
+  const nlohmann::json& memory = d.features.at("memory");
+  EXPECT_TRUE(memory.at("budget_bytes").is_null());
+  EXPECT_TRUE(memory.at("free_bytes").is_null());
+  EXPECT_TRUE(memory.at("limit_bytes").is_null());
+  const int64_t lower = memory.at("c_nnz_bounds")[0], upper = memory.at("c_nnz_bounds")[1];
+  const int64_t exact = reference::spgemm(a, a).nnz();
+  EXPECT_LE(lower, exact);
+  EXPECT_GE(upper, exact);
+  EXPECT_LE(upper, d.features.at("products").get<int64_t>());
+  EXPECT_EQ(memory.at("c_nnz_assumed"), upper);  // nothing to fit: C at its upper bound
+  for (const char* variant : {"row_hash", "cusparse"})
+    EXPECT_EQ(peak(d, variant), workspace(d, variant) + variants::output_bytes(a.rows, upper, DType::F32)) << variant;
+  // row_hash's scratch holds at least C's row counts; cuSPARSE's buffers are known only when run.
+  EXPECT_GT(workspace(d, "row_hash"), 4 * int64_t(a.rows));
+  EXPECT_EQ(workspace(d, "cusparse"), 0);
+  EXPECT_EQ(d.params.at("panels"), 1);
+}
+
+// A limit below one pass's peak but above C's arrays: row_hash cuts C into row panels whose
+// scratch fits, and the Decision says how many.
+TEST(SpgemmMemory, ALimitBelowOnePassTakesRowPanels) {
+  const Csr<double>& a = power_law();
+  const Decision one_pass = plan_with_memory(a, a, std::nullopt, std::nullopt, "row_hash");
+  const int64_t limit = assumed_c_bytes(one_pass, a) + workspace(one_pass, "row_hash") * 6 / 10;
+  const Decision d = plan_with_memory(a, a, limit, std::nullopt, "row_hash");
+  EXPECT_EQ(d.variant, "row_hash");
+  EXPECT_GT(d.params.at("panels").get<int>(), 1) << describe(d);
+  EXPECT_LE(peak(d, "row_hash"), limit);
+  EXPECT_EQ(d.features.at("memory").at("budget_bytes"), limit);
+  EXPECT_EQ(d.features.at("memory").at("limit_bytes"), limit);
+  // The fewest panels that fit: half as many do not.
+  Options o;
+  o.variant = "row_hash";
+  o.params = {{"panels", std::max(1, d.params.at("panels").get<int>() / 2)}, {"global_blocks", d.params.at("global_blocks")}};
+  o.memory_limit_bytes = limit;
+  expect_error_naming<UnsupportedError>(
+      [&] { plan::plan_spgemm(spgemm_features(a.pattern(), a.pattern()), problem_of(a, a), {}, o); },
+      "more than the " + std::to_string(limit) + " bytes memory_limit_bytes allows");
+  // Auto plans the same panels for its row_hash candidate, and prices them.
+  const Decision automatic = plan_with_memory(a, a, limit);
+  EXPECT_EQ(candidate(automatic, "row_hash")->params.at("panels"), d.params.at("panels"));
+  EXPECT_GT(candidate(automatic, "row_hash")->terms.at("launch").get<double>(),
+            candidate(one_pass, "row_hash")->terms.at("launch").get<double>());
+}
+
+// The device's free memory bounds the plan as a limit does; the smaller of the two is the budget.
+TEST(SpgemmMemory, TheDevicesFreeMemoryIsABudgetToo) {
+  const Csr<double>& a = power_law();
+  const Decision one_pass = plan_with_memory(a, a, std::nullopt, std::nullopt, "row_hash");
+  const int64_t tight = assumed_c_bytes(one_pass, a) + workspace(one_pass, "row_hash") * 6 / 10;
+  const Decision by_free = plan_with_memory(a, a, std::nullopt, tight, "row_hash");
+  EXPECT_GT(by_free.params.at("panels").get<int>(), 1);
+  EXPECT_EQ(by_free.features.at("memory").at("free_bytes"), tight);
+  const Decision both = plan_with_memory(a, a, tight * 4, tight, "row_hash");
+  EXPECT_EQ(both.features.at("memory").at("budget_bytes"), tight);
+  EXPECT_EQ(both.params, by_free.params);
+}
+
+// Room for C's arrays but not for row_hash's smallest scratch: row_hash is rejected naming the
+// bytes and cuSPARSE (whose buffers are sized when run) is chosen.
+TEST(SpgemmMemory, ACandidateThatDoesNotFitIsRejectedNamingTheBytes) {
+  const Csr<double>& a = power_law();
+  const Decision unbounded = plan_with_memory(a, a, std::nullopt);
+  const int64_t limit = assumed_c_bytes(unbounded, a) + 1000;
+  const Decision d = plan_with_memory(a, a, limit);
+  EXPECT_EQ(d.variant, "cusparse") << describe(d);
+  const std::string& why = candidate(d, "row_hash")->rejected_because;
+  EXPECT_NE(why.find("bytes of device memory at its peak"), std::string::npos) << why;
+  EXPECT_NE(why.find("more than the " + std::to_string(limit) + " bytes memory_limit_bytes allows"), std::string::npos) << why;
+  expect_error_naming<UnsupportedError>([&] { plan_with_memory(a, a, limit, std::nullopt, "row_hash"); },
+                                        "spgemm variant row_hash cannot run this problem: row_hash needs");
+}
+
+// NNZ(C) is known only after counting: when nothing fits with C at its upper bound, the plan
+// sizes C at its lower one (the execution checks the exact size before allocating C).
+TEST(SpgemmMemory, CIsSizedAtItsLowerBoundWhenNothingFitsAtItsUpper) {
+  const Csr<double>& a = power_law();
+  const Decision unbounded = plan_with_memory(a, a, std::nullopt);
+  const nlohmann::json& bounds = unbounded.features.at("memory").at("c_nnz_bounds");
+  ASSERT_LT(bounds[0].get<int64_t>(), bounds[1].get<int64_t>());
+  const int64_t lower_c = variants::output_bytes(a.rows, bounds[0].get<int64_t>(), DType::F32);
+  const int64_t upper_c = variants::output_bytes(a.rows, bounds[1].get<int64_t>(), DType::F32);
+  const int64_t limit = (lower_c + upper_c) / 2;
+  const Decision d = plan_with_memory(a, a, limit);
+  EXPECT_EQ(d.features.at("memory").at("c_nnz_assumed"), bounds[0]);
+  EXPECT_LE(peak(d, d.variant), limit);
+}
+
+TEST(SpgemmMemory, ALimitTooSmallForAnythingIsRefusedNamingTheBytes) {
+  const Csr<double>& a = power_law();
+  expect_error_naming<UnsupportedError>([&] { plan_with_memory(a, a, 1000); }, "more than the 1000 bytes memory_limit_bytes allows");
+  expect_error_naming<UnsupportedError>([&] { plan_with_memory(a, a, 1000); }, "no spgemm variant can run this problem: row_hash needs");
+  expect_error_naming<UnsupportedError>([&] { plan_with_memory(a, a, std::nullopt, 1000); }, "more than the 1000 bytes the device has free");
+}
+
+TEST(SpgemmMemory, ANonPositiveLimitIsRefusedNamingIt) {
+  expect_error_naming<InvalidInputError>([] { plan_with_memory(small_a(), small_b(), 0); }, "memory_limit_bytes = 0 must be positive");
+  expect_error_naming<InvalidInputError>([] { plan_with_memory(small_a(), small_b(), -5); }, "memory_limit_bytes = -5");
+  Options o;
+  o.memory_limit_bytes = -1;
+  expect_error_naming<InvalidInputError>([&] { explain_spgemm(small_a().pattern(), small_b().pattern(), DType::F32, o); },
+                                         "memory_limit_bytes = -1");
 }
 
 // explain compiles the chosen kernels without a GPU (NVRTC for the nominal sm_90) and an empty

@@ -34,7 +34,7 @@ namespace sparsejit::cuda {
   X(cuStreamBeginCapture_v2) X(cuStreamEndCapture) X(cuGraphInstantiateWithFlags)       \
   X(cuGraphLaunch) X(cuGraphExecDestroy) X(cuGraphDestroy)                                \
   X(cuMemPoolCreate) X(cuMemPoolDestroy) X(cuMemPoolSetAttribute) X(cuMemPoolTrimTo)    \
-  X(cuMemAllocFromPoolAsync) X(cuMemFreeAsync)
+  X(cuMemPoolGetAttribute) X(cuMemAllocFromPoolAsync) X(cuMemFreeAsync)
 
 struct DriverApi {
 #define SPARSEJIT_DRIVER_MEMBER(name) decltype(&::name) name = nullptr;

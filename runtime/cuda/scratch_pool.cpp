@@ -71,6 +71,19 @@ DeviceBuffer ScratchPool::allocate_buffer(std::size_t bytes, CUstream stream) {
   return DeviceBuffer(context_, ptr, bytes, DeviceBuffer::Ownership::Pooled);
 }
 
+std::size_t ScratchPool::idle_bytes() const {
+  context_.make_current();
+  cuuint64_t reserved = 0, used = 0;
+  SPARSEJIT_CU(cuMemPoolGetAttribute, pool_, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &reserved);
+  SPARSEJIT_CU(cuMemPoolGetAttribute, pool_, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &used);
+  return reserved > used ? std::size_t(reserved - used) : 0;
+}
+
+void ScratchPool::release_idle() {
+  context_.make_current();
+  SPARSEJIT_CU(cuMemPoolTrimTo, pool_, 0);
+}
+
 ScratchPool::Block::~Block() { release(); }
 
 ScratchPool::Block::Block(Block&& other) noexcept

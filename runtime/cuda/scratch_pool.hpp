@@ -74,6 +74,12 @@ class ScratchPool {
   // costs no cuMemAlloc and no page mapping, which on the device cost 3 to 60 us each,
   // growing with the size, and as much again for the cuMemFree.
   DeviceBuffer allocate_buffer(std::size_t bytes, CUstream stream);
+  // Bytes the pool holds reserved that no block uses: an allocation from the pool can take
+  // them although the device does not count them free (cuMemGetInfo).
+  std::size_t idle_bytes() const;
+  // Gives the reserve no block uses back to the device, for allocations made outside the pool
+  // (cuSPARSE's buffers, which cuMemAlloc cannot take from a pool's reserve).
+  void release_idle();
 
  private:
   CUresult allocate_from_pool(CUdeviceptr* ptr, std::size_t bytes, CUstream stream);

@@ -6,7 +6,9 @@
 // choice and runtime; prepared once: kernels loaded), then the variant's run, which allocates
 // C; C's handle records the pair of patterns it is the product of, so that spgemm_numeric
 // (the numeric phase alone, for new values) can check it is given a C of A·B's pattern. A pair
-// without products gives an empty C without running anything. SpGEMM has no measured
+// without products gives an empty C without running anything. The planner is given the
+// device memory free when the pair is planned (available_bytes) besides
+// Options::memory_limit_bytes. SpGEMM has no measured
 // selection yet: Options::reuse and measure do not apply.
 #include <mutex>
 #include <type_traits>
@@ -51,12 +53,21 @@ uint64_t cached_fingerprint(const DeviceCsr<T>& m) {
   return *m.template get_or_create<uint64_t>("fingerprint", [&] { return std::make_shared<uint64_t>(fingerprint(m.host_pattern())); });
 }
 
+// The device memory a call can take: what the device has free, and what the runtime's pools
+// hold unused (an allocation from them takes it, and they give it back to the device when the
+// device runs short).
+int64_t available_bytes(detail::RuntimeState& rt) {
+  return int64_t(rt.context.free_bytes() + rt.scratch_pool().idle_bytes() + cuda::result_pool(rt.context).idle_bytes());
+}
+
 template <class T>
 std::shared_ptr<PreparedSpgemm<T>> prepare_spgemm(detail::RuntimeState& rt, const DeviceCsr<T>& a, const DeviceCsr<T>& b,
                                                   const SpgemmFeatures& f, const plan::SpgemmProblem& problem,
                                                   const Options& options) {
   auto prepared = std::make_shared<PreparedSpgemm<T>>();
-  Decision d = plan::plan_spgemm(f, problem, rt.target, ops::with_environment_force(Op::SpGEMM, options),
+  plan::DeviceTarget target = rt.target;
+  target.free_bytes = available_bytes(rt);
+  Decision d = plan::plan_spgemm(f, problem, target, ops::with_environment_force(Op::SpGEMM, options),
                                  ops::plan_sources(Op::SpGEMM, rt.target));
   if constexpr (ops::kFloatOrDouble<T>) {  // the planner offers no variant for other value types
     if (f.products > 0)
@@ -171,6 +182,10 @@ PairPlan<T> pair_plan(detail::RuntimeState& rt, const DeviceCsr<T>& a, const Dev
   p.features = a.template get_or_create<SpgemmFeatures>(
       "spgemm_features" + b_tag, [&] { return std::make_shared<SpgemmFeatures>(spgemm_features(a.host_pattern(), b.host_pattern())); });
   p.key = ops::plan_key(Op::SpGEMM, problem.dtype, 0, false, options, rt.id) + b_tag;
+  if (options.memory_limit_bytes) p.key += ":memory<=" + std::to_string(*options.memory_limit_bytes);
+  // The plan is made once per pair, key and runtime, for the memory free then: a later call
+  // reuses it (C's size is the pattern's, so a plan that fitted fits while the device has as
+  // much free).
   p.prepared = a.template get_or_create<PreparedSpgemm<T>>(p.key, [&] {
     p.reused = false;
     return prepare_spgemm<T>(rt, a, b, *p.features, problem, options);

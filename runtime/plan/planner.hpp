@@ -31,6 +31,10 @@ struct DeviceTarget {
   int max_threads_per_sm = 2048;
   int max_blocks_per_sm = 32;
   bool present = false;
+  // The device memory a call can take now: the device's free memory plus what the runtime's
+  // memory pools hold unused, measured by the executor when it plans (SpGEMM). None where
+  // unknown (explain): then only Options::memory_limit_bytes bounds the plan.
+  std::optional<int64_t> free_bytes;
 };
 
 struct SpmmProblem {
@@ -109,6 +113,14 @@ Decision plan_sddmm(const Features& features, const SddmmProblem& problem, const
 // InvalidInputError naming the values, a problem whose shapes differ from the features' and a
 // product count NNZ(Ĉ) over 2^31-1: C's int32 row offsets could not be proven to address the
 // result (NNZ(C) <= NNZ(Ĉ)), and it is refused before anything is allocated.
+// Memory: the call's budget is the smaller of device.free_bytes and
+// options.memory_limit_bytes (InvalidInputError naming a limit <= 0). Each candidate's peak
+// (its workspace and C's arrays, NNZ(C) at its upper bound) is recorded in the decision's
+// features ("memory"); a candidate whose peak passes the budget is rejected naming the bytes,
+// after its variant was asked for parameters that fit (row_hash: row panels, fewer global
+// tables). When none fits with C at its upper bound, C is taken at its lower bound and the
+// execution checks the exact size before allocating C. UnsupportedError naming the bytes when
+// nothing fits even so, and for a forced choice that does not fit.
 Decision plan_spgemm(const SpgemmFeatures& features, const SpgemmProblem& problem, const DeviceTarget& device,
                      const Options& options, const PlanSources& sources = {});
 

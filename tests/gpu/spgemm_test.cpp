@@ -4,13 +4,15 @@
 // thousands of products, rectangular A·B, unsorted rows with duplicates. C's new arrays are
 // poisoned before the kernels write them (variants::set_poison_outputs), so the pattern must
 // equal the reference's exactly and the values agree to rounding. Also: the plan is reused,
-// new values are followed, C feeds another op, empty operands, a caller's stream, and errors.
+// new values are followed, C feeds another op, empty operands, a caller's stream, errors, and
+// memory limits (row panels, cuSPARSE's lower-memory algorithms, a limit too small).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <limits>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "sparsejit/error.hpp"
@@ -59,6 +61,13 @@ std::vector<Options> every_variant() {
     Options o;
     o.variant = "row_hash";
     o.params = {{"dense_span", span}};
+    all.push_back(o);
+  }
+  // cuSPARSE's lower-memory algorithms, which alg 0 takes when ALG1's buffers do not fit.
+  for (int alg : {2, 3}) {
+    Options o;
+    o.variant = "cusparse";
+    o.params = {{"alg", alg}};
     all.push_back(o);
   }
   return all;
@@ -383,6 +392,114 @@ TEST_F(SpgemmGpu, TheNumericPhaseRefusesAForeignC) {
   } catch (const InvalidInputError& e) {
     EXPECT_NE(std::string(e.what()).find("C is 500x500 but the product is 500x300"), std::string::npos) << e.what();
   }
+}
+
+// ---- memory ----
+
+// The memory limit under which row_hash needs row panels for A·B in `dtype`: C's arrays at the
+// plan's bound of NNZ(C) and 60% of one pass's scratch (explain's plan for this GPU: the
+// estimate the runtime makes, without the device's free memory).
+int64_t panel_limit(const Csr<double>& a, const Csr<double>& b, DType dtype) {
+  Options o;
+  o.variant = "row_hash";
+  const Decision one_pass = explain_spgemm(a.pattern(), b.pattern(), dtype, o);
+  const nlohmann::json& memory = one_pass.features.at("memory");
+  const int64_t c_bytes = variants::output_bytes(a.rows, memory.at("c_nnz_assumed").get<int64_t>(), dtype);
+  return c_bytes + memory.at("workspace_bytes").at("row_hash").get<int64_t>() * 6 / 10;
+}
+
+// Under a limit below one pass's peak, row_hash runs C in row panels (the Decision says how
+// many) into one CSR C equal to the reference's, f32 and f64, on a rectangular A·B and a
+// power-law A·A; then the numeric phase panel by panel on new values, C's values poisoned.
+template <class T>
+void check_row_panels(Runtime& rt, uint64_t seed) {
+  const Csr<double> rect_a = generate::uniform(3000, 1700, 9, seed);
+  const Csr<double> rect_b = generate::uniform(1700, 900, 6, seed + 3);
+  const Csr<double> rmat = generate::from_spec("rmat:8192:90000", seed);
+  for (const auto& [name, a_pattern, b_pattern] : {std::tuple<const char*, const Csr<double>&, const Csr<double>&>{"rectangular", rect_a, rect_b},
+                                                   {"rmat A·A", rmat, rmat}}) {
+    Options o;
+    o.variant = "row_hash";
+    o.memory_limit_bytes = panel_limit(a_pattern, b_pattern, dtype_of<T>::value);
+    SCOPED_TRACE(std::string(name) + " " + to_string(dtype_of<T>::value) + " limit " + std::to_string(*o.memory_limit_bytes));
+    Csr<T> a = with_values<T>(a_pattern, seed + 5);
+    Csr<T> b = with_values<T>(b_pattern, seed + 6);
+    DeviceCsr<T> da(rt.context(), a), db(rt.context(), b);
+    CallInfo info;
+    DeviceCsr<T> c = rt.spgemm(da, db, o, &info);
+    ASSERT_TRUE(info.decision);
+    EXPECT_GT(info.decision->params.at("panels").template get<int>(), 1) << describe(*info.decision);
+    EXPECT_LE(info.decision->features.at("memory").at("peak_bytes").at("row_hash").template get<int64_t>(), *o.memory_limit_bytes);
+    expect_same_product(c.download(), reference::spgemm(a, b));
+    generate::fill_random(a.values, seed + 7);
+    da.update_values(a.values);
+    c.update_values(std::vector<T>(std::size_t(c.nnz()), std::numeric_limits<T>::quiet_NaN()));
+    EXPECT_TRUE(rt.spgemm_numeric(da, db, c, o).plan_reused);
+    expect_same_product(c.download(), reference::spgemm(a, b));
+  }
+}
+
+TEST_F(SpgemmGpu, RowPanelsUnderAMemoryLimitF32) { check_row_panels<float>(rt(), next_seed()); }
+
+TEST_F(SpgemmGpu, RowPanelsUnderAMemoryLimitF64) { check_row_panels<double>(rt(), next_seed()); }
+
+// Auto under the panel limit: whatever it takes (row_hash in panels, or cuSPARSE with an
+// algorithm whose buffers fit) computes the reference's C.
+TEST_F(SpgemmGpu, AutoUnderAMemoryLimitComputesTheProduct) {
+  const Csr<double> pattern = generate::from_spec("rmat:8192:90000", next_seed());
+  Options o;
+  o.memory_limit_bytes = panel_limit(pattern, pattern, DType::F64);
+  check_product<double>(rt(), "rmat A·A under a limit", pattern, pattern, o, next_seed());
+}
+
+// cuSPARSE under a limit a little above C's arrays (at the planner's bound of NNZ(C), so the
+// plan admits it): the first of ALG1, ALG2, ALG3 whose buffers fit runs, or, when none does,
+// the call fails naming each one's bytes (a forced choice does not fall back).
+TEST_F(SpgemmGpu, CusparseUnderAMemoryLimitFitsAnAlgorithmOrNamesTheBytes) {
+  const Csr<double> pattern = generate::from_spec("rmat:8192:90000", next_seed());
+  const Csr<float> a = with_values<float>(pattern, next_seed());
+  const Csr<float> want = reference::spgemm(a, a);
+  const DeviceCsr<float> da(rt().context(), a);
+  const Decision unlimited = explain_spgemm(a.pattern(), a.pattern(), DType::F32);
+  const int64_t c_bytes =
+      variants::output_bytes(a.rows, unlimited.features.at("memory").at("c_nnz_assumed").get<int64_t>(), DType::F32);
+  for (const int64_t spare : {int64_t(64) << 20, int64_t(4) << 20, int64_t(256) << 10}) {
+    Options o;
+    o.variant = "cusparse";
+    o.memory_limit_bytes = c_bytes + spare;
+    SCOPED_TRACE("limit " + std::to_string(*o.memory_limit_bytes));
+    try {
+      expect_same_product(rt().spgemm(da, da, o).download(), want);
+    } catch (const CudaError& e) {
+      EXPECT_NE(std::string(e.what()).find("no algorithm fits"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("alg3 at chunk fraction"), std::string::npos) << e.what();
+    }
+  }
+}
+
+// A limit too small for anything is refused by the planner, naming the bytes (the planner runs
+// before any kernel is loaded or any scratch or C allocated); a limit of 0 is refused naming it;
+// the same handle then runs the product without a limit.
+TEST_F(SpgemmGpu, ALimitTooSmallForAnythingIsRefusedNamingTheBytes) {
+  const Csr<double> pattern = generate::from_spec("uniform:3000:9", next_seed());
+  const Csr<float> a = with_values<float>(pattern, next_seed());
+  const DeviceCsr<float> da(rt().context(), a);
+  Options o;
+  o.memory_limit_bytes = 4096;
+  try {
+    rt().spgemm(da, da, o);
+    ADD_FAILURE() << "a 4096-byte limit accepted";
+  } catch (const UnsupportedError& e) {
+    EXPECT_NE(std::string(e.what()).find("more than the 4096 bytes memory_limit_bytes allows"), std::string::npos) << e.what();
+  }
+  o.memory_limit_bytes = 0;
+  try {
+    rt().spgemm(da, da, o);
+    ADD_FAILURE() << "a limit of 0 accepted";
+  } catch (const InvalidInputError& e) {
+    EXPECT_NE(std::string(e.what()).find("memory_limit_bytes = 0 must be positive"), std::string::npos) << e.what();
+  }
+  expect_same_product(rt().spgemm(da, da).download(), reference::spgemm(a, a));
 }
 
 // C's arrays come from the runtime's stream-ordered pool: they stay valid, and free cleanly,

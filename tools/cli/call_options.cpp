@@ -28,4 +28,29 @@ void add_measure_options(CLI::App* cmd, double& skip_margin, double& budget_ms, 
       ->capture_default_str();
 }
 
+CLI::Option* add_memory_limit_option(CLI::App* cmd, int64_t& bytes) {
+  return cmd->add_option("--memory-limit", bytes,
+                         "SpGEMM: the most device memory the call may take for its workspace and C, in bytes (default: what "
+                         "the device has free); row_hash splits C into row panels to fit, cuSPARSE takes ALG2/ALG3");
+}
+
+void apply_memory_limit(Options& options, Op op, const CLI::Option& given, int64_t bytes) {
+  if (given.count() == 0) return;
+  if (op != Op::SpGEMM) throw InvalidInputError(std::string("--memory-limit applies to --op spgemm only, not ") + to_string(op));
+  if (bytes <= 0) throw InvalidInputError("--memory-limit " + std::to_string(bytes) + " must be a positive number of bytes");
+  options.memory_limit_bytes = bytes;
+}
+
+std::string describe_spgemm_memory(const Decision& d) {
+  if (!d.features.contains("memory")) return "memory: not planned (value type not supported)";
+  const nlohmann::json& m = d.features.at("memory");
+  const auto bytes = [](const nlohmann::json& v) { return v.is_null() ? std::string("-") : std::to_string(v.get<int64_t>()); };
+  std::string line = "memory: budget " + (m.at("budget_bytes").is_null() ? std::string("unbounded") : bytes(m.at("budget_bytes")) + " bytes") +
+                     " (free " + bytes(m.at("free_bytes")) + ", limit " + bytes(m.at("limit_bytes")) + "); NNZ(C) in [" +
+                     bytes(m.at("c_nnz_bounds")[0]) + ", " + bytes(m.at("c_nnz_bounds")[1]) + "], sized at " +
+                     bytes(m.at("c_nnz_assumed")) + "; peak bytes:";
+  for (const auto& [variant, peak] : m.at("peak_bytes").items()) line += " " + variant + " " + bytes(peak);
+  return line;
+}
+
 }  // namespace sparsejit::cli

@@ -50,6 +50,7 @@ void add_explain_command(CLI::App& app) {
   static std::string input, op = "spmm", dtype = "f32", variant;
   static int32_t k = 128;
   static bool transpose = false, as_json = false, list = false;
+  static int64_t memory_limit = 0;
   static SpammArgs spamm;
   cmd->add_option("matrix", input, std::string("Matrix file or gen:SPEC; for --op spamm a dense ") + kSpammSpecHelp);
   cmd->add_option("--op", op, "spmm | sddmm | spgemm (C = A·A) | spamm (C ≈ A·A)")->capture_default_str();
@@ -59,6 +60,8 @@ void add_explain_command(CLI::App& app) {
   cmd->add_flag("--transpose", transpose, "SpMM: C = Aᵀ·B");
   cmd->add_flag("--json", as_json, "Print the Decision record as JSON");
   cmd->add_flag("--list", list, "List the variants of --op and exit");
+  static const CLI::Option* memory_limit_given = nullptr;  // this command's option (the command may be built again)
+  memory_limit_given = add_memory_limit_option(cmd, memory_limit);
   add_spamm_options(cmd, spamm);
   cmd->callback([] {
     const Op parsed_op = parse_op(op);
@@ -70,7 +73,8 @@ void add_explain_command(CLI::App& app) {
       return;
     }
     if (input.empty()) throw InvalidInputError("explain: a matrix (file or gen:SPEC) is required");
-    const Options options = call_options(parsed_op, variant, transpose);
+    Options options = call_options(parsed_op, variant, transpose);
+    apply_memory_limit(options, parsed_op, *memory_limit_given, memory_limit);
     if (parsed_op == Op::SpAMM) {
       explain_spamm_input(input, dtype, variant, spamm, as_json);
       return;
@@ -92,6 +96,7 @@ void add_explain_command(CLI::App& app) {
       std::cout << matrix_name(input) << " (" << a.rows << "x" << a.cols << ", " << a.nnz() << " nonzeros), "
                 << (parsed_op == Op::SpGEMM ? std::string("C = A·A") : "k = " + std::to_string(k)) << "\n"
                 << describe(d);
+      if (parsed_op == Op::SpGEMM) std::cout << "  " << describe_spgemm_memory(d) << "\n";
     }
   });
 }

@@ -32,7 +32,8 @@ struct RunArgs {
   bool check = false, transpose = false;
   double measure_skip_margin = Options{}.measure_skip_margin, measure_budget_ms = Options{}.measure_budget_ms,
          measure_budget_calls = Options{}.measure_budget_calls;
-  Options call;  // from variant, transpose and the measuring options (call_options)
+  int64_t memory_limit = 0;  // --memory-limit, when given
+  Options call;  // from variant, transpose, the measuring options and the memory limit (call_options)
 };
 
 // Bytes of a CSR on the device: offsets, indices and values.
@@ -175,7 +176,8 @@ void run_spgemm(const RunArgs& args) {
   Options vendor = options;
   vendor.variant = "cusparse";
   vendor.params = nlohmann::json::object();
-  // cuSPARSE's call can fail where ours runs (ALG1 out of resources): say so, keep our time.
+  // cuSPARSE's call can fail where ours runs (no algorithm's buffers fit, or refused by the
+  // planner under --memory-limit): say so, keep our time.
   std::string vendor_line;
   try {
     const double vendor_ms = tuner::time_on_stream(rt.context(), nullptr, 1, timing, [&](int, CUstream s) {
@@ -188,6 +190,8 @@ void run_spgemm(const RunArgs& args) {
     vendor_line = line;
   } catch (const CudaError& e) {
     vendor_line = std::string("failed: ") + e.what();
+  } catch (const UnsupportedError& e) {
+    vendor_line = std::string("refused: ") + e.what();
   }
   const Decision& d = *call.decision;
   const double products = d.features.at("products").get<double>();
@@ -196,6 +200,7 @@ void run_spgemm(const RunArgs& args) {
   std::printf("  time %.4f ms (whole call, C allocated), %.1f GFLOP/s (2 x %.0f products)\n", ms, 2 * products / ms * 1e-6,
               products);
   std::printf("  vendor (cuSPARSE whole call) %s\n", vendor_line.c_str());
+  std::printf("  %s\n", describe_spgemm_memory(d).c_str());
   std::printf("  kernels %s, compile %.1f ms, load %.2f ms%s\n", to_string(d.kernel_origin), d.compile_ms, d.load_ms,
               check.c_str());
 }
@@ -259,6 +264,8 @@ void add_run_command(CLI::App& app) {
   cmd->add_flag("--check", args.check, "Compare with the CPU reference first (output poisoned before the run)");
   cmd->add_flag("--transpose", args.transpose, "SpMM: C = Aᵀ·B");
   add_measure_options(cmd, args.measure_skip_margin, args.measure_budget_ms, args.measure_budget_calls);
+  static const CLI::Option* memory_limit_given = nullptr;  // this command's option (the command may be built again)
+  memory_limit_given = add_memory_limit_option(cmd, args.memory_limit);
   add_spamm_options(cmd, spamm);
   cmd->callback([] {
     const Op op = parse_op(args.op);
@@ -267,6 +274,7 @@ void add_run_command(CLI::App& app) {
     args.call.measure_skip_margin = args.measure_skip_margin;
     args.call.measure_budget_calls = args.measure_budget_calls;
     args.call.measure_budget_ms = args.measure_budget_ms;
+    apply_memory_limit(args.call, op, *memory_limit_given, args.memory_limit);
     plan::check_measure_options(args.call);
     if (args.repeat < 1) throw InvalidInputError("--repeat " + std::to_string(args.repeat) + " must be >= 1");
     if (type != DType::F32 && type != DType::F64) throw UnsupportedError(std::string("run supports f32 and f64, not ") + to_string(type));

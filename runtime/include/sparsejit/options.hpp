@@ -1,5 +1,6 @@
 // Per-call options. Every field has a default that gives the automatic (planned) path.
 #pragma once
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -71,6 +72,13 @@ struct Options {
   // that kernel's results before it reads or writes anything, so stream order holds and about
   // 0.3 µs of launch latency per kernel is hidden. false: ordinary stream-ordered launches.
   bool early_launch = true;
+  // SpGEMM only: the most device memory the call may take for its workspace and C, in bytes
+  // (A and B, already on the device, are not counted). Unset: what the device has free when
+  // the pair is first planned (cuMemGetInfo plus what the runtime's memory pools hold unused).
+  // The planner estimates each variant's peak, rejects those that do not fit (the Decision
+  // names the bytes), and row_hash processes C in row panels when one pass does not fit;
+  // when nothing fits the call fails naming the bytes before anything is allocated. > 0.
+  std::optional<int64_t> memory_limit_bytes;
 };
 
 // A forced choice from SPARSEJIT_FORCE=op:variant[:k=v,...], e.g.

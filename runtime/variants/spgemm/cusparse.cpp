@@ -1,7 +1,12 @@
 // cusparse: the vendor's generic SpGEMM, its documented whole call (work estimation, compute,
-// C allocated, copy; vendor/cusparse_spgemm.hpp) with CUSPARSE_SPGEMM_ALG1: a candidate and
-// the baseline. Its size query synchronizes, and so does the release of its buffers.
+// C allocated, copy; vendor/cusparse_spgemm.hpp): a candidate and the baseline. alg 0 (the
+// default) runs CUSPARSE_SPGEMM_ALG1 when its buffers fit the device memory the call may take,
+// else ALG2, else ALG3 in chunks, as cuSPARSE documents for products ALG1 cannot allocate; 1 to
+// 3 run that algorithm alone. Its size queries synchronize, and so does the release of its
+// buffers.
 #include <mutex>
+#include <optional>
+#include <vector>
 
 #include "ops/runtime_state.hpp"
 #include "sparsejit/error.hpp"
@@ -12,14 +17,37 @@ namespace sparsejit::variants::spgemm {
 
 namespace {
 
+// The algorithms alg names, in the order they are tried.
+std::vector<vendor::SpgemmAlgorithm> algorithms_of(int alg) {
+  using vendor::SpgemmAlgorithm;
+  switch (alg) {
+    case 1: return {SpgemmAlgorithm::Alg1};
+    case 2: return {SpgemmAlgorithm::Alg2};
+    case 3: return {SpgemmAlgorithm::Alg3};
+    default: return {SpgemmAlgorithm::Alg1, SpgemmAlgorithm::Alg2, SpgemmAlgorithm::Alg3};
+  }
+}
+
 template <class T>
 class VendorExecution final : public SpgemmExecution<T> {
  public:
+  // limit: Options::memory_limit_bytes (none: the device's free memory alone).
+  VendorExecution(int alg, std::optional<int64_t> limit) : algorithms_(algorithms_of(alg)), limit_(limit) {}
+
   SpgemmOutput run(detail::RuntimeState& rt, const SpgemmOperands<T>& o) const override {
     std::lock_guard<std::mutex> lock(rt.cusparse_mutex);
+    // cuSPARSE's buffers come from cuMemAlloc, which cannot take what the runtime's pools hold
+    // unused: when the device's free memory is short, that reserve goes back to the device first.
+    const auto fits = [&](std::size_t held, std::size_t more) {
+      if (limit_ && int64_t(held + more) > *limit_) return false;
+      if (more <= rt.context.free_bytes()) return true;
+      rt.scratch_pool().release_idle();
+      cuda::result_pool(rt.context).release_idle();
+      return more <= rt.context.free_bytes();
+    };
     vendor::CusparseSpgemmResult r = vendor::cusparse_spgemm(
-        rt.cusparse, o.a, o.b, vendor::SpgemmAlgorithm::Alg1, o.stream,
-        [&](std::size_t bytes) { return new_output_array(rt.context, nullptr, bytes, o.stream); });
+        rt.cusparse, o.a, o.b, algorithms_, o.stream,
+        [&](std::size_t bytes) { return new_output_array(rt.context, nullptr, bytes, o.stream); }, fits);
     SpgemmOutput c;
     c.row_ptr = std::move(r.row_ptr);
     c.col_idx = std::move(r.col_idx);
@@ -37,6 +65,10 @@ class VendorExecution final : public SpgemmExecution<T> {
     SPARSEJIT_CU(cuMemcpyDtoDAsync_v2, c.values, fresh.values.ptr(), std::size_t(c.nnz) * sizeof(T), o.stream);
     SPARSEJIT_CU(cuStreamSynchronize, o.stream);  // before fresh's arrays are freed
   }
+
+ private:
+  std::vector<vendor::SpgemmAlgorithm> algorithms_;
+  std::optional<int64_t> limit_;
 };
 
 }  // namespace
@@ -44,7 +76,9 @@ class VendorExecution final : public SpgemmExecution<T> {
 class Cusparse final : public SpgemmVariantOf<Cusparse> {
  public:
   Cusparse()
-      : SpgemmVariantOf("cusparse", 90, "cuSPARSE generic SpGEMM (ALG1: work estimation, compute, copy; allocates its buffers)",
+      : SpgemmVariantOf("cusparse", 90,
+                        "cuSPARSE generic SpGEMM (ALG1, or ALG2/ALG3 when ALG1's buffers do not fit: work estimation, "
+                        "compute, copy; allocates its buffers)",
                         Traits{}.as_vendor()) {}
 
   // Its CSR inputs are taken as sorted with unique columns per row (as cuSPARSE's CSR is
@@ -57,12 +91,20 @@ class Cusparse final : public SpgemmVariantOf<Cusparse> {
     return "";
   }
 
-  nlohmann::json defaults(const SpgemmPlanInputs&, std::vector<DecisionStep>&) const override { return {{"alg", 1}}; }
+  // alg: 0, the first of ALG1, ALG2, ALG3 whose buffers fit when run; 1 to 3: that one.
+  nlohmann::json defaults(const SpgemmPlanInputs&, std::vector<DecisionStep>&) const override { return {{"alg", 0}}; }
 
   void check(const plan::SpgemmProblem&, const plan::DeviceTarget&, const nlohmann::json& params) const override {
     const int alg = params.at("alg").get<int>();
-    if (alg != 1) throw InvalidInputError("cusparse: alg = " + std::to_string(alg) + " is not wrapped (only 1, CUSPARSE_SPGEMM_ALG1)");
+    if (alg < 0 || alg > 3)
+      throw InvalidInputError("cusparse: alg = " + std::to_string(alg) +
+                              " must be 0 (the first of ALG1, ALG2, ALG3 that fits) or 1 to 3 (CUSPARSE_SPGEMM_ALG<n>)");
   }
+
+  // cuSPARSE sizes its buffers by its own queries on the device, so the plan knows only C's
+  // arrays (workspace 0: a lower bound); the algorithm is chosen when run, against the device's
+  // free memory then (the buffers come from cuMemAlloc).
+  int64_t workspace_bytes(const SpgemmPlanInputs&, const nlohmann::json&) const override { return 0; }
 
   // A fixed cost (its allocations and synchronizations: 0.3 ms on the smallest inputs of the
   // H200 record in ANCHORS.md), rows and products.
@@ -70,11 +112,13 @@ class Cusparse final : public SpgemmVariantOf<Cusparse> {
     return {{"launch", 1.0}, {"rows", double(in.problem.m)}, {"products", double(in.features.products)}};
   }
 
-  std::vector<nlohmann::json> search_space(const SpgemmPlanInputs&) const override { return {{{"alg", 1}}}; }
+  std::vector<nlohmann::json> search_space(const SpgemmPlanInputs&) const override { return {{{"alg", 0}}}; }
 
   template <class T>
-  std::unique_ptr<SpgemmExecution<T>> make(const SpgemmPreparation<T>&) const {
-    return std::make_unique<VendorExecution<T>>();
+  std::unique_ptr<SpgemmExecution<T>> make(const SpgemmPreparation<T>& p) const {
+    const nlohmann::json& limit = p.decision.features.at("memory").at("limit_bytes");
+    return std::make_unique<VendorExecution<T>>(p.decision.params.at("alg").template get<int>(),
+                                                limit.is_null() ? std::nullopt : std::optional<int64_t>(limit.get<int64_t>()));
   }
 };
 

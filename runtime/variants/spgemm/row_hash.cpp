@@ -21,13 +21,18 @@
 //                into a dense array of their span and are written in column order, unsorted
 // The bins' kernels read their row counts on the device, so a launch is sized by the bin's
 // capacity (from the features) and the one synchronization is the only one.
+// panels > 1 (the planner's, when one pass does not fit the call's memory): the symbolic pass
+// runs panel by panel of A's rows over one panel-sized scratch, C stays one array (see
+// panel_rows below).
 // Every column the patterns produce is kept, a sum that cancels to zero included (the
 // reference's structural product). f32 accumulates in f32 (atomic adds in the table: the order
 // of a row's additions varies from run to run, so results may differ in the last bits); f64 in f64.
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "cuda/driver_api.hpp"
 #include "ops/call_common.hpp"
@@ -271,7 +276,34 @@ int default_global_blocks(int64_t slots, int acc, const plan::DeviceTarget& devi
   return int(std::max<int64_t>(1, std::min<int64_t>(2 * int64_t(device.multiprocessors), by_budget)));
 }
 
-// Where each piece of a call's scratch lies (byte offsets into one block).
+// Row panels: when one pass over every row does not fit the call's memory, A's rows are cut
+// into panels of ceil(m / panels) rows that share one scratch block in turn. C's row counts and
+// its offsets stay whole (4 bytes a row each), so C is still one allocation and every panel's
+// kernels write its rows at their offsets in C directly: nothing is copied or concatenated.
+// What shrinks is everything sized by rows (row products, spans, the bins' row lists) and the
+// global tables when the planner also takes fewer global blocks.
+int64_t panel_rows(int64_t m, int64_t panels) { return panels > 1 ? (m + panels - 1) / panels : m; }
+// The panels of `rows` rows an m-row call has (at least one).
+int64_t panels_in(int64_t m, int64_t rows) { return rows > 0 ? std::max<int64_t>(1, (m + rows - 1) / rows) : 1; }
+
+// The bins of any panel of `rows` rows: the whole call's counts, each at most `rows` (a panel's
+// rows are some of the call's rows). One panel of every row leaves them as they are.
+BinCounts panel_counts(BinCounts c, int64_t rows) {
+  for (std::size_t b = 0; b < c.symbolic.size(); ++b) {
+    c.symbolic[b] = std::min(c.symbolic[b], rows);
+    c.capacity[b] = std::min(c.capacity[b], rows);
+  }
+  return c;
+}
+
+// The planner's bound on CUB's scan storage for `count` values (it cannot ask CUB without a
+// device): the decoupled look-back scan keeps a 16-byte tile state per tile of at least 64
+// values, plus padding and alignment; the execution takes the larger of this and CUB's answer,
+// so the planner's workspace is what runs.
+std::size_t scan_bytes_bound(int64_t count) { return std::size_t(count) / 4 + (std::size_t(64) << 10); }
+
+// Where each piece of a call's scratch lies (byte offsets into one block). counts and scan are
+// the whole call's; the rest is one panel's, reused by each panel in turn.
 struct ScratchLayout {
   std::size_t counts = 0, row_products = 0, row_lo = 0, fill = 0, symbolic_rows = 0, numeric_rows = 0, table_keys = 0,
               table_vals = 0, scan = 0, scan_bytes = 0, total = 0;
@@ -279,13 +311,14 @@ struct ScratchLayout {
   std::array<int64_t, 8> numeric_offset{};
 };
 
-ScratchLayout layout_for(const BinCounts& c, int64_t m, int64_t global_blocks, int acc) {
+// c: a panel's counts (panel_counts) of `rows` rows, of an m-row call.
+ScratchLayout layout_for(const BinCounts& c, int64_t m, int64_t rows, int64_t global_blocks, int acc, std::size_t scan_bytes) {
   ScratchLayout l;
   cuda::ScratchCursor cursor(kAlign);
   const auto take = [&](std::size_t bytes) { return cursor.take(bytes); };
   l.counts = take(std::size_t(m + 1) * 4);
-  l.row_products = take(std::size_t(m) * 4);
-  l.row_lo = take(c.dense_span > 0 ? std::size_t(m) * 4 : 0);
+  l.row_products = take(std::size_t(rows) * 4);
+  l.row_lo = take(c.dense_span > 0 ? std::size_t(rows) * 4 : 0);
   l.fill = take(std::size_t(2 * kBinSlots) * 4);
   int64_t symbolic_rows = 0, numeric_rows = 0;
   for (int b = 0; b <= c.dense(); ++b) {
@@ -299,7 +332,7 @@ ScratchLayout layout_for(const BinCounts& c, int64_t m, int64_t global_blocks, i
   const int64_t slots = c.table_slots * global_blocks;
   l.table_keys = take(std::size_t(slots) * 4);
   l.table_vals = take(std::size_t(slots) * std::size_t(acc));
-  l.scan_bytes = ops::exclusive_scan_bytes(m + 1);
+  l.scan_bytes = scan_bytes;
   l.scan = take(l.scan_bytes);
   l.total = cursor.total();
   return l;
@@ -320,20 +353,35 @@ struct Readback {
 
 using BinKernels = std::array<std::optional<Launchable>, kBinSlots>;
 
+// One panel: rows [first, first + rows) of A and C.
+struct Panel {
+  int first;
+  int rows;
+};
+
 template <class T>
 class RowHashExecution final : public SpgemmExecution<T> {
  public:
-  RowHashExecution(BinCounts counts, ScratchLayout layout, int global_blocks, int dense_blocks, cuda::Kernel bin_symbolic,
-                   cuda::Kernel bin_numeric, BinKernels symbolic, BinKernels numeric)
-      : counts_(counts), layout_(layout), global_blocks_(global_blocks), dense_blocks_(dense_blocks),
-        bin_symbolic_(std::move(bin_symbolic)), bin_numeric_(std::move(bin_numeric)), symbolic_(std::move(symbolic)),
-        numeric_(std::move(numeric)) {}
+  // counts: a panel's (panel_counts); budget: the bytes the call may take (none: unbounded),
+  // which C at its exact size must fit too.
+  RowHashExecution(BinCounts counts, ScratchLayout layout, int panel_rows, std::optional<int64_t> budget, int global_blocks,
+                   int dense_blocks, cuda::Kernel bin_symbolic, cuda::Kernel bin_numeric, BinKernels symbolic, BinKernels numeric)
+      : counts_(counts), layout_(layout), panel_rows_(panel_rows), budget_(budget), global_blocks_(global_blocks),
+        dense_blocks_(dense_blocks), bin_symbolic_(std::move(bin_symbolic)), bin_numeric_(std::move(bin_numeric)),
+        symbolic_(std::move(symbolic)), numeric_(std::move(numeric)) {}
 
+  // Symbolic pass panel by panel into the whole counts, one scan into C's offsets, then the
+  // last panel's numeric bins (its scratch is still its own) and the one synchronization;
+  // after C is allocated, the last panel's numeric kernels, then each earlier panel binned
+  // again (its row products were overwritten by the later panels) and its numeric kernels,
+  // sized by the bins' capacities since their fills are not read back. With one panel this is
+  // the single pass.
   SpgemmOutput run(detail::RuntimeState& rt, const SpgemmOperands<T>& o) const override {
     const Context& context = rt.context;
     context.make_current();
     const CUstream stream = o.stream;
     const int m = o.a.rows();
+    const std::vector<Panel> panels = panels_of(m);
     SpgemmOutput c;
     cuda::ScratchPool& results = cuda::result_pool(context);
     c.row_ptr = new_output_array(context, &results, (std::size_t(m) + 1) * 4, stream);
@@ -341,18 +389,22 @@ class RowHashExecution final : public SpgemmExecution<T> {
     const CUdeviceptr base = scratch.ptr();
     const CUdeviceptr counts = base + layout_.counts, fill = base + layout_.fill;
     const CUdeviceptr numeric_fill = fill + 4 * kBinSlots;
-    SPARSEJIT_CU(cuMemsetD32Async, fill, 0, std::size_t(2 * kBinSlots), stream);
 
-    // Symbolic: bins, then each bin's distinct columns into counts.
-    bin_rows(bin_symbolic_, o, 0, base, fill, layout_.symbolic_rows, layout_.symbolic_offset, stream);
-    const Pass symbolic{base, layout_.symbolic_rows, layout_.symbolic_offset, fill, counts, 0, 0};
-    for (int b = 0; b <= counts_.dense(); ++b)
-      if (counts_.symbolic[std::size_t(b)] > 0) launch_bin(*symbolic_[std::size_t(b)], b, counts_.symbolic[std::size_t(b)], symbolic, o, stream);
+    // Symbolic: per panel, bins, then each bin's distinct columns into its rows' counts.
+    for (const Panel& panel : panels) {
+      SPARSEJIT_CU(cuMemsetD32Async, fill, 0, std::size_t(2 * kBinSlots), stream);
+      bin_rows(bin_symbolic_, o, panel, 0, base, fill, layout_.symbolic_rows, layout_.symbolic_offset, stream);
+      const Pass symbolic{base, layout_.symbolic_rows, layout_.symbolic_offset, fill, counts + 4 * std::size_t(panel.first), 0, 0};
+      for (int b = 0; b <= counts_.dense(); ++b)
+        if (counts_.symbolic[std::size_t(b)] > 0)
+          launch_bin(*symbolic_[std::size_t(b)], b, counts_.symbolic[std::size_t(b)], panel, symbolic, o, stream);
+    }
     ops::exclusive_scan(reinterpret_cast<const int32_t*>(counts), c.row_ptr.template as<int32_t>(), int64_t(m) + 1,
                         reinterpret_cast<void*>(base + layout_.scan), layout_.scan_bytes, stream);
 
-    // Numeric bins, then the one synchronization: NNZ(C) and the bins' sizes.
-    bin_rows(bin_numeric_, o, c.row_ptr.ptr(), base, numeric_fill, layout_.numeric_rows, layout_.numeric_offset, stream);
+    // The last panel's numeric bins, then the one synchronization: NNZ(C) and the bins' sizes.
+    const Panel& last = panels.back();
+    bin_rows(bin_numeric_, o, last, c.row_ptr.ptr(), base, numeric_fill, layout_.numeric_rows, layout_.numeric_offset, stream);
     Readback back;
     SPARSEJIT_CU(cuMemcpyDtoHAsync_v2, back.numeric_fill, numeric_fill, sizeof(back.numeric_fill), stream);
     SPARSEJIT_CU(cuMemcpyDtoHAsync_v2, &back.nnz, c.row_ptr.ptr() + 4 * std::size_t(m), sizeof(back.nnz), stream);
@@ -363,30 +415,26 @@ class RowHashExecution final : public SpgemmExecution<T> {
                         " rows, more than its " + std::to_string(counts_.capacity[std::size_t(b)]) + " (a kernel fault)");
     if (back.nnz < 0) throw CudaError("row_hash: NNZ(C) came back as " + std::to_string(back.nnz) + " (a kernel fault)");
     c.nnz = back.nnz;
+    check_budget(m, c.nnz);
     c.col_idx = new_output_array(context, &results, std::size_t(c.nnz) * 4, stream);
     c.values = new_output_array(context, &results, std::size_t(c.nnz) * sizeof(T), stream);
 
-    const Pass numeric{base, layout_.numeric_rows, layout_.numeric_offset, numeric_fill, c.row_ptr.ptr(), c.col_idx.ptr(),
-                       c.values.ptr()};
+    const Target target{c.row_ptr.ptr(), c.col_idx.ptr(), c.values.ptr()};
+    const Pass numeric = numeric_pass(base, numeric_fill, target, last);
     for (int b = 0; b <= counts_.dense(); ++b)
-      if (back.numeric_fill[b] > 0) launch_bin(*numeric_[std::size_t(b)], b, back.numeric_fill[b], numeric, o, stream);
+      if (back.numeric_fill[b] > 0) launch_bin(*numeric_[std::size_t(b)], b, back.numeric_fill[b], last, numeric, o, stream);
+    for (std::size_t p = 0; p + 1 < panels.size(); ++p) numeric_by_capacity(o, panels[p], base, target, stream);
     return c;  // the scratch block is freed on the stream after the kernels above
   }
 
   // The binning kernels again (the row products and spans, then the numeric bins from c's
   // offsets), then every numeric bin's kernel sized by its capacity (each reads its row count
-  // on the device): no symbolic pass, no scan, no synchronization, no allocation of C.
+  // on the device), panel by panel: no symbolic pass, no scan, no synchronization, no
+  // allocation of C.
   void recompute(detail::RuntimeState& rt, const SpgemmOperands<T>& o, const SpgemmTarget& c) const override {
     rt.context.make_current();
-    const CUstream stream = o.stream;
-    const cuda::ScratchPool::Block scratch = rt.scratch_pool().allocate(layout_.total, stream);
-    const CUdeviceptr base = scratch.ptr(), fill = base + layout_.fill, numeric_fill = fill + 4 * kBinSlots;
-    SPARSEJIT_CU(cuMemsetD32Async, fill, 0, std::size_t(2 * kBinSlots), stream);
-    bin_rows(bin_symbolic_, o, 0, base, fill, layout_.symbolic_rows, layout_.symbolic_offset, stream);
-    bin_rows(bin_numeric_, o, c.row_ptr, base, numeric_fill, layout_.numeric_rows, layout_.numeric_offset, stream);
-    const Pass numeric{base, layout_.numeric_rows, layout_.numeric_offset, numeric_fill, c.row_ptr, c.col_idx, c.values};
-    for (int b = 0; b <= counts_.dense(); ++b)
-      if (counts_.capacity[std::size_t(b)] > 0) launch_bin(*numeric_[std::size_t(b)], b, counts_.capacity[std::size_t(b)], numeric, o, stream);
+    const cuda::ScratchPool::Block scratch = rt.scratch_pool().allocate(layout_.total, o.stream);
+    for (const Panel& panel : panels_of(o.a.rows())) numeric_by_capacity(o, panel, scratch.ptr(), {c.row_ptr, c.col_idx, c.values}, o.stream);
   }
 
  private:
@@ -396,17 +444,65 @@ class RowHashExecution final : public SpgemmExecution<T> {
     std::size_t rows;            // the pass's row lists (offset into the scratch)
     const std::array<int64_t, 8>& offsets;  // each bin's first row in them
     CUdeviceptr fill;            // each bin's row count (the bin kernel's)
-    CUdeviceptr c_row_ptr;       // symbolic: the counts; numeric: C's offsets
+    CUdeviceptr c_row_ptr;       // symbolic: the panel's counts; numeric: the panel's offsets in C
     CUdeviceptr c_col, c_val;    // numeric: C's arrays
   };
 
-  void bin_rows(const cuda::Kernel& kernel, const SpgemmOperands<T>& o, CUdeviceptr c_row_ptr, CUdeviceptr base, CUdeviceptr fill,
-                std::size_t rows_at, const std::array<int64_t, 8>& offsets, CUstream stream) const {
-    int m = o.a.rows(), n = o.b.cols();
-    CUdeviceptr a_row_ptr = o.a.row_ptr().ptr(), a_col = o.a.col_idx().ptr();
+  // C's arrays.
+  struct Target {
+    CUdeviceptr row_ptr, col_idx, values;
+  };
+
+  std::vector<Panel> panels_of(int m) const {
+    std::vector<Panel> panels;
+    for (int64_t first = 0; first < m; first += panel_rows_)
+      panels.push_back({int(first), int(std::min<int64_t>(panel_rows_, m - first))});
+    return panels;
+  }
+
+  Pass numeric_pass(CUdeviceptr base, CUdeviceptr numeric_fill, const Target& c, const Panel& panel) const {
+    return {base, layout_.numeric_rows, layout_.numeric_offset, numeric_fill, c.row_ptr + 4 * std::size_t(panel.first), c.col_idx,
+            c.values};
+  }
+
+  // A panel's numeric pass without reading its bins' fills back: its row products and spans
+  // binned again, its numeric bins from C's offsets, each bin's kernel over its capacity.
+  void numeric_by_capacity(const SpgemmOperands<T>& o, const Panel& panel, CUdeviceptr base, const Target& c, CUstream stream) const {
+    const CUdeviceptr fill = base + layout_.fill, numeric_fill = fill + 4 * kBinSlots;
+    SPARSEJIT_CU(cuMemsetD32Async, fill, 0, std::size_t(2 * kBinSlots), stream);
+    bin_rows(bin_symbolic_, o, panel, 0, base, fill, layout_.symbolic_rows, layout_.symbolic_offset, stream);
+    bin_rows(bin_numeric_, o, panel, c.row_ptr, base, numeric_fill, layout_.numeric_rows, layout_.numeric_offset, stream);
+    const Pass numeric = numeric_pass(base, numeric_fill, c, panel);
+    for (int b = 0; b <= counts_.dense(); ++b)
+      if (counts_.capacity[std::size_t(b)] > 0)
+        launch_bin(*numeric_[std::size_t(b)], b, counts_.capacity[std::size_t(b)], panel, numeric, o, stream);
+  }
+
+  // The planner sized C at a bound of NNZ(C) (its lower one when nothing fitted at the upper):
+  // the exact C must fit the call's budget beside the workspace, checked before C's columns
+  // and values are allocated.
+  void check_budget(int m, int64_t nnz) const {
+    if (!budget_) return;
+    const int64_t c_bytes = output_bytes(m, nnz, dtype_of<T>::value);
+    const int64_t peak = int64_t(layout_.total) + c_bytes;
+    if (peak > *budget_)
+      throw UnsupportedError("row_hash: C has " + std::to_string(nnz) + " entries, " + std::to_string(c_bytes) +
+                             " bytes, which with the workspace's " + std::to_string(layout_.total) + " make " +
+                             std::to_string(peak) + " bytes, more than the " + std::to_string(*budget_) +
+                             " this call may take; nothing of C beyond its row offsets was allocated");
+  }
+
+  // The binning kernel over a panel's rows: its rows of A (A's offsets from the panel's first
+  // row, which index A's columns as they are) and its counts or offsets in C.
+  void bin_rows(const cuda::Kernel& kernel, const SpgemmOperands<T>& o, const Panel& panel, CUdeviceptr c_row_ptr, CUdeviceptr base,
+                CUdeviceptr fill, std::size_t rows_at, const std::array<int64_t, 8>& offsets, CUstream stream) const {
+    int m = panel.rows, n = o.b.cols();
+    const std::size_t first = 4 * std::size_t(panel.first);
+    CUdeviceptr a_row_ptr = o.a.row_ptr().ptr() + first, a_col = o.a.col_idx().ptr();
     CUdeviceptr b_row_ptr = o.b.row_ptr().ptr(), b_col = o.b.col_idx().ptr();
-    CUdeviceptr row_products = base + layout_.row_products, row_lo = base + layout_.row_lo, counts = base + layout_.counts;
+    CUdeviceptr row_products = base + layout_.row_products, row_lo = base + layout_.row_lo, counts = base + layout_.counts + first;
     CUdeviceptr rows = base + rows_at;
+    if (c_row_ptr != 0) c_row_ptr += first;
     struct {
       long long at[8];
     } bin_offsets;
@@ -416,11 +512,12 @@ class RowHashExecution final : public SpgemmExecution<T> {
     kernel.launch({ops::blocks_for(m, kBinThreads), 1, 1}, {unsigned(kBinThreads), 1, 1}, 0, stream, args, o.early);
   }
 
-  // Bin b's kernel over at most `most_rows` rows (it reads their count on the device).
-  void launch_bin(const Launchable& l, int b, int64_t most_rows, const Pass& pass, const SpgemmOperands<T>& o, CUstream stream) const {
+  // Bin b's kernel over at most `most_rows` rows of a panel (it reads their count on the device).
+  void launch_bin(const Launchable& l, int b, int64_t most_rows, const Panel& panel, const Pass& pass, const SpgemmOperands<T>& o,
+                  CUstream stream) const {
     CUdeviceptr rows = pass.base + pass.rows + 4 * std::size_t(pass.offsets[std::size_t(b)]);
     CUdeviceptr row_count = pass.fill + 4 * std::size_t(b);
-    CUdeviceptr a_row_ptr = o.a.row_ptr().ptr(), a_col = o.a.col_idx().ptr(), a_val = o.a.values().ptr();
+    CUdeviceptr a_row_ptr = o.a.row_ptr().ptr() + 4 * std::size_t(panel.first), a_col = o.a.col_idx().ptr(), a_val = o.a.values().ptr();
     CUdeviceptr b_row_ptr = o.b.row_ptr().ptr(), b_col = o.b.col_idx().ptr(), b_val = o.b.values().ptr();
     CUdeviceptr c_row_ptr = pass.c_row_ptr, c_col = pass.c_col, c_val = pass.c_val;
     const cuda::Dim3 block{unsigned(l.block_threads), 1, 1};
@@ -442,6 +539,8 @@ class RowHashExecution final : public SpgemmExecution<T> {
 
   BinCounts counts_;
   ScratchLayout layout_;
+  int64_t panel_rows_;
+  std::optional<int64_t> budget_;
   int global_blocks_;
   int dense_blocks_;
   cuda::Kernel bin_symbolic_, bin_numeric_;
@@ -480,7 +579,8 @@ class RowHash final : public SpgemmVariantOf<RowHash> {
     const int64_t span = std::min<int64_t>(dense_span_for(in.features.max_row_span), widest_dense_span(acc, in.device));
     return {{"max_shared_row", limit},
             {"global_blocks", default_global_blocks(slots, acc, in.device)},
-            {"dense_span", in.features.b_sorted ? span : 0}};
+            {"dense_span", in.features.b_sorted ? span : 0},
+            {"panels", 1}};
   }
 
   void check(const plan::SpgemmProblem& problem, const plan::DeviceTarget& device, const nlohmann::json& params) const override {
@@ -500,23 +600,64 @@ class RowHash final : public SpgemmVariantOf<RowHash> {
       throw InvalidInputError("row_hash: dense_span = " + std::to_string(span) + " must be 0 (off) or a multiple of 32 in [32, " +
                               std::to_string(widest) + "] (the widest whose " + to_string(problem.dtype) +
                               " accumulator fits a block's shared memory on " + device.name + ")");
+    const int panels = params.at("panels").get<int>();
+    const int most = std::max<int>(problem.m, 1);
+    if (panels < 1 || panels > most)
+      throw InvalidInputError("row_hash: panels = " + std::to_string(panels) + " must be in [1, " + std::to_string(most) +
+                              "] (A's rows)");
   }
 
-  // launch: kernels and the memset (the bins, each bin's two passes, the scan's two);
-  // sync: the one synchronization and C's two allocations after it; rows: the binning passes
-  // over every row; products: each product is inserted twice (symbolic, numeric);
-  // global_products: those of rows in global-memory tables (L2 atomics, one block per row,
-  // the row sorted in global memory), at most (rows that go dense leave it).
+  // launch: kernels and memsets (per panel the memset, the bins and each bin's two passes;
+  // each panel but the last binned once more; the scan's two); sync: the one synchronization
+  // and C's two allocations after it; rows: the binning passes over every row (a symbolic
+  // binning is half of them; the earlier panels' rows take it twice); products: each product is
+  // inserted twice (symbolic, numeric); global_products: those of rows in global-memory tables
+  // (L2 atomics, one block per row, the row sorted in global memory), at most (rows that go
+  // dense leave it). Panels' numeric kernels launched over their bins' capacities are not
+  // priced: panels are taken only when one pass does not fit.
   nlohmann::json cost_terms(const SpgemmPlanInputs& in, const nlohmann::json& params) const override {
     const BinCounts c = counts_for(in.features, in.problem.n, params);
     const PassKernels k = kernels_needed(c);
-    double launches = 2 + 2 + 1;
-    for (int b = 0; b <= c.dense(); ++b) launches += k.symbolic[std::size_t(b)] + k.numeric[std::size_t(b)];
+    const int64_t m = in.problem.m, panels = params.at("panels").get<int>();
+    const int64_t rows = panel_rows(m, panels), last_rows = m - (panels_in(m, rows) - 1) * rows;
+    double per_panel = 2 + 1;
+    for (int b = 0; b <= c.dense(); ++b) per_panel += k.symbolic[std::size_t(b)] + k.numeric[std::size_t(b)];
+    const double launches = 2 + per_panel * double(panels_in(m, rows)) + double(panels_in(m, rows) - 1);
     return {{"launch", launches},
             {"sync", 1.0},
-            {"rows", double(in.problem.m)},
+            {"rows", double(m) + 0.5 * double(m - last_rows)},
             {"products", double(in.features.products)},
             {"global_products", double(c.global_products)}};
+  }
+
+  // The scratch block of a run: the whole call's counts and scan, and one panel's rows, bin
+  // lists and global tables (layout_for).
+  int64_t workspace_bytes(const SpgemmPlanInputs& in, const nlohmann::json& params) const override {
+    const int64_t m = in.problem.m, rows = panel_rows(m, params.at("panels").get<int>());
+    const BinCounts c = panel_counts(counts_for(in.features, in.problem.n, params), rows);
+    return int64_t(layout_for(c, m, rows, params.at("global_blocks").get<int>(), acc_bytes(in.problem.dtype), scan_bytes_bound(m + 1)).total);
+  }
+
+  // One pass when it fits; else the fewest panels (1, 2, 4, ... up to a row each) with the
+  // most global blocks (from the planner's, halving) that fit: each panel adds launches and a
+  // second binning of its rows, while fewer global blocks only slow the rows past the shared
+  // bins. None fitting: the smallest workspace found.
+  WorkspaceFit fit_workspace(const SpgemmPlanInputs& in, const nlohmann::json& params, int64_t budget) const override {
+    WorkspaceFit smallest{params, workspace_bytes(in, params)};
+    if (smallest.bytes <= budget) return smallest;
+    const int64_t m = in.problem.m;
+    const int planned_blocks = params.at("global_blocks").get<int>();
+    for (int64_t panels = 1; panels <= m; panels *= 2) {
+      for (int blocks = planned_blocks; blocks >= 1; blocks /= 2) {
+        nlohmann::json fitted = params;
+        fitted["panels"] = panels_in(m, panel_rows(m, panels));  // as many as the rows per panel make
+        fitted["global_blocks"] = blocks;
+        const int64_t bytes = workspace_bytes(in, fitted);
+        if (bytes <= budget) return {fitted, bytes};
+        if (bytes < smallest.bytes) smallest = {fitted, bytes};
+      }
+    }
+    return smallest;
   }
 
   std::vector<nlohmann::json> search_space(const SpgemmPlanInputs& in) const override {
@@ -555,9 +696,16 @@ class RowHash final : public SpgemmVariantOf<RowHash> {
           (is_numeric ? numeric : symbolic)[std::size_t(b)] = launchable(p.rt, d, c, b, dtype, is_numeric);
     const ops::LoadedKernel bin_symbolic = load(p.rt, d, bin_spec(true, c.bins, c.dense_span));
     const ops::LoadedKernel bin_numeric = load(p.rt, d, bin_spec(false, c.bins, c.dense_span));
-    const ScratchLayout layout = layout_for(c, p.problem.m, global_blocks, acc_bytes(dtype));
-    return std::make_unique<RowHashExecution<T>>(c, layout, global_blocks, kDenseMaxBlocks, bin_symbolic.kernel,
-                                                  bin_numeric.kernel, std::move(symbolic), std::move(numeric));
+    const int64_t rows = panel_rows(p.problem.m, d.params.at("panels").template get<int>());
+    const BinCounts panel = panel_counts(c, rows);
+    const int64_t scan_count = int64_t(p.problem.m) + 1;
+    const ScratchLayout layout = layout_for(panel, p.problem.m, rows, global_blocks, acc_bytes(dtype),
+                                            std::max(ops::exclusive_scan_bytes(scan_count), scan_bytes_bound(scan_count)));
+    const nlohmann::json& budget = d.features.at("memory").at("budget_bytes");
+    return std::make_unique<RowHashExecution<T>>(panel, layout, int(rows),
+                                                  budget.is_null() ? std::nullopt : std::optional<int64_t>(budget.get<int64_t>()),
+                                                  global_blocks, kDenseMaxBlocks, bin_symbolic.kernel, bin_numeric.kernel,
+                                                  std::move(symbolic), std::move(numeric));
   }
 
  private:

@@ -15,6 +15,12 @@ std::string SpgemmVariant::rejected(const SpgemmPlanInputs& in) const {
 
 void SpgemmVariant::check(const plan::SpgemmProblem&, const plan::DeviceTarget&, const nlohmann::json&) const {}
 
+int64_t output_bytes(int64_t m, int64_t nnz, DType dtype) { return (m + 1) * 4 + nnz * (4 + int64_t(size_of(dtype))); }
+
+WorkspaceFit SpgemmVariant::fit_workspace(const SpgemmPlanInputs& in, const nlohmann::json& params, int64_t) const {
+  return {params, workspace_bytes(in, params)};
+}
+
 std::vector<jit::KernelSpec> SpgemmVariant::kernel_specs(const Decision&, const plan::SpgemmProblem&) const { return {}; }
 
 DeviceBuffer new_output_array(const Context& context, cuda::ScratchPool* pool, std::size_t bytes, CUstream stream) {

@@ -5,6 +5,7 @@
 // members load kernels and launch; an execution also allocates C, whose size it learns on the
 // device.
 #pragma once
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -90,6 +91,17 @@ struct SpgemmPreparation {
   Decision& decision;
 };
 
+// Bytes of C's arrays for an m-row C with nnz entries of `dtype`: rows + 1 int32 offsets, nnz
+// int32 columns and nnz values. Every variant returns them; the planner adds them to each
+// variant's workspace for its peak.
+int64_t output_bytes(int64_t m, int64_t nnz, DType dtype);
+
+// A variant's parameters adjusted to a workspace budget, and the workspace they take.
+struct WorkspaceFit {
+  nlohmann::json params;
+  int64_t bytes = 0;
+};
+
 class SpgemmVariant {
  public:
   using Base = SpgemmVariant;
@@ -114,6 +126,14 @@ class SpgemmVariant {
   virtual nlohmann::json cost_terms(const SpgemmPlanInputs& in, const nlohmann::json& params) const = 0;
   // Every complete parameter set worth measuring for this problem; check runs on each.
   virtual std::vector<nlohmann::json> search_space(const SpgemmPlanInputs& in) const = 0;
+  // Device bytes a run with these parameters holds at its peak besides A, B and C's arrays
+  // (output_bytes): its scratch, tables and buffers.
+  virtual int64_t workspace_bytes(const SpgemmPlanInputs& in, const nlohmann::json& params) const = 0;
+  // The parameters closest to `params` whose workspace is at most `budget` bytes, when the
+  // call's memory does not hold what `params` takes; when no setting fits, the one with the
+  // smallest workspace (the planner then rejects the variant naming its bytes). The default
+  // has no other setting: `params` and their workspace.
+  virtual WorkspaceFit fit_workspace(const SpgemmPlanInputs& in, const nlohmann::json& params, int64_t budget) const;
 
   // ---- execution ----
   // The JIT kernels a decision of this variant may launch (explain compiles them); empty for a
