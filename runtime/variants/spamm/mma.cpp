@@ -2,6 +2,8 @@
 // accumulation in the precision the caller asked for: full f32 as the 3xTF32 split (m16n8k8),
 // tf32 (one m16n8k8 product of operands rounded to TF32), fp16 or bf16 (m16n8k16 on the
 // caller's 16-bit operands or the executor's converted copies). f32 C only.
+#include <algorithm>
+
 #include "sparsejit/error.hpp"
 #include "variants/spamm/spamm_variant.hpp"
 
@@ -79,15 +81,19 @@ class Mma final : public SpammVariantOf<Mma> {
     return "";
   }
 
-  // slice 32 (four tf32 or two fp16 mma steps), three stages. group 2 at tile 64: a block
+  // Three stages; a slice of 32 for f32 operands (four tf32 mma steps), 64 for 16-bit ones
+  // (four fp16 steps: half the barriers and waits per flop). group 2 at tile 64: a block
   // stages a 128-row A slice and a 128-column B slice for 2 x 2 C tiles, so each staged byte
   // feeds twice the flops (32 -> 64 flop per byte of fp16 from L2, 16 -> 32 f32): at N = 8192
   // and 5% kept, 1.7 GB of fp16 staging (about 0.35 ms at the ~5 TB/s L2 rate the first run
   // reached: the limit) becomes 0.9 GB plus the products a group lists for one tile and not
-  // another (decay matrices: neighbouring tiles keep nearly the same k). A stage is then 19 KB
-  // (fp16) or 36 KB (f32).
+  // another (decay matrices: neighbouring tiles keep nearly the same k). A stage is then 36 KB
+  // for either (two blocks of three fit an SM's 228 KB). On an H100 at N = 8192 (fp16 and
+  // bf16, 1-10% kept) slice 64 took 0-15% less time than 32; a 64-wide f32 stage would leave
+  // one block per SM.
   nlohmann::json defaults(const SpammPlanInputs& in) const override {
-    return {{"slice", 32}, {"stages", 3}, {"vec", default_vec(in.problem, elem_bytes(in.problem))}, {"group", in.problem.tile == 64 ? 2 : 1}};
+    const int slice = half_operands(in.problem) ? std::min(64, int(in.problem.tile)) : 32;
+    return {{"slice", slice}, {"stages", 3}, {"vec", default_vec(in.problem, elem_bytes(in.problem))}, {"group", in.problem.tile == 64 ? 2 : 1}};
   }
 
   void check(const plan::SpammProblem& p, const plan::DeviceTarget& device, const nlohmann::json& params) const override {
