@@ -221,8 +221,9 @@ plan::SpammProblem square(int32_t n, DType dtype, SpammPrecision precision) {
 
 // The shipped model's crossovers at N = 8192 (models/spamm.json, fitted on the H100): the tile
 // kernels below, cuBLAS of the same precision class above; each class keeps its own kernels.
-// tf32 and fp16/bf16 cross near 21-22% (not cuSpAMM's 30%), f64 SIMT near 25%, and full f32
-// not at all: the 3xTF32 products beat SGEMM even when every product is kept.
+// tf32 and fp16/bf16 cross near 21-24% (not cuSpAMM's 30%), f64 SIMT near 25%, and full f32
+// not at all: the 3xTF32 products beat SGEMM even when every product is kept. fp16/bf16 take
+// the warpgroup kernel on sm_90 (the default target) and mma.sync on sm_80.
 TEST(SpammPlan, SkipsBelowTheCrossoverAndCallsCublasAbove) {
   struct Case {
     DType dtype;
@@ -230,18 +231,23 @@ TEST(SpammPlan, SkipsBelowTheCrossoverAndCallsCublasAbove) {
     std::string kernel;
     double below, above;  // shares on each side of the crossover
     std::string above_variant;
+    int sm = 90;
   };
   for (const Case& c : {Case{DType::F32, SpammPrecision::Full, "mma", 0.05, 1.0, "mma"},
                         Case{DType::F32, SpammPrecision::TF32, "mma", 0.15, 0.3, "cublas"},
-                        Case{DType::F32, SpammPrecision::FP16, "mma", 0.15, 0.3, "cublas"},
-                        Case{DType::F32, SpammPrecision::BF16, "mma", 0.15, 0.3, "cublas"},
+                        Case{DType::F32, SpammPrecision::FP16, "wgmma", 0.15, 0.3, "cublas"},
+                        Case{DType::F32, SpammPrecision::BF16, "wgmma", 0.15, 0.3, "cublas"},
+                        Case{DType::F32, SpammPrecision::FP16, "mma", 0.15, 0.3, "cublas", 80},
                         Case{DType::F64, SpammPrecision::Full, "simt", 0.05, 0.6, "cublas"}}) {
     const plan::SpammProblem p = square(8192, c.dtype, c.precision);
-    const std::string label = std::string(to_string(c.dtype)) + " " + to_string(c.precision);
-    const Decision low = plan::plan_spamm(features_at(c.below, p), p, {}, {});
+    const std::string label = std::string(to_string(c.dtype)) + " " + to_string(c.precision) + " sm_" + std::to_string(c.sm);
+    plan::DeviceTarget device;
+    device.sm = c.sm;
+    const Decision low = plan::plan_spamm(features_at(c.below, p), p, device, {});
     EXPECT_EQ(low.variant, c.kernel) << label << "\n" << describe(low);
     EXPECT_EQ(low.source, DecisionSource::Model);
-    const Decision high = plan::plan_spamm(features_at(c.above, p), p, {}, {});
+    if (c.sm != 90) EXPECT_NE(test::candidate(low, "wgmma").rejected_because.find("sm_90"), std::string::npos) << describe(low);
+    const Decision high = plan::plan_spamm(features_at(c.above, p), p, device, {});
     EXPECT_EQ(high.variant, c.above_variant) << label << "\n" << describe(high);
   }
 }
@@ -259,14 +265,14 @@ TEST(SpammPlan, AnAskedShareCountsTheSearchAgainstTheTileKernels) {
   const plan::SpammProblem small = square(4096, DType::F32, SpammPrecision::FP16);
   const plan::SpammProblem large = square(8192, DType::F32, SpammPrecision::FP16);
   EXPECT_EQ(plan::plan_spamm(asked(0.01, small), small, {}, {}).variant, "cublas");
-  EXPECT_EQ(plan::plan_spamm(features_at(0.01, small), small, {}, {}).variant, "mma");
+  EXPECT_EQ(plan::plan_spamm(features_at(0.01, small), small, {}, {}).variant, "wgmma");
   const Decision d = plan::plan_spamm(asked(0.01, large), large, {}, {});
-  EXPECT_EQ(d.variant, "mma") << describe(d);
+  EXPECT_EQ(d.variant, "wgmma") << describe(d);
   EXPECT_EQ(d.features.at("tau_to_search"), true);
-  EXPECT_GT(test::candidate(d, "mma").terms.at("search_steps").get<double>(), 0.0);
-  EXPECT_GT(test::candidate(d, "mma").terms.at("search_tile_products").get<double>(), 0.0);
+  EXPECT_GT(test::candidate(d, "wgmma").terms.at("search_steps").get<double>(), 0.0);
+  EXPECT_GT(test::candidate(d, "wgmma").terms.at("search_tile_products").get<double>(), 0.0);
   EXPECT_EQ(plan::plan_spamm(asked(0.2, large), large, {}, {}).variant, "cublas");
-  EXPECT_EQ(plan::plan_spamm(features_at(0.2, large), large, {}, {}).variant, "mma");
+  EXPECT_EQ(plan::plan_spamm(features_at(0.2, large), large, {}, {}).variant, "wgmma");
 }
 
 TEST(SpammPlan, RecordsTheSelectionAndPrecisionItDecidedFrom) {
@@ -280,7 +286,33 @@ TEST(SpammPlan, RecordsTheSelectionAndPrecisionItDecidedFrom) {
   EXPECT_EQ(d.features.at("tile"), 64);
   // simt computes in the value type only: a reduced precision rejects it, naming the precision.
   EXPECT_NE(test::candidate(d, "simt").rejected_because.find("precision fp16"), std::string::npos);
-  EXPECT_EQ(d.params.at("vec"), 8);  // the converted copies are padded to whole tiles
+  EXPECT_EQ(test::candidate(d, "mma").params.at("vec"), 8);  // the converted copies are padded to whole tiles
+}
+
+// wgmma runs fp16 and bf16 at tile 64 on sm_90: forced elsewhere, or with stages outside
+// [2, 4], it is refused naming the reason.
+TEST(SpammPlan, ForcedWgmmaNamesWhatItCannotRun) {
+  const auto refusal = [](plan::SpammProblem p, const nlohmann::json& params, int sm) {
+    SpammOptions o;
+    o.variant = "wgmma";
+    o.params = params;
+    plan::DeviceTarget device;
+    device.sm = sm;
+    try {
+      plan::plan_spamm(features_at(0.05, p), p, device, o);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("ran");
+  };
+  const plan::SpammProblem half = square(2048, DType::F32, SpammPrecision::FP16);
+  EXPECT_EQ(refusal(half, nlohmann::json::object(), 90), "ran");
+  plan::SpammProblem small_tile = half;
+  small_tile.tile = 32;
+  EXPECT_NE(refusal(small_tile, nlohmann::json::object(), 90).find("tile 32"), std::string::npos);
+  EXPECT_NE(refusal(half, nlohmann::json::object(), 80).find("sm_80"), std::string::npos);
+  EXPECT_NE(refusal(square(2048, DType::F32, SpammPrecision::TF32), nlohmann::json::object(), 90).find("tf32"), std::string::npos);
+  EXPECT_NE(refusal(half, {{"stages", 5}}, 90).find("stages = 5"), std::string::npos);
 }
 
 TEST(SpammPlan, ForcedVariantsAndTheirParameterChecks) {

@@ -1,7 +1,8 @@
-// The SpAMM kernel templates (spamm_norms, spamm_select, spamm_simt, spamm_mma and their partial
-// spamm_stage): every kernel the planner can ask for (each tile, value type, precision and
-// copy width, at the variants' default parameters) rendered and compiled with NVRTC for sm_80
-// and sm_90, no GPU needed; and the rendered sources carry the shapes asked for.
+// The SpAMM kernel templates (spamm_norms, spamm_search, spamm_simt, spamm_mma, spamm_wgmma and
+// their partials spamm_stage and spamm_lists): every kernel the planner can ask for (each tile,
+// value type, precision and copy width, at the variants' default parameters) rendered and
+// compiled with NVRTC for sm_80 and sm_90 (wgmma's for sm_90a alone), no GPU needed; and the
+// rendered sources carry the shapes asked for.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -62,6 +63,8 @@ std::vector<jit::KernelSpec> every_multiplication_kernel() {
         if (tile == 64)
           for (const jit::KernelSpec& s : planned_specs("mma", problem(DType::F32, precision, tile, aligned), {{"group", 1}}))
             specs.push_back(s);
+        if (tile == 64 && (precision == SpammPrecision::FP16 || precision == SpammPrecision::BF16))
+          for (const jit::KernelSpec& s : planned_specs("wgmma", problem(DType::F32, precision, tile, aligned))) specs.push_back(s);
       }
     }
   return specs;
@@ -96,9 +99,11 @@ std::vector<std::string> compile_all(const std::vector<jit::KernelSpec>& specs) 
       const jit::KernelSpec& spec = specs[i];
       const std::string source = jit::render(spec);
       if (source.find("{{") != std::string::npos) failures.push_back(spec.kernel_name + ": unrendered tag");
-      for (int sm : {80, 90}) {
+      // An sm_90a kernel (wgmma) is built for sm_90 alone.
+      for (int sm : spec.arch_specific ? std::vector<int>{90} : std::vector<int>{80, 90}) {
         try {
-          const jit::CompileResult r = jit::compile_to_cubin(source, spec.template_name, sm, jit::normalize_options({}));
+          const jit::CompileResult r =
+              jit::compile_to_cubin(source, spec.template_name, sm, jit::normalize_options({}), spec.arch_specific);
           if (!is_elf(r.cubin)) failures.push_back(spec.kernel_name + " sm_" + std::to_string(sm) + ": no ELF");
         } catch (const Error& e) {
           failures.push_back(spec.kernel_name + " sm_" + std::to_string(sm) + ": " + e.what());
@@ -115,7 +120,8 @@ std::vector<std::string> compile_all(const std::vector<jit::KernelSpec>& specs) 
 
 TEST(SpammTemplates, AllTemplatesAreKnown) {
   const auto names = jit::template_names();
-  for (const char* expected : {"spamm_norms.cu", "spamm_search.cu", "spamm_simt.cu", "spamm_mma.cu", "spamm_stage.cuh"})
+  for (const char* expected : {"spamm_norms.cu", "spamm_search.cu", "spamm_simt.cu", "spamm_mma.cu", "spamm_wgmma.cu", "spamm_stage.cuh",
+                               "spamm_lists.cuh"})
     EXPECT_NE(std::find(names.begin(), names.end(), expected), names.end()) << expected;
 }
 
@@ -124,8 +130,9 @@ TEST(SpammTemplates, ThePlannerAsksForDistinctKernelsOfEveryShape) {
   std::set<std::string> names;
   for (const auto& s : specs) names.insert(s.kernel_name);
   // 3 tiles x (2 widths x (simt f32, f64; mma full, tf32) + (mma fp16, bf16) at width 8 only),
-  // and tile 64's mma again with one C tile per block (2 widths x (full, tf32) + fp16, bf16).
-  EXPECT_EQ(names.size(), 3u * (2 * 4 + 2) + (2 * 2 + 2));
+  // tile 64's mma again with one C tile per block (2 widths x (full, tf32) + fp16, bf16), and
+  // tile 64's wgmma for fp16 and bf16.
+  EXPECT_EQ(names.size(), 3u * (2 * 4 + 2) + (2 * 2 + 2) + 2);
 }
 
 TEST(SpammTemplates, EveryKernelCompilesForSm80AndSm90) {

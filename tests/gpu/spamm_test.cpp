@@ -132,7 +132,8 @@ SpammInfo check_call(Runtime& rt, const Shape& s, Input kind, const SpammOptions
   return info;
 }
 
-std::vector<SpammOptions> every_path(DType dtype) {
+// Every path for a value type; wgmma (fp16 and bf16 on sm_90, tile 64) where it can run.
+std::vector<SpammOptions> every_path(DType dtype, int32_t tile, int sm) {
   std::vector<SpammOptions> all;
   const auto add = [&](const std::string& variant, SpammPrecision precision) {
     SpammOptions o;
@@ -149,6 +150,7 @@ std::vector<SpammOptions> every_path(DType dtype) {
       add("", p);
       add("mma", p);
       add("cublas", p);
+      if (tile == 64 && sm == 90 && p != SpammPrecision::TF32) add("wgmma", p);
     }
   }
   return all;
@@ -185,7 +187,7 @@ void expect_fifth_or_everything(const SpammInfo& info) {
 
 template <class T>
 void every_path_on(Runtime& rt, const Shape& s, Input kind, int32_t tile, uint64_t seed) {
-  for (SpammOptions o : every_path(dtype_of<T>::value)) {
+  for (SpammOptions o : every_path(dtype_of<T>::value, tile, rt.context().info().sm)) {
     o.tile = tile;
     o.tau = fifth_tau<T>(kind, s, tile, seed);
     expect_fifth_or_everything(check_call<T>(rt, s, kind, o, seed));
@@ -403,6 +405,17 @@ void sixteen_bit_paths(Runtime& rt, uint64_t seed) {
       expect_fifth_or_everything(check_sixteen<H>(rt, s, Input::Algebraic, o, seed));
       ++seed;
     }
+  if (rt.context().info().sm != 90) return;
+  // wgmma (tile 64 only): in place, through copies, and edge groups whose second tile row or
+  // column lies outside C (3 x 3 tiles, partial).
+  for (const Shape& s : {Shape{256, 192, 320}, Shape{200, 150, 104}, Shape{160, 136, 168, 3}}) {
+    SpammOptions o;
+    o.variant = "wgmma";
+    o.tile = 64;
+    o.tau = fifth_tau<H>(Input::Algebraic, s, 64, seed);
+    expect_fifth_or_everything(check_sixteen<H>(rt, s, Input::Algebraic, o, seed));
+    ++seed;
+  }
 }
 
 TEST_F(SpammGpu, HalfOperandsAsTheyAreAndThroughCopies) { sixteen_bit_paths<half>(rt(), next_seed()); }
@@ -422,27 +435,28 @@ TEST_F(SpammGpu, SixteenBitOperandsRefuseAnotherPrecision) {
 }
 
 // B is A itself (the same device matrix): one norm pass whose map (and 16-bit copy) serves
-// both; every path against the reference of A·A.
+// both; every path (tiles 32 and 64: wgmma's) against the reference of A·A.
 TEST_F(SpammGpu, BIsAItselfTakesOneNormPass) {
   const int32_t n = 200;
-  for (SpammOptions o : every_path(DType::F32)) {
+  for (const int32_t tile : {32, 64})
+  for (SpammOptions o : every_path(DType::F32, tile, rt().context().info().sm)) {
     const uint64_t seed = next_seed();
     const Dense<float> a = input<float>(Input::Exponential, n, n, seed);
     DeviceDense<float> da(rt().context(), n, n), dc(rt().context(), n, n);
     da.upload(a);
     dc.buffer().fill_bytes(0xFF);
-    o.tile = 32;
+    o.tile = tile;
     o.valid_ratio = 0.2;
     const SpammInfo info = rt().spamm(da, da, dc, o);
     const std::string what = label(o, {n, n, n}, Input::Exponential, seed);
     const Dense<float> got = dc.download();
     for (float v : got.data) ASSERT_FALSE(test::is_poison(v)) << what;
-    const NormMap norms = tile_norms(a, 32);
+    const NormMap norms = tile_norms(a, tile);
     const SpammSelection cpu = spamm_selection(norms, norms, info.tau);
     EXPECT_EQ(info.valid_products, cpu.valid) << what;
     EXPECT_NEAR(info.error_bound, cpu.error_bound, 1e-9 * (1 + cpu.error_bound)) << what;
     Dense<float> want;
-    reference::spamm(a, a, want, 32, info.tau);
+    reference::spamm(a, a, want, tile, info.tau);
     EXPECT_LE(test::relative_error(test::as_double(got.data), test::as_double(want.data)), tolerance<float>(o.precision))
         << what << "\n" << describe(*info.decision);
   }
