@@ -111,14 +111,17 @@ std::string fit_variant(nlohmann::json& cost, const std::string& variant, const 
     y.push_back(1 - fixed / r.ms);
   }
   const std::vector<double> c = nonnegative_least_squares(a, y);
+  std::string zero;  // a coefficient the fit held at 0: the timings leave nothing for that term to cost
   for (std::size_t j = 0; j < names.size(); ++j) {
     cost[variant][names[j]] = c[j];
     fitted.push_back(variant + " " + names[j]);
+    if (c[j] == 0) zero += (zero.empty() ? "" : ", ") + names[j];
   }
   const auto [median_before, worst_before] = relative_errors(before, variant, rows);
   const auto [median_after, worst_after] = relative_errors(cost, variant, rows);
   return variant + ": fitted " + list + " on " + on + ": |predicted/measured - 1| median " + number("%.3g", median_before) + " -> " +
-         number("%.3g", median_after) + ", worst " + number("%.3g", worst_before) + " -> " + number("%.3g", worst_after);
+         number("%.3g", median_after) + ", worst " + number("%.3g", worst_before) + " -> " + number("%.3g", worst_after) +
+         (zero.empty() ? "" : "; zero: " + zero);
 }
 
 // Per share timed, the fastest tile call's ms: measured, or as `cost` predicts it.

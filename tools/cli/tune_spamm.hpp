@@ -11,10 +11,11 @@
 // and 10 timed calls, the median). Timing simt beside mma for full f32 costs little (its 50%
 // call is ~20 ms at N = 8192) and tunes a candidate the planner prices, so it is not skipped.
 //
-// Run time on an H100 with a warm kernel cache, the defaults (N = 4096 and 8192, every
-// precision, shares 1, 5, 10, 25, 50%): about a minute; the largest parts are SGEMM at 8192
-// (22 ms a call), simt's and 3xTF32's 50% calls, and the checks' downloads and host sums of
-// a 268 MB C. NVRTC adds ~20 s on a cold cache.
+// Run time with the defaults (N = 4096 and 8192, every precision, shares 1, 5, 10, 25, 50%),
+// estimated from the bench's H100 call times, not yet measured: 20-30 s with a warm kernel
+// cache, mostly host work at N = 8192 (the input and its exact product, 25 checks each
+// downloading and summing a 268 MB C); the timed calls themselves take ~3 s (SGEMM 22 ms a
+// call, simt's and 3xTF32's 50% calls 10-20 ms). NVRTC adds about 30 s on a cold cache.
 #pragma once
 #include <cstdint>
 #include <optional>
