@@ -1,12 +1,18 @@
 // The CLI's SpAMM commands without a GPU: `explain --op spamm` on decay inputs (τ, kept share,
-// bound and choice, as the library's CPU computation gives them), and the one-line errors of
-// explain, run and bench, which come before any GPU work.
+// bound and choice, as the library's CPU computation gives them), with the shipped model or
+// this device's tuned one, and the one-line errors of explain, run, bench and tune, which come
+// before any GPU work.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
 #include <nlohmann/json.hpp>
 
+#include "cache/cache_store.hpp"
+#include "models/model_store.hpp"
+#include "ops/plan_sources.hpp"
+#include "ops/runtime_state.hpp"
+#include "plan/tuned.hpp"
 #include "sparsejit/runtime.hpp"
 #include "support/test_support.hpp"
 
@@ -78,6 +84,56 @@ TEST(CliSpamm, BadArgumentsGiveOneLine) {
   expect_one_line_error("bench --op spamm gen:uniform:100:4", {"takes no inputs"});
   expect_one_line_error("explain algebraic:1024 --op spamm --variant mma:slice=48", {"slice = 48"});
   expect_one_line_error("explain algebraic:1024 --op spamm --variant mma:slice", {"--variant 'mma:slice'"});
+  expect_one_line_error("tune --op spamm --precisions full,fp8", {"'fp8'"});
+  expect_one_line_error("tune --op spamm --sizes 4096,0", {"--sizes 0"});
+  expect_one_line_error("tune --op spamm --sizes=-64", {"--sizes -64"});
+  expect_one_line_error("tune --op spamm --sizes 70000", {"--sizes 70000"});
+  expect_one_line_error("tune --op spamm --shares 0.1,0", {"--shares 0"});
+  expect_one_line_error("tune --op spamm --shares 1.5", {"--shares 1.5"});
+  expect_one_line_error("tune --op spamm --shares=-0.2", {"--shares -0.2"});
+  expect_one_line_error("tune --op spamm --k 32", {"--k", "does not apply"});
+  expect_one_line_error("tune --op spamm --from-records", {"--from-records", "does not apply"});
+  expect_one_line_error("tune --op spmm --sizes 4096", {"--sizes", "is for --op spamm"});
+}
+
+// "spamm: mma {...}": the variant the Decision printed chose.
+std::string chosen_variant(const std::string& out) {
+  const std::size_t at = out.find("spamm: ");
+  if (at == std::string::npos) return "";
+  const std::size_t start = at + 7;
+  return out.substr(start, out.find(' ', start) - start);
+}
+
+// A tuned SpAMM model stored for this device (as `tune --op spamm` stores it) is the one
+// `explain --op spamm` prices with, named in the Decision's source; stats count it, prune keeps
+// it and clear --tuning removes it, as for the other ops' tuned models.
+TEST(CliSpamm, ExplainTakesTheTunedModelOfThisDevice) {
+  const std::string args = "explain algebraic:640 --op spamm --valid-ratio 0.1 --precision fp16";
+  const Result shipped = run_cli(args, "SPARSEJIT_CACHE_DIR=''");
+  ASSERT_EQ(shipped.status, 0) << shipped.out;
+  const std::string shipped_choice = chosen_variant(shipped.out);
+  ASSERT_FALSE(shipped_choice.empty()) << shipped.out;
+  EXPECT_NE(shipped.out.find("(model spamm-default"), std::string::npos) << shipped.out;
+
+  // Tuned: the shipped model with its choice priced out.
+  const plan::DeviceTarget target = detail::explain_target(0);
+  nlohmann::json model = models::shipped_model("spamm");
+  model["id"] = plan::tuned_model_id(Op::SpAMM, target.name);
+  model["version"] = "1";
+  model["cost"][shipped_choice]["launch"] = 1e6;
+  const std::string dir = test::fresh_dir("cli_spamm_tuned").string();
+  cache::CacheStore(dir).put_model({plan::tuned_model_name(Op::SpAMM), 1, ops::device_key(target), model, 0});
+  const std::string env = "SPARSEJIT_CACHE_DIR='" + dir + "'";
+  const Result tuned = run_cli(args, env);
+  ASSERT_EQ(tuned.status, 0) << tuned.out;
+  EXPECT_NE(tuned.out.find("source: model (model " + model["id"].get<std::string>() + " v1)"), std::string::npos) << tuned.out;
+  EXPECT_NE(chosen_variant(tuned.out), shipped_choice) << tuned.out;
+
+  for (const char* command : {"cache stats", "cache prune"}) ASSERT_EQ(run_cli(std::string(command) + " --dir '" + dir + "'").status, 0);
+  EXPECT_NE(run_cli("cache stats --dir '" + dir + "'").out.find("models:         1"), std::string::npos);
+  const Result cleared = run_cli("cache clear --tuning --dir '" + dir + "'");
+  EXPECT_NE(cleared.out.find(", 1 models"), std::string::npos) << cleared.out;
+  EXPECT_NE(run_cli(args, env).out.find("(model spamm-default"), std::string::npos);
 }
 
 }  // namespace

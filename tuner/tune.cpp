@@ -311,19 +311,21 @@ std::string case_line(int index, int total, const Case& c, const std::vector<Mea
   return line.str();
 }
 
-void write_model_file(const std::string& dir, Op op, const nlohmann::json& model, std::string& path) {
+}  // namespace
+
+std::string write_model_file(const std::string& dir, Op op, const nlohmann::json& model) {
   std::filesystem::create_directories(dir);
-  path = (std::filesystem::path(dir) / (std::string(to_string(op)) + ".json")).string();
+  const std::string path = (std::filesystem::path(dir) / (std::string(to_string(op)) + ".json")).string();
   std::ofstream out(path);
   out << model.dump(2) << "\n";
   if (!out) throw IoError("cannot write tuned model to '" + path + "'");
+  return path;
 }
-
-}  // namespace
 
 TuneSummary tune(Runtime& rt, cache::CacheStore& store, const TuneOptions& options, const std::function<void(const TuneStep&)>& report) {
   if (options.op != Op::SpMM && options.op != Op::SDDMM)
-    throw UnsupportedError(std::string("tune: ") + to_string(options.op) + " is not tuned yet (spmm and sddmm are)");
+    throw UnsupportedError(std::string("tune: ") + to_string(options.op) +
+                           " has no training matrices (spmm and sddmm have; spamm's run is `sparsejit tune --op spamm`)");
   if (options.ks.empty()) throw InvalidInputError("tune: no K given");
   for (int32_t k : options.ks)
     if (k < 1) throw InvalidInputError("tune: K = " + std::to_string(k) + " must be >= 1");
@@ -377,7 +379,7 @@ TuneSummary tune(Runtime& rt, cache::CacheStore& store, const TuneOptions& optio
   summary.trained = options.op == Op::SpMM ? train_spmm_model(all, *model_before, key.device_name)
                                            : train_sddmm_model(all, *model_before, key.device_name);
   store.put_model({plan::tuned_model_name(options.op), 1, key, summary.trained.model, 0});
-  if (options.write_models_dir) write_model_file(*options.write_models_dir, options.op, summary.trained.model, summary.model_file);
+  if (options.write_models_dir) summary.model_file = write_model_file(*options.write_models_dir, options.op, summary.trained.model);
   ops::forget_tuned_lookups();
   return summary;
 }

@@ -81,4 +81,8 @@ struct TuneStep {
 TuneSummary tune(Runtime& runtime, cache::CacheStore& store, const TuneOptions& options,
                  const std::function<void(const TuneStep&)>& report);
 
+// Writes `model` as DIR/<op>.json (created as needed; IoError when it cannot be written) and
+// returns the file's path: --write-models, to ship a tuned model as a default.
+std::string write_model_file(const std::string& dir, Op op, const nlohmann::json& model);
+
 }  // namespace sparsejit::tuner

@@ -1,7 +1,8 @@
 // SpAMM planner: option checks, the tile, the τ searches and the variant over the registered
 // variants (runtime/variants/spamm/). Order of precedence (DESIGN.md): forced, then the model
-// (every variant that accepts the precision priced by models/spamm.json at its defaults; the
-// cheapest runs). No tuning records for SpAMM yet. Pure: the model comes in through
+// (every variant that accepts the precision priced by models/spamm.json, or the tuned model
+// `sparsejit tune --op spamm` stored for this GPU, at its defaults; the cheapest runs). No
+// tuning records for SpAMM: its feature, the kept share, changes with every call's values. Pure: the model comes in through
 // PlanSources, a τ's selection through the caller's evaluator.
 #include "plan/spamm.hpp"
 

@@ -1,12 +1,14 @@
 // `sparsejit tune --quick` on the GPU into a temporary cache directory: every candidate is
 // recorded, the tuned model is stored and written, a second run measures nothing new, and
-// the planner (explain and the Runtime) then uses the records of this device.
+// the planner (explain and the Runtime) then uses the records of this device. `tune --op
+// spamm` on a small input: its crossover lines, and its tuned model then priced with.
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -204,6 +206,52 @@ TEST_F(TuneGpu, QuickSddmmTuneReportsTheDensityThreshold) {
   EXPECT_TRUE(retrained.out.find("stored the retrained model") != std::string::npos ||
               retrained.out.find("kept the model as it was") != std::string::npos)
       << retrained.out;
+}
+
+// A crossover line per precision timed, "crossover fp16 N=1024: measured 12.3%, model <5% (...)",
+// each share a number within the shares timed (or a bound at one of them), then the tuned
+// model stored for this device is the one explain and the Runtime price SpAMM with.
+TEST_F(TuneGpu, SpammTuneReportsCrossoversAndItsModelIsUsed) {
+  const test::CliResult r = run_tune("--op spamm --sizes 1024 --precisions full,fp16 --shares 0.05,0.5 --quiet");
+  ASSERT_EQ(r.status, 0) << r.out;
+  const std::regex line(R"(crossover (\w+) N=(\d+): measured ([<>]?)([0-9.]+)%, model ([<>]?)([0-9.]+)% \()");
+  std::set<std::string> precisions;
+  for (auto it = std::sregex_iterator(r.out.begin(), r.out.end(), line); it != std::sregex_iterator(); ++it) {
+    const std::smatch& m = *it;
+    precisions.insert(m[1].str());
+    EXPECT_EQ(m[2].str(), "1024") << m[0].str();
+    // A bound is a share timed: 5% or 50% as the search reached them (a Toeplitz input's norm
+    // products tie, so the kept share moves in steps: within 30%, as the bench test allows).
+    for (int at : {3, 5}) {
+      const double share = std::stod(m[at + 1].str());
+      if (m[at].str() == "<") EXPECT_NEAR(share, 5, 1.5) << m[0].str();
+      else if (m[at].str() == ">") EXPECT_NEAR(share, 50, 15) << m[0].str();
+      else EXPECT_TRUE(share > 3.5 && share < 65) << m[0].str();
+    }
+  }
+  EXPECT_EQ(precisions, (std::set<std::string>{"full", "fp16"})) << r.out;
+  EXPECT_NE(r.out.find("c_tiles = "), std::string::npos) << r.out;
+
+  const cache::DeviceKey key = ops::device_key(detail::explain_target(0));
+  const auto model = cache::CacheStore(kCacheDir).find_model(plan::tuned_model_name(Op::SpAMM), key);
+  ASSERT_TRUE(model) << r.out;
+  const std::string id = plan::tuned_model_id(Op::SpAMM, key.device_name);
+  EXPECT_EQ(model->json["id"], id);
+  EXPECT_NE(r.out.find("tuned model " + id + " stored in "), std::string::npos) << r.out;
+
+  ops::forget_tuned_lookups();
+  const Dense<float> a = cast<float>(generate::algebraic_decay(1024, 1024, 0.1, 0.1, generate::DecaySigns::Positive, 0));
+  SpammOptions o;
+  o.valid_ratio = 0.1;
+  o.precision = SpammPrecision::FP16;
+  const Decision explained = explain_spamm(a, a, o);
+  EXPECT_EQ(explained.source, DecisionSource::Model) << describe(explained);
+  EXPECT_EQ(explained.model_id, id) << describe(explained);
+  Runtime rt(0);
+  DeviceDense<float> da(rt.context(), a), dc(rt.context(), 1024, 1024);
+  const SpammInfo info = rt.spamm(da, da, dc, o);
+  rt.context().synchronize();
+  EXPECT_EQ(info.decision->model_id, id) << describe(*info.decision);
 }
 
 }  // namespace

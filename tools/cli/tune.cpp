@@ -6,6 +6,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/progress.hpp"
+#include "cli/tune_spamm.hpp"
 #include "jit/compiler.hpp"
 #include "ops/plan_sources.hpp"
 #include "ops/runtime_state.hpp"
@@ -40,7 +41,26 @@ struct TuneArgs {
   bool precompile = false;
   std::string arch;  // --precompile without a GPU: the sm to compile for
   bool quiet = false;
+  // --op spamm (empty: tools/cli/tune_spamm.hpp's defaults)
+  std::vector<int32_t> sizes;
+  std::vector<std::string> precisions;
+  std::vector<double> shares;
 };
+
+// The options of one kind of run, so that one given to the other kind is refused, not ignored.
+struct TuneOptionGroups {
+  std::vector<CLI::Option*> matrices;  // spmm and sddmm: the training matrices and their cases
+  std::vector<CLI::Option*> spamm;     // spamm: its generated inputs
+};
+
+// A given option that does not apply to --op: an InvalidInputError naming it.
+void refuse_other_options(const std::string& op, const TuneOptionGroups& groups) {
+  const bool spamm = op == "spamm";
+  for (const CLI::Option* o : spamm ? groups.matrices : groups.spamm)
+    if (o->count() > 0)
+      throw InvalidInputError("tune --op " + op + ": " + o->get_name() +
+                              (spamm ? " does not apply (spamm takes --sizes, --precisions and --shares)" : " is for --op spamm"));
+}
 
 // The widths `sparsejit bench` reports for the op, so the tuned model covers them.
 std::vector<int32_t> default_ks(Op op) {
@@ -169,26 +189,50 @@ void run_precompile(const TuneArgs& args) {
             << stats.bytes << " bytes of cubin, file " << stats.file_bytes << " bytes\n";
 }
 
+void run_spamm(const TuneArgs& args) {
+  SpammTuneConfig config = spamm_tune_config(args.sizes, args.precisions, args.shares);
+  if (!args.write_models.empty()) config.write_models_dir = args.write_models;
+  config.quiet = args.quiet;
+  run_spamm_tune(config, tuning_store());
+}
+
 }  // namespace
 
 void add_tune_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("tune", "Measure this GPU's kernel variants, store tuning records and train tuned models");
   static TuneArgs args;
-  cmd->add_option("--op", args.op, "Operation to tune: spmm or sddmm (--precompile: both unless given)")
-      ->check(CLI::IsMember({"spmm", "sddmm"}));
-  cmd->add_option("--matrices", args.matrices, "Directory of .mtx/.smtx[.gz] files to add to the generated matrices (default: ../shared/matrices or "
-                                      "shared/matrices, the first that exists; none with --quick)");
-  cmd->add_flag("--generated-only", args.generated_only, "Use the generated matrices only");
-  cmd->add_flag("--quick", args.quick, "Three tiny generated matrices and short timing (a smoke test)");
+  static TuneOptionGroups groups;
+  cmd->add_option("--op", args.op,
+                  "Operation to tune: spmm, sddmm (measured on training matrices), or spamm (the tile kernels against cuBLAS "
+                  "on decay inputs: the crossover share per precision; --precompile: spmm and sddmm unless given)")
+      ->check(CLI::IsMember({"spmm", "sddmm", "spamm"}));
+  groups.matrices.push_back(cmd->add_option("--matrices", args.matrices, "Directory of .mtx/.smtx[.gz] files to add to the generated matrices (default: ../shared/matrices or "
+                                      "shared/matrices, the first that exists; none with --quick)"));
+  groups.matrices.push_back(cmd->add_flag("--generated-only", args.generated_only, "Use the generated matrices only"));
+  groups.matrices.push_back(cmd->add_flag("--quick", args.quick, "Three tiny generated matrices and short timing (a smoke test)"));
   auto* resume = cmd->add_flag("--resume", args.resume, "Skip candidates this device already has records for (the default)");
-  cmd->add_flag("--restart", args.restart, "Measure everything again (earlier records stay, newer ones win)")->excludes(resume);
-  cmd->add_option("-k,--k", args.ks, "Widths K to tune, comma separated (default: spmm 32,128,512; sddmm 32,64,128)")->delimiter(',');
-  cmd->add_option("--dtype", args.dtypes, "Value types to tune, comma separated (f32, f64)")->delimiter(',')->capture_default_str();
+  auto* restart = cmd->add_flag("--restart", args.restart, "Measure everything again (earlier records stay, newer ones win)")->excludes(resume);
+  groups.matrices.push_back(resume);
+  groups.matrices.push_back(restart);
+  groups.matrices.push_back(
+      cmd->add_option("-k,--k", args.ks, "Widths K to tune, comma separated (default: spmm 32,128,512; sddmm 32,64,128)")->delimiter(','));
+  groups.matrices.push_back(
+      cmd->add_option("--dtype", args.dtypes, "Value types to tune, comma separated (f32, f64)")->delimiter(',')->capture_default_str());
   cmd->add_option("--write-models", args.write_models, "Also write the tuned model as DIR/<op>.json (to ship as a default)");
-  cmd->add_option("--seed", args.seed, "Seed of the generated matrices and values")->capture_default_str();
+  groups.matrices.push_back(cmd->add_option("--seed", args.seed, "Seed of the generated matrices and values")->capture_default_str());
+  groups.spamm.push_back(cmd->add_option("--sizes", args.sizes, "--op spamm: N of the N×N algebraic decay inputs, comma separated (default 4096,8192)")
+                             ->delimiter(','));
+  groups.spamm.push_back(cmd->add_option("--precisions", args.precisions,
+                                         "--op spamm: precisions to time, comma separated: full, tf32, fp16, bf16 (default: all)")
+                             ->delimiter(','));
+  groups.spamm.push_back(cmd->add_option("--shares", args.shares,
+                                         "--op spamm: kept shares of tile products to time, fractions in (0, 1], comma separated "
+                                         "(default 0.01,0.05,0.1,0.25,0.5)")
+                             ->delimiter(','));
   auto* from_records = cmd->add_flag("--from-records", args.from_records,
                                      "Measure nothing: retrain the tuned model from this GPU's stored records (tune's and "
                                      "measured selections'); kept only when it predicts held-out patterns better");
+  groups.matrices.push_back(from_records);
   cmd->add_option("--held-out", args.held_out_file,
                   "--from-records: write the held-out patterns' fingerprints to FILE, one a line (bench records name "
                   "their pattern's)")
@@ -204,7 +248,9 @@ void add_tune_command(CLI::App& app) {
       ->needs(precompile);
   cmd->callback([] {
     if (args.precompile) return run_precompile(args);
-    if (args.op.empty()) throw InvalidInputError("tune: --op spmm|sddmm is required");
+    if (args.op.empty()) throw InvalidInputError("tune: --op spmm|sddmm|spamm is required");
+    refuse_other_options(args.op, groups);
+    if (args.op == "spamm") return run_spamm(args);
     if (args.from_records) return run_from_records(args);
     const tuner::TuneOptions options = to_options(args);
     cache::CacheStore& store = tuning_store();

@@ -22,16 +22,20 @@ double kept_flops(const SpammPlanInputs& in) {
 // to cuBLAS wherever a long search would not pay for itself.
 constexpr double kPricedSearchSteps = 35;
 
-nlohmann::json tile_loop_terms(const SpammPlanInputs& in) {
-  const plan::SpammProblem& p = in.problem;
-  const bool searching = in.features.tau_to_search;
+nlohmann::json front_terms(const plan::SpammProblem& p, double evaluations) {
   const double operand_bytes = double(size_of(p.operands)) * (double(p.m) * p.k + double(p.k) * p.n);
   const double tile_products = double(p.tile_rows()) * p.tile_inner() * p.tile_cols();
-  return {{"launch", 1.0},
-          {"c_tiles", double(p.tile_rows()) * p.tile_cols()},
-          {"norm_bytes", searching ? operand_bytes : 0.0},
-          {"search_steps", searching ? kPricedSearchSteps : 0.0},
-          {"search_tile_products", searching ? kPricedSearchSteps * tile_products : 0.0}};
+  return {{"norm_bytes", operand_bytes}, {"search_steps", evaluations}, {"search_tile_products", evaluations * tile_products}};
+}
+
+nlohmann::json tile_loop_terms(const SpammPlanInputs& in) {
+  const plan::SpammProblem& p = in.problem;
+  nlohmann::json terms = front_terms(p, kPricedSearchSteps);
+  if (!in.features.tau_to_search)
+    for (auto& [_, amount] : terms.items()) amount = 0.0;
+  terms["launch"] = 1.0;
+  terms["c_tiles"] = double(p.tile_rows()) * p.tile_cols();
+  return terms;
 }
 
 double dense_flops(const plan::SpammProblem& p) { return 2.0 * double(p.m) * double(p.k) * double(p.n); }

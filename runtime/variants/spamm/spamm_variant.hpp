@@ -117,10 +117,15 @@ using SpammRegistry = Registry<SpammVariant>;
 double kept_flops(const SpammPlanInputs& in);
 // The terms every tile variant pays besides its products: a launch; per C tile its list of kept
 // k and its store; and, while τ is still to be searched for a share the caller asked
-// (features.tau_to_search), the norm pass over A and B (norm_bytes) and the search's steps
-// (search_steps, and search_tile_products: the tile products each step evaluates), which
-// cuBLAS decided before the norms does without.
+// (features.tau_to_search), the front: front_terms at the priced number of steps, which cuBLAS
+// decided before the norms does without.
 nlohmann::json tile_loop_terms(const SpammPlanInputs& in);
+// What a call pays before its variant runs: the norm pass over A and B (norm_bytes) and
+// `evaluations` evaluations of a τ (search_steps, and search_tile_products: the tile products
+// each evaluates). At a given τ every path pays it alike (one evaluation), so the choice leaves
+// it out; `sparsejit tune --op spamm` takes it off the calls it times at a given τ, so that the
+// fitted costs stay the variants' own.
+nlohmann::json front_terms(const plan::SpammProblem& problem, double evaluations);
 // The flops of the whole product, 2·m·k·n.
 double dense_flops(const plan::SpammProblem& problem);
 // "f32", "tf32", "3xtf32", "f16" (fp16 and bf16) or "f64": the rate class of a kept product on
