@@ -36,7 +36,7 @@ void expect_one_line_error(const std::string& args, std::initializer_list<const 
 TEST(CliSpamm, ExplainShowsTheSelectionAndTheChoice) {
   const Result r = run_cli("explain algebraic:640 --op spamm --valid-ratio 0.1 --precision fp16");
   ASSERT_EQ(r.status, 0) << r.out;
-  for (const char* text : {"precision fp16", "tile 64", "valid ratio", "error bound", "tau search:", "spamm: mma", "cublas"})
+  for (const char* text : {"precision fp16", "tile 64", "valid ratio", "error bound", "tau search:", "spamm: wgmma", "mma", "cublas"})
     EXPECT_NE(r.out.find(text), std::string::npos) << text << " missing from: " << r.out;
 }
 
