@@ -510,6 +510,45 @@ TEST_F(SpammGpu, TauZeroGoesToCublasWithoutNorms) {
   EXPECT_EQ(info.search_iterations, 0);
 }
 
+// With τ > 0 given, a choice of cuBLAS is remembered for the same buffers, τ and problem: the
+// next calls skip the norms (decided_before_norms, remembered_calls 1, 2, ...), every 8th call
+// (ops/spamm.cpp's kRecheckEvery) measures the share again, and another τ measures at once.
+// C is the exact product each time (poisoned first).
+TEST_F(SpammGpu, ACublasChoiceWithTauGivenIsRememberedAndRechecked) {
+  const Shape s{1024, 512, 1024};
+  const uint64_t seed = next_seed();
+  const Dense<float> a = input<float>(Input::Algebraic, s.m, s.k, seed), b = input<float>(Input::Algebraic, s.k, s.n, seed + 1);
+  DeviceDense<float> da(rt().context(), s.m, s.k), db(rt().context(), s.k, s.n), dc(rt().context(), s.m, s.n);
+  da.upload(a);
+  db.upload(b);
+  Dense<double> exact;
+  reference::spamm(cast<double>(a), cast<double>(b), exact, 64, 0.0);
+  SpammOptions o;
+  o.precision = SpammPrecision::TF32;  // cuBLAS under the tile kernels at this size, whatever the share
+  o.tau = 1e-300;
+  std::vector<int> measured;
+  for (int call = 0; call < 17; ++call) {
+    dc.buffer().fill_bytes(0xFF);
+    const SpammInfo info = rt().spamm(da, db, dc, o);
+    const Decision& d = *info.decision;
+    ASSERT_EQ(d.variant, "cublas") << "call " << call << "\n" << describe(d);
+    EXPECT_EQ(info.valid_ratio, 1.0);
+    if (d.features.contains("remembered_calls")) {
+      EXPECT_TRUE(d.features.value("decided_before_norms", false));
+      EXPECT_EQ(d.features.at("remembered_calls").get<int>(), call - measured.back()) << call;
+    } else {
+      measured.push_back(call);
+    }
+    if (call % 4 == 1) {
+      const Dense<float> got = dc.download();
+      EXPECT_LE(test::relative_error(test::as_double(got.data), test::as_double(exact.data)), tolerance<float>(o.precision)) << call;
+    }
+  }
+  EXPECT_EQ(measured, (std::vector<int>{0, 8, 16}));
+  o.tau = 2e-300;
+  EXPECT_FALSE(rt().spamm(da, db, dc, o).decision->features.contains("remembered_calls"));
+}
+
 // The CLI on the device: `run --op spamm --check` and a small `bench --op spamm` subset, every
 // JSON line parsed: one per (precision, share, path) that runs, the measured error within the
 // bound plus rounding, the kept share near its target.
