@@ -281,10 +281,10 @@ plan::TauSearch every_product(const plan::SpammProblem& p) {
 // cuBLAS). A choice of cuBLAS is therefore remembered per runtime and problem (shapes, leading
 // dimensions, types, precision, tile), with the buffers and τ it was made for, and the next
 // calls on the same buffers with the same τ go to cuBLAS before the norms, computing every
-// product, until every kRecheckEvery-th call measures the share again (one memory per problem:
-// a call with other buffers or another τ measures and takes it over). A remembered choice is cuBLAS only: it computes the exact product whatever the
-// share, so a stale one costs time at most, never accuracy; a tile kernel needs the norms of
-// the call's own values anyway.
+// product, until every kRecheckEvery-th call measures the share again (one memory per
+// problem: a call with other buffers or another τ measures and takes it over). Only cuBLAS is
+// remembered: it computes the exact product whatever the share, so a stale memory costs time
+// at most, never accuracy; a tile kernel needs the norms of the call's own values anyway.
 constexpr int kRecheckEvery = 8;
 
 struct RememberedChoice {
