@@ -181,3 +181,26 @@ def test_model_alone_report_counts_and_names_malformed_lines(tmp_path):
     results.write_text('{"k": 32}\n')
     bad = subprocess.run([sys.executable, str(script), str(results)], capture_output=True, text=True)
     assert bad.returncode == 1 and f"{results}:1: not a sparsejit bench record" in bad.stderr
+
+
+def test_spamm_table_takes_the_class_gemm_of_each_row_and_names_malformed_lines(tmp_path):
+    script = Path(__file__).resolve().parents[2] / "bench" / "spamm_table.py"
+    row = {"n": 4096, "decay": "algebraic", "precision": "fp16", "operands": "value", "target_ratio": 0.05,
+           "search_iterations": 9, "search_ms": 0.12, "ms": 0.2, "baseline_ms": 0.16, "speedup": 0.8,
+           "baseline_f32_inputs_ms": 0.4}  # fmt: skip
+    auto = {**row, "path": "auto", "variant": "wgmma", "source": "measured", "with_search_variant": "cublas",
+            "with_search_ms": 0.25, "with_search_speedup": 0.64}  # fmt: skip
+    sixteen = {**auto, "operands": "16bit"}
+    forced = {**row, "path": "wgmma", "variant": "wgmma", "ms": 0.1, "speedup": 1.6}
+    results = tmp_path / "r.jsonl"
+    results.write_text("\n".join(json.dumps(r) for r in (auto, forced, sixteen)) + "\n")
+    out = subprocess.run([sys.executable, str(script), str(results)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith("| N | decay |") and "wgmma (τ given)" in lines[0]
+    # f32 operands at fp16: over cuBLAS's call on the f32 operands (0.4 ms); 16-bit: the paired GEMM
+    assert lines[2] == "| 4096 | algebraic | fp16 | value | 5% | 4.00x | wgmma (measured) 2.00x | cublas 1.60x | 9, 0.12 |"
+    assert lines[3] == "| 4096 | algebraic | fp16 | 16bit | 5% | - | wgmma (measured) 0.80x | cublas 0.64x | 9, 0.12 |"
+    results.write_text(json.dumps(auto) + "\n{not json\n")
+    bad = subprocess.run([sys.executable, str(script), str(results)], capture_output=True, text=True)
+    assert bad.returncode == 1 and f"{results}:2: not a JSON record" in bad.stderr

@@ -30,7 +30,7 @@ namespace sparsejit::cuda {
   X(cuStreamCreate) X(cuStreamDestroy_v2) X(cuStreamSynchronize) X(cuStreamIsCapturing)    \
   X(cuStreamWaitEvent)                                                                   \
   X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime_v2)       \
-  X(cuEventDestroy_v2)                                                                    \
+  X(cuEventDestroy_v2) X(cuEventQuery)                                                    \
   X(cuStreamBeginCapture_v2) X(cuStreamEndCapture) X(cuGraphInstantiateWithFlags)       \
   X(cuGraphLaunch) X(cuGraphExecDestroy) X(cuGraphDestroy)                                \
   X(cuMemPoolCreate) X(cuMemPoolDestroy) X(cuMemPoolSetAttribute) X(cuMemPoolTrimTo)    \

@@ -93,6 +93,14 @@ void Event::synchronize() const {
   SPARSEJIT_CU(cuEventSynchronize, handle_);
 }
 
+bool Event::done() const {
+  context_.make_current();
+  const CUresult result = cuda::driver().cuEventQuery(handle_);
+  if (result == CUDA_ERROR_NOT_READY) return false;
+  cuda::check(result, "cuEventQuery");
+  return true;
+}
+
 float elapsed_ms(const Event& start, const Event& end) {
   end.synchronize();
   float ms = 0;

@@ -10,7 +10,9 @@
 //   selection   templates/spamm_search.cu: τ given, or searched for on the device (a launch
 //               per evaluation); kept products, the bound and the product range read back
 //               once per 12 evaluations
-//   plan        plan::plan_spamm over the registry (runtime/variants/spamm/), from the kept share
+//   plan        plan::plan_spamm over the registry (runtime/variants/spamm/), from the kept share;
+//               with τ given, what earlier calls on the same operands learned may overrule it
+//               (ops/spamm_choice.hpp: a remembered cuBLAS choice, a close call timed)
 //   run         the chosen variant's execution (prepared once per plan key on the runtime)
 // A call that cuBLAS serves skipped nothing and reports what it computed: every tile product
 // (τ = 0, share 1, bound 0). When the caller gives a target share and the planner takes
@@ -23,13 +25,13 @@
 #include <cstddef>
 #include <cstring>
 #include <limits>
-#include <mutex>
 #include <optional>
 #include <string>
 
 #include "ops/call_common.hpp"
 #include "ops/plan_sources.hpp"
 #include "ops/runtime_state.hpp"
+#include "ops/spamm_choice.hpp"
 #include "plan/spamm.hpp"
 #include "sparsejit/error.hpp"
 #include "sparsejit/runtime.hpp"
@@ -276,39 +278,18 @@ plan::TauSearch every_product(const plan::SpammProblem& p) {
   return all;
 }
 
-// With τ > 0 given, auto needs the share at τ: a norm pass and a read-back before the choice,
-// 0.1-0.2 ms of a 1.3 ms HGEMM at N = 8192 on an H100 (0.83-0.93x cuBLAS where it chose
-// cuBLAS). A choice of cuBLAS is therefore remembered per runtime and problem (shapes, leading
-// dimensions, types, precision, tile), with the buffers and τ it was made for, and the next
-// calls on the same buffers with the same τ go to cuBLAS before the norms, computing every
-// product, until every kRecheckEvery-th call measures the share again (one memory per
-// problem: a call with other buffers or another τ measures and takes it over). Only cuBLAS is
-// remembered: it computes the exact product whatever the share, so a stale memory costs time
-// at most, never accuracy; a tile kernel needs the norms of the call's own values anyway.
-constexpr int kRecheckEvery = 8;
-
-struct RememberedChoice {
-  std::mutex mutex;
-  std::optional<Decision> vendor;  // the cuBLAS decision of the last call that measured the share
-  CUdeviceptr a = 0, b = 0;        // the operands and τ it was made for
-  double tau = 0;
-  int calls_since_check = 0;
-  bool applies(CUdeviceptr call_a, CUdeviceptr call_b, double call_tau) const {
-    return vendor && a == call_a && b == call_b && tau == call_tau;
-  }
-};
-
-std::string remembered_key(const plan::SpammProblem& p) {
-  return "spamm-remembered:" + std::to_string(p.m) + "x" + std::to_string(p.k) + "x" + std::to_string(p.n) + ":" +
-         std::to_string(p.lda) + "," + std::to_string(p.ldb) + ":" + to_string(p.operands) + ":" + to_string(p.dtype) + ":" +
-         to_string(p.precision) + ":" + std::to_string(p.tile);
+// The key of what auto learns about calls with τ given (ops/spamm_choice.hpp), per problem.
+std::string choice_key(const plan::SpammProblem& p) {
+  return "spamm-choice:" + std::to_string(p.m) + "x" + std::to_string(p.k) + "x" + std::to_string(p.n) + ":" + std::to_string(p.lda) +
+         "," + std::to_string(p.ldb) + ":" + to_string(p.operands) + ":" + to_string(p.dtype) + ":" + to_string(p.precision) + ":" +
+         std::to_string(p.tile);
 }
 
 // The variant's execution for a decision, prepared once per plan key; how its kernels were
-// obtained goes into d (this call's compile and load only when it prepared them).
+// obtained goes into d (this call's compile and load only when it prepared them, `made`).
 template <class Out>
-std::shared_ptr<PreparedSpamm<Out>> prepared_for(detail::RuntimeState& rt, Decision& d, const plan::SpammProblem& problem) {
-  bool made = false;
+std::shared_ptr<PreparedSpamm<Out>> prepared_for(detail::RuntimeState& rt, Decision& d, const plan::SpammProblem& problem, bool& made) {
+  made = false;
   const auto prepared = std::static_pointer_cast<PreparedSpamm<Out>>(rt.prepared(prepared_key(d, problem), [&] {
     made = true;
     auto p = std::make_shared<PreparedSpamm<Out>>();
@@ -367,13 +348,15 @@ SpammInfo spamm_call(detail::RuntimeState& rt, const DeviceDense<In>& a, const D
       launch_norms(front.norms, b.buffer().ptr(), problem.k, problem.n, b.ld(), base + layout.b_norms, problem.tile_cols(), 1,
                    form.copies ? base + layout.b_copy : 0, n_padded, problem.tile, stream, early);
   };
+  // Runs the chosen variant; true when this call prepared it (compiled or loaded its kernels).
   const auto multiply = [&](Decision& chosen, double tau) {
-    variants::SpammExecution<Out>& execution = *prepared_for<Out>(rt, chosen, problem)->execution;
+    bool made = false;
+    variants::SpammExecution<Out>& execution = *prepared_for<Out>(rt, chosen, problem, made)->execution;
     if (problem.k == 0) {
       zero_output(c, stream);  // no products: C = 0 (no kernel has a tile to walk)
-      return;
+      return made;
     }
-    if (problem.m == 0 || problem.n == 0) return;
+    if (problem.m == 0 || problem.n == 0) return made;
     variants::SpammOperands<Out> operands{{}, {}, c, base + layout.a_norms, base + layout.b_norms, tau, stream, early};
     if (form.copies) {
       operands.a = {base + layout.a_copy, k_padded, int32_t(padded(problem.m, problem.tile)), int32_t(k_padded)};
@@ -383,6 +366,7 @@ SpammInfo spamm_call(detail::RuntimeState& rt, const DeviceDense<In>& a, const D
       operands.b = {b.buffer().ptr(), b.ld(), problem.k, problem.n};
     }
     execution.run(rt, operands);
+    return made;
   };
   const plan::PlanSources sources = ops::plan_sources(Op::SpAMM, rt.target);
   const auto vendor_at = [&](const plan::SpammFeatures& features) -> std::optional<Decision> {
@@ -393,36 +377,35 @@ SpammInfo spamm_call(detail::RuntimeState& rt, const DeviceDense<In>& a, const D
 
   // A choice that needs no norms: cuBLAS multiplies everything whatever τ is. It is made from
   // the caller's target share or from τ = 0 (every product kept); a forced variant needs no
-  // choice. A τ > 0 needs the share it keeps: the norm pass and one evaluation come first.
+  // choice. A τ > 0 needs the share it keeps: the norm pass and one evaluation come first,
+  // unless what was learned on these operands and τ says cuBLAS (ops/spamm_choice.hpp).
   std::optional<Decision> before_norms;
-  std::shared_ptr<RememberedChoice> remembered;
-  int remembered_calls = 0;  // calls since the share was measured, when this one follows a remembered choice
+  std::shared_ptr<ops::SpammChoice> choice;
+  ops::SpammChoice::Call learned;
   if (options.valid_ratio || !forced.variant.empty()) {
     before_norms = vendor_at(expected_at(options.valid_ratio.value_or(1.0), problem));
   } else if (!options.max_error && options.tau.value_or(0.0) == 0.0) {
     before_norms = vendor_at(known_share(1.0, problem));
   } else if (options.tau) {
-    remembered = std::static_pointer_cast<RememberedChoice>(
-        rt.prepared(remembered_key(problem), [] { return std::make_shared<RememberedChoice>(); }));
-    std::lock_guard<std::mutex> lock(remembered->mutex);
-    if (remembered->applies(a.buffer().ptr(), b.buffer().ptr(), *options.tau) && ++remembered->calls_since_check < kRecheckEvery) {
-      before_norms = remembered->vendor;
-      remembered_calls = remembered->calls_since_check;
-    }
+    choice = std::static_pointer_cast<ops::SpammChoice>(
+        rt.prepared(choice_key(problem), [&] { return std::make_shared<ops::SpammChoice>(rt.context); }));
+    learned = choice->begin(a.buffer().ptr(), b.buffer().ptr(), *options.tau, stream);
+    before_norms = std::move(learned.before_norms);
   }
 
   plan::TauSearch tau;
   double search_ms = 0;
   Decision d;
+  bool prepared_now = false;
   if (before_norms) {
     d = std::move(*before_norms);
     if (form.copies) launch_norm_pass();  // the conversion pass: the GEMM reads the 16-bit copies
-    multiply(d, 0.0);
+    prepared_now = multiply(d, 0.0);
     tau = every_product(problem);
     d.features = plan::to_json({tau.tau, tau.selection}, problem);
     d.features["decided_before_norms"] = true;
     if (options.valid_ratio) d.features["asked_share"] = *options.valid_ratio;
-    if (remembered_calls > 0) d.features["remembered_calls"] = remembered_calls;
+    if (learned.remembered_calls > 0) d.features["remembered_calls"] = learned.remembered_calls;
   } else {
     launch_norm_pass();
     const auto search_start = std::chrono::steady_clock::now();
@@ -430,18 +413,14 @@ SpammInfo spamm_call(detail::RuntimeState& rt, const DeviceDense<In>& a, const D
                            rt.target.multiprocessors, stream, early);
     search_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - search_start).count();
     d = plan::plan_spamm({tau.tau, tau.selection}, problem, rt.target, forced, sources);
-    multiply(d, tau.tau);
+    if (choice) d = choice->after_norms(learned, std::move(d), tau.selection.ratio);
+    prepared_now = multiply(d, tau.tau);
     // cuBLAS took every product whatever τ was (the share at τ that chose it stays in d).
-    const bool vendor = variants::SpammRegistry::find(d.variant)->traits.vendor;
-    if (vendor) tau = every_product(problem);
-    if (remembered) {
-      std::lock_guard<std::mutex> lock(remembered->mutex);
-      remembered->vendor = vendor ? std::optional<Decision>(d) : std::nullopt;
-      remembered->a = a.buffer().ptr();
-      remembered->b = b.buffer().ptr();
-      remembered->tau = *options.tau;
-      remembered->calls_since_check = 0;
-    }
+    if (variants::SpammRegistry::find(d.variant)->traits.vendor) tau = every_product(problem);
+  }
+  if (choice) {
+    choice->end(learned, prepared_now, stream);
+    if (learned.timed != ops::SpammChoice::Side::None) d.features["timed_for_choice"] = true;
   }
 
   SpammInfo info;

@@ -1,10 +1,12 @@
 #include "cli/bench_spamm.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <optional>
 #include <type_traits>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -163,16 +165,10 @@ class SpammBench {
     Case<T> input(rt_, decay, n);
     for (SpammPrecision precision : config_.precisions) {
       if (!measured(config_, precision)) continue;
-      Baseline baseline;
-      {
-        ClassGemm vendor(rt_.context(), input.host(), input.host(), config_.dtype, precision);
-        baseline.name = vendor.name();
-        baseline.ms = time([&](CUstream s) { vendor.run(s); });
-      }
-      if (precision == SpammPrecision::FP16 || precision == SpammPrecision::BF16) {
-        ClassGemm vendor(rt_.context(), input.host(), input.host(), config_.dtype, precision, true);
-        baseline.f32_inputs_ms = time([&](CUstream s) { vendor.run(s); });
-      }
+      // The class's GEMM, and (fp16, bf16) cuBLAS's own call on the f32 operands.
+      Baseline baseline{ClassGemm(rt_.context(), input.host(), input.host(), config_.dtype, precision), std::nullopt};
+      if (precision == SpammPrecision::FP16 || precision == SpammPrecision::BF16)
+        baseline.from_f32.emplace(rt_.context(), input.host(), input.host(), config_.dtype, precision, true);
       for (const std::string& operands : config_.operands) {
         if (!measured(precision, operands)) continue;
         for (double ratio : config_.ratios) {
@@ -196,16 +192,15 @@ class SpammBench {
 
   // cuBLAS of the class on host-converted operands, and (fp16, bf16) on the f32 operands.
   struct Baseline {
-    std::string name;
-    double ms = 0;
-    double f32_inputs_ms = 0;  // 0: the same as ms (f32, tf32, f64 take the f32/f64 operands)
+    ClassGemm gemm;
+    std::optional<ClassGemm> from_f32;
   };
 
   template <class T>
   void run_ratio(Case<T>& input, const std::string& decay, int32_t n, SpammPrecision precision, bool sixteen, double ratio,
-                 const Baseline& baseline) {
-    const std::string& vendor = baseline.name;
-    const double vendor_ms = baseline.ms;
+                 Baseline& baseline) {
+    const std::string vendor = baseline.gemm.name();
+    const double f32_inputs_ms = baseline.from_f32 ? time([&](CUstream s) { baseline.from_f32->run(s); }) : 0;
     const std::string operands = sixteen ? "16bit" : "value";
     SpammOptions search;
     search.valid_ratio = ratio;
@@ -218,12 +213,12 @@ class SpammBench {
     const SpammInfo found = call(input, sixteen, tile_search);
     const double ratio_error = std::abs(found.valid_ratio - ratio) / ratio;
     // The call as a caller asking for the share makes it: the search inside.
-    double with_search_ms = 0;
+    Paired with_search;
     std::string with_search_variant;
     for (const std::string& path : config_.paths)
       if (path == "auto") {
         with_search_variant = call(input, sixteen, search).decision->variant;
-        with_search_ms = time([&](CUstream) { call(input, sixteen, search); });
+        with_search = time_paired([&] { call(input, sixteen, search); }, baseline.gemm);
       }
     for (const std::string& path : config_.paths) {
       SpammOptions o = search;
@@ -233,24 +228,39 @@ class SpammBench {
       const std::string what = decay + ":" + std::to_string(n) + " " + to_string(precision) + " " + operands + " " +
                                std::to_string(100 * ratio) + "% " + path;
       try {
-        const SpammInfo info = call(input, sixteen, o);
+        // The record is the last timed call's: with τ given, auto may learn over the first calls
+        // on these operands (a remembered or timed choice) and follow what it learned after them.
+        SpammInfo info = call(input, sixteen, o);
+        std::vector<std::string> choices;  // each call's variant and source ("cublas measured, no norms")
+        const Paired timed = time_paired(
+            [&] {
+              info = call(input, sixteen, o);
+              const Decision& d = *info.decision;
+              choices.push_back(d.variant + " " + to_string(d.source) + (d.features.value("decided_before_norms", false) ? ", no norms" : ""));
+            },
+            baseline.gemm);
+        const double ms = timed.ms, vendor_ms = timed.vendor_ms;
         const double error = input.relative_error();
-        const double ms = time([&](CUstream) { call(input, sixteen, o); });
         ordered_json record{{"device", rt_.device().name}, {"date", utc_now()}, {"op", "spamm"}, {"n", n}, {"decay", decay},
                             {"dtype", to_string(config_.dtype)}, {"precision", to_string(precision)}, {"operands", operands},
                             {"path", path}, {"variant", info.decision->variant}, {"params", info.decision->params},
+                            {"source", to_string(info.decision->source)},
                             {"tile", info.tile}, {"target_ratio", ratio}, {"valid_ratio", found.valid_ratio},
                             {"computed_share", info.valid_ratio},
                             {"ratio_error", ratio_error}, {"tau", info.tau}, {"search_iterations", found.search_iterations},
                             {"search_ms", found.search_ms}, {"search_per_multiplication", found.search_ms / ms}, {"ms", ms},
                             {"baseline", vendor}, {"baseline_ms", vendor_ms}, {"speedup", vendor_ms / ms},
-                            {"baseline_f32_inputs_ms", baseline.f32_inputs_ms > 0 ? baseline.f32_inputs_ms : vendor_ms},
+                            {"baseline_f32_inputs_ms", f32_inputs_ms > 0 ? f32_inputs_ms : vendor_ms},
                             {"relative_error", error}, {"relative_bound", info.error_bound / input.exact_norm()},
                             {"warmup", config_.timing.warmup}, {"repeat", config_.timing.repeat}};
         if (path == "auto") {
+          // call by call (warm-up calls first): what auto learns on these operands shows here
+          record["samples_ms"] = timed.samples;
+          record["choices"] = choices;
           record["with_search_variant"] = with_search_variant;
-          record["with_search_ms"] = with_search_ms;
-          record["with_search_speedup"] = vendor_ms / with_search_ms;
+          record["with_search_ms"] = with_search.ms;
+          record["with_search_baseline_ms"] = with_search.vendor_ms;
+          record["with_search_speedup"] = with_search.vendor_ms / with_search.ms;
         }
         emit(record);
         char line[400];
@@ -263,7 +273,7 @@ class SpammBench {
                                  100 * ratio_error);
         if (path == "auto" && used > 0 && std::size_t(used) < sizeof line)
           std::snprintf(line + used, sizeof line - std::size_t(used), "  | share asked: %s %.4f ms %.2fx", with_search_variant.c_str(),
-                        with_search_ms, vendor_ms / with_search_ms);
+                        with_search.ms, with_search.vendor_ms / with_search.ms);
         progress_.print(std::cerr, line);
       } catch (const UnsupportedError& e) {
         progress_.print(std::cerr, "bench: " + what + ": not run (" + e.what() + ")");
@@ -278,6 +288,46 @@ class SpammBench {
     tuner::TimingOptions events = config_.timing;
     events.clock = tuner::Clock::Events;
     return tuner::time_on_stream(rt_.context(), nullptr, 1, events, [&](int, CUstream s) { call(s); }).median_ms;
+  }
+
+  // Ours and the class's GEMM in alternation, call by call, each between its own events (medians,
+  // and our calls' samples): back-to-back GEMMs slowed an H100's HGEMM from 1.27 to 1.35-1.43 ms
+  // within a second, and timing one side after the other charged that to the side timed second.
+  struct Paired {
+    double ms = 0, vendor_ms = 0;
+    std::vector<double> samples;
+  };
+  Paired time_paired(const std::function<void()>& ours, ClassGemm& vendor) {
+    const tuner::TimingOptions& t = config_.timing;
+    for (int i = 0; i < t.warmup; ++i) {
+      ours();
+      vendor.run(nullptr);
+    }
+    std::vector<Event> marks;
+    for (int i = 0; i < 4 * t.repeat; ++i) marks.emplace_back(rt_.context());
+    for (int i = 0; i < t.repeat; ++i) {
+      marks[4 * i].record(nullptr);
+      vendor.run(nullptr);
+      marks[4 * i + 1].record(nullptr);
+      marks[4 * i + 2].record(nullptr);
+      ours();
+      marks[4 * i + 3].record(nullptr);
+    }
+    Paired p;
+    std::vector<double> theirs;
+    for (int i = 0; i < t.repeat; ++i) {
+      theirs.push_back(elapsed_ms(marks[4 * i], marks[4 * i + 1]));
+      p.samples.push_back(elapsed_ms(marks[4 * i + 2], marks[4 * i + 3]));
+    }
+    p.ms = median(p.samples);
+    p.vendor_ms = median(theirs);
+    return p;
+  }
+
+  static double median(std::vector<double> x) {
+    std::sort(x.begin(), x.end());
+    const std::size_t n = x.size();
+    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
   }
 
   void emit(const ordered_json& record) {

@@ -117,6 +117,8 @@ class Event {
   void record(CUstream stream) const;
   void record(const Stream& stream) const { record(stream.handle()); }
   void synchronize() const;
+  // Whether the work queued before its last record has finished, without waiting.
+  bool done() const;
 
  private:
   void release() noexcept;
