@@ -82,6 +82,8 @@ TEST(CliSpamm, BadArgumentsGiveOneLine) {
   expect_one_line_error("bench --op spamm --paths fast", {"'fast'"});
   expect_one_line_error("bench --op spamm --decays linear", {"'linear'"});
   expect_one_line_error("bench --op spamm gen:uniform:100:4", {"takes no inputs"});
+  expect_one_line_error("bench --op spamm --devices 0,x", {"'x' is not a number"});
+  expect_one_line_error("bench --op spamm --devices=-1", {"--devices -1 is not a GPU ordinal"});
   expect_one_line_error("explain algebraic:1024 --op spamm --variant mma:slice=48", {"slice = 48"});
   expect_one_line_error("explain algebraic:1024 --op spamm --variant mma:slice", {"--variant 'mma:slice'"});
   expect_one_line_error("tune --op spamm --precisions full,fp8", {"'fp8'"});

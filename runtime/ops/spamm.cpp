@@ -32,6 +32,7 @@
 #include "ops/plan_sources.hpp"
 #include "ops/runtime_state.hpp"
 #include "ops/spamm_choice.hpp"
+#include "ops/spamm_devices.hpp"
 #include "plan/spamm.hpp"
 #include "sparsejit/error.hpp"
 #include "sparsejit/runtime.hpp"
@@ -306,15 +307,8 @@ std::shared_ptr<PreparedSpamm<Out>> prepared_for(detail::RuntimeState& rt, Decis
   return prepared;
 }
 
-// One call: In is A's and B's element type, Out C's (f32 for f16/bf16 operands).
 template <class In, class Out>
-SpammInfo spamm_call(detail::RuntimeState& rt, const DeviceDense<In>& a, const DeviceDense<In>& b, DeviceDense<Out>& c,
-                     const SpammOptions& options) {
-  plan::check_spamm_options(options, dtype_of<Out>::value);
-  check_shapes(a.rows(), a.cols(), b.rows(), b.cols());
-  if (c.rows() != a.rows() || c.cols() != b.cols())
-    throw InvalidInputError("spamm: C is " + dims(c.rows(), c.cols()) + " but A·B is " + dims(a.rows(), b.cols()));
-  const SpammOptions forced = with_environment_force(options);
+plan::SpammProblem problem_of(const DeviceDense<In>& a, const DeviceDense<In>& b, const DeviceDense<Out>& c, const SpammOptions& options) {
   plan::SpammProblem problem;
   problem.dtype = dtype_of<Out>::value;
   problem.operands = dtype_of<In>::value;
@@ -326,6 +320,19 @@ SpammInfo spamm_call(detail::RuntimeState& rt, const DeviceDense<In>& a, const D
   problem.ldb = b.ld();
   problem.ldc = c.ld();
   problem.tile = plan::spamm_tile(problem.m, problem.k, problem.n, options);
+  return problem;
+}
+
+// One call: In is A's and B's element type, Out C's (f32 for f16/bf16 operands).
+template <class In, class Out>
+SpammInfo spamm_call(detail::RuntimeState& rt, const DeviceDense<In>& a, const DeviceDense<In>& b, DeviceDense<Out>& c,
+                     const SpammOptions& options) {
+  plan::check_spamm_options(options, dtype_of<Out>::value);
+  check_shapes(a.rows(), a.cols(), b.rows(), b.cols());
+  if (c.rows() != a.rows() || c.cols() != b.cols())
+    throw InvalidInputError("spamm: C is " + dims(c.rows(), c.cols()) + " but A·B is " + dims(a.rows(), b.cols()));
+  const SpammOptions forced = with_environment_force(options);
+  const plan::SpammProblem problem = problem_of(a, b, c, options);
   const CUstream stream = static_cast<CUstream>(options.stream);
   Options launch_options;
   launch_options.early_launch = options.early_launch;
@@ -448,23 +455,69 @@ SpammOptions with_operand_precision(const SpammOptions& options, SpammPrecision 
 
 }  // namespace
 
+namespace ops {
+
+template <class In, class Out>
+SpammFront spamm_front(detail::RuntimeState& rt, const DeviceDense<In>& a, const DeviceDense<In>& b, const DeviceDense<Out>& c,
+                       const SpammOptions& options) {
+  plan::check_spamm_options(options, dtype_of<Out>::value);
+  check_shapes(a.rows(), a.cols(), b.rows(), b.cols());
+  SpammFront front;
+  front.problem = problem_of(a, b, c, options);
+  const plan::SpammProblem& p = front.problem;
+  const CUstream stream = static_cast<CUstream>(options.stream);
+  rt.context.make_current();
+  OperandForm form;  // the maps only: no converted copies
+  form.same = same_matrix(a, b);
+  form.vec = norms_vec(p);
+  const ScratchLayout layout = layout_for(p, form);
+  const cuda::ScratchPool::Block scratch = rt.scratch_pool().allocate(layout.total, stream);
+  const CUdeviceptr base = scratch.ptr();
+  const FrontKernels kernels = front_kernels(rt, p, form);
+  launch_norms(kernels.norms, a.buffer().ptr(), p.m, p.k, a.ld(), base + layout.a_norms, p.tile_inner(), 1, 0, 0, p.tile, stream, true);
+  if (!form.same)
+    launch_norms(kernels.norms, b.buffer().ptr(), p.k, p.n, b.ld(), base + layout.b_norms, p.tile_cols(), 1, 0, 0, p.tile, stream, true);
+  const auto search_start = std::chrono::steady_clock::now();
+  front.tau = search_on_device(kernels.search, p, options, base + layout.a_norms, base + layout.b_norms, base + layout.results,
+                               rt.target.multiprocessors, stream, true);
+  front.search_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - search_start).count();
+  const auto read_map = [&](NormMap& map, CUdeviceptr at, int32_t rows, int32_t cols) {
+    map.tile = p.tile;
+    map.tile_rows = rows;
+    map.tile_cols = cols;
+    map.norms.resize(std::size_t(rows) * std::size_t(cols));
+    if (!map.norms.empty()) SPARSEJIT_CU(cuMemcpyDtoHAsync_v2, map.norms.data(), at, map.norms.size() * sizeof(double), stream);
+  };
+  read_map(front.a, base + layout.a_norms, p.tile_rows(), p.tile_inner());
+  read_map(front.b, base + layout.b_norms, p.tile_inner(), p.tile_cols());
+  SPARSEJIT_CU(cuStreamSynchronize, stream);
+  return front;
+}
+
+}  // namespace ops
+
 template <class T>
 SpammInfo Runtime::spamm(const DeviceDense<T>& a, const DeviceDense<T>& b, DeviceDense<T>& c, const SpammOptions& options) {
   if constexpr (!ops::kFloatOrDouble<T>) {
     throw UnsupportedError(std::string("spamm: value type ") + to_string(dtype_of<T>::value) +
                            " for C not supported (f32 and f64; f16/bf16 operands take an f32 C)");
   } else {
+    if (!options.devices.empty()) return ops::spamm_on_devices(*this, *state_, a, b, c, options);
     return spamm_call(*state_, a, b, c, options);
   }
 }
 
 SpammInfo Runtime::spamm(const DeviceDense<half>& a, const DeviceDense<half>& b, DeviceDense<float>& c, const SpammOptions& options) {
-  return spamm_call(*state_, a, b, c, with_operand_precision(options, SpammPrecision::FP16, DType::F16));
+  const SpammOptions own = with_operand_precision(options, SpammPrecision::FP16, DType::F16);
+  if (!own.devices.empty()) return ops::spamm_on_devices(*this, *state_, a, b, c, own);
+  return spamm_call(*state_, a, b, c, own);
 }
 
 SpammInfo Runtime::spamm(const DeviceDense<bfloat16>& a, const DeviceDense<bfloat16>& b, DeviceDense<float>& c,
                          const SpammOptions& options) {
-  return spamm_call(*state_, a, b, c, with_operand_precision(options, SpammPrecision::BF16, DType::BF16));
+  const SpammOptions own = with_operand_precision(options, SpammPrecision::BF16, DType::BF16);
+  if (!own.devices.empty()) return ops::spamm_on_devices(*this, *state_, a, b, c, own);
+  return spamm_call(*state_, a, b, c, own);
 }
 
 template <class T>
@@ -524,5 +577,14 @@ Decision explain_spamm(const Dense<T>& a, const Dense<T>& b, const SpammOptions&
 SPARSEJIT_INSTANTIATE(float)
 SPARSEJIT_INSTANTIATE(double)
 #undef SPARSEJIT_INSTANTIATE
+
+template ops::SpammFront ops::spamm_front(detail::RuntimeState&, const DeviceDense<float>&, const DeviceDense<float>&,
+                                          const DeviceDense<float>&, const SpammOptions&);
+template ops::SpammFront ops::spamm_front(detail::RuntimeState&, const DeviceDense<double>&, const DeviceDense<double>&,
+                                          const DeviceDense<double>&, const SpammOptions&);
+template ops::SpammFront ops::spamm_front(detail::RuntimeState&, const DeviceDense<half>&, const DeviceDense<half>&,
+                                          const DeviceDense<float>&, const SpammOptions&);
+template ops::SpammFront ops::spamm_front(detail::RuntimeState&, const DeviceDense<bfloat16>&, const DeviceDense<bfloat16>&,
+                                          const DeviceDense<float>&, const SpammOptions&);
 
 }  // namespace sparsejit

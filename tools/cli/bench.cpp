@@ -54,7 +54,7 @@ struct BenchArgs {
   uint64_t seed = 1;
   // --op spamm (bench_spamm.hpp)
   std::string sizes = "4096,8192,16384", decays = "algebraic,exponential", ratios = "1,5,10,25,50", precisions = "full",
-              paths = "auto,simt,mma,cublas", operands = "value";
+              paths = "auto,simt,mma,cublas", operands = "value", devices;
   int32_t tile = 0;
 };
 
@@ -301,7 +301,8 @@ void require_driver() {
 void run_spamm_bench(const BenchArgs& args) {
   if (!args.inputs.empty()) throw InvalidInputError("bench --op spamm takes no inputs: it generates its decay matrices (--sizes, --decays)");
   const bench::SpammConfig config = bench::spamm_config(args.sizes, args.decays, args.ratios, args.precisions, args.paths, args.operands,
-                                                        args.dtype, args.tile, {args.warmup, args.repeat, tuner::Clock::Events});
+                                                        args.dtype, args.tile, {args.warmup, args.repeat, tuner::Clock::Events},
+                                                        args.devices);
   const std::unique_ptr<std::ofstream> json_out = open_json_out("bench", args.json_out);
   require_driver();
   if (!bench::run_spamm(config, json_out.get(), progress_style(args.quiet))) throw CLI::RuntimeError(1);
@@ -365,6 +366,9 @@ void add_bench_command(CLI::App& app) {
                   "SpAMM: value (A and B in --dtype; fp16/bf16 convert them inside the call), 16bit (fp16/bf16 only: A and B "
                   "given as half/bfloat16, converted on the host like the cuBLAS baseline's)")
       ->capture_default_str();
+  cmd->add_option("--devices", args.devices,
+                  "SpAMM: auto also on these GPUs (all, or ordinals with this process's GPU 0 among them; NCCL from "
+                  "SPARSEJIT_NCCL_LIBRARY): time, speedup over one GPU of ours and over cuBLAS on one GPU, parallel efficiency");
   cmd->callback([] { run_bench(args); });
 }
 

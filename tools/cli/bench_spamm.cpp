@@ -262,8 +262,7 @@ class SpammBench {
           record["with_search_baseline_ms"] = with_search.vendor_ms;
           record["with_search_speedup"] = with_search.vendor_ms / with_search.ms;
         }
-        emit(record);
-        char line[400];
+        char line[600];
         int used = std::snprintf(line, sizeof line,
                                  "%-12s %6d %-5s %-5s %6.2f%% %-6s %-7s %9.4f ms  %s %9.4f ms  %6.2fx  err %.2e  bound %.2e  "
                                  "search %d steps %.2f ms = %.2fx the call, share off by %.2f%%",
@@ -272,8 +271,17 @@ class SpammBench {
                                  info.error_bound / input.exact_norm(), found.search_iterations, found.search_ms, found.search_ms / ms,
                                  100 * ratio_error);
         if (path == "auto" && used > 0 && std::size_t(used) < sizeof line)
-          std::snprintf(line + used, sizeof line - std::size_t(used), "  | share asked: %s %.4f ms %.2fx", with_search_variant.c_str(),
-                        with_search.ms, with_search.vendor_ms / with_search.ms);
+          used += std::snprintf(line + used, sizeof line - std::size_t(used), "  | share asked: %s %.4f ms %.2fx",
+                                with_search_variant.c_str(), with_search.ms, with_search.vendor_ms / with_search.ms);
+        if (path == "auto" && !config_.devices.empty()) {
+          const nlohmann::json spread = on_devices(input, sixteen, o, ms, baseline);
+          for (const auto& [k, v] : spread.items()) record[k] = v;
+          if (used > 0 && std::size_t(used) < sizeof line)
+            std::snprintf(line + used, sizeof line - std::size_t(used), "  | %d GPUs: %.4f ms, %.2fx one GPU of ours, %.2fx cuBLAS",
+                          spread.at("devices").get<int>(), spread.at("devices_ms").get<double>(), spread.at("over_one_gpu").get<double>(),
+                          spread.at("devices_speedup").get<double>());
+        }
+        emit(record);
         progress_.print(std::cerr, line);
       } catch (const UnsupportedError& e) {
         progress_.print(std::cerr, "bench: " + what + ": not run (" + e.what() + ")");
@@ -281,6 +289,26 @@ class SpammBench {
         fail(what, e.what());
       }
     }
+  }
+
+  // Auto with τ given on config_.devices against itself on one GPU (one_gpu_ms) and the
+  // class's GEMM on one GPU, timed in alternation: the record's devices_* fields.
+  template <class T>
+  nlohmann::json on_devices(Case<T>& input, bool sixteen, SpammOptions o, double one_gpu_ms, Baseline& baseline) {
+    o.devices = config_.devices;
+    SpammInfo info = call(input, sixteen, o);
+    const Paired timed = time_paired([&] { info = call(input, sixteen, o); }, baseline.gemm);
+    const Decision& d = *info.decision;
+    const int ranks = int(d.features.at("devices").size());
+    return {{"devices", ranks},
+            {"devices_variant", d.variant},
+            {"devices_ms", timed.ms},
+            {"devices_speedup", timed.vendor_ms / timed.ms},
+            {"over_one_gpu", one_gpu_ms / timed.ms},
+            {"parallel_efficiency", one_gpu_ms / timed.ms / ranks},
+            {"imbalance", d.features.at("imbalance")},
+            {"devices_blocks", d.features.at("devices")},
+            {"devices_relative_error", input.relative_error()}};
   }
 
   // Device ms per call: events around each (our calls synchronize inside, so a graph could not hold them).
@@ -353,7 +381,7 @@ class SpammBench {
 SpammConfig spamm_config(const std::string& sizes, const std::string& decays, const std::string& ratios,
                          const std::string& precisions, const std::string& paths, const std::string& operands,
                          const std::string& dtype, int32_t tile,
-                         const tuner::TimingOptions& timing) {
+                         const tuner::TimingOptions& timing, const std::string& devices) {
   SpammConfig c;
   for (const std::string& item : items_of(sizes)) {
     const double n = number("--sizes", item);
@@ -390,6 +418,15 @@ SpammConfig spamm_config(const std::string& sizes, const std::string& decays, co
   plan::check_spamm_options(check, c.dtype);
   c.tile = tile;
   c.timing = timing;
+  if (devices == "all") {
+    c.devices = {-1};
+  } else {
+    for (const std::string& item : items_of(devices)) {
+      const double d = number("--devices", item);
+      if (d < 0 || d != std::floor(d) || d > 1024) throw InvalidInputError("bench: --devices " + item + " is not a GPU ordinal (or use all)");
+      c.devices.push_back(int(d));
+    }
+  }
   return c;
 }
 

@@ -31,15 +31,17 @@ struct SpammConfig {
   DType dtype = DType::F32;
   int32_t tile = 0;                        // 0: the planner's
   tuner::TimingOptions timing;
+  // GPUs auto also runs on (SpammOptions::devices; {-1}: all): empty, one GPU only.
+  std::vector<int> devices;
 };
 
 // Parses the comma-separated lists (InvalidInputError naming a bad item): sizes in [64, 65536],
 // ratios in percent (0, 100], precisions full|tf32|fp16|bf16, paths auto or a spamm variant,
-// operands value|16bit (16bit with f32 only).
+// operands value|16bit (16bit with f32 only), devices "" | all | ordinals.
 SpammConfig spamm_config(const std::string& sizes, const std::string& decays, const std::string& ratios,
                          const std::string& precisions, const std::string& paths, const std::string& operands,
                          const std::string& dtype, int32_t tile,
-                         const tuner::TimingOptions& timing);
+                         const tuner::TimingOptions& timing, const std::string& devices = "");
 
 // Runs every combination; returns false when any failed (each failure printed on stderr).
 // Progress in `style` (cli/progress.hpp): one item per (N, decay, precision, operands, share).

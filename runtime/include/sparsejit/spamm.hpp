@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -50,6 +51,14 @@ struct SpammOptions {
   nlohmann::json params = nlohmann::json::object();  // forced parameters of that variant
   void* stream = nullptr;   // CUstream / cudaStream_t; nullptr: the legacy default stream
   bool early_launch = true; // as Options::early_launch
+  // GPUs of this host to share the product (cuSpAMM 3.6): empty, this runtime's GPU alone;
+  // else ordinals that include this runtime's (rank 0, which holds A, B and C), or {-1} for
+  // every visible GPU. C's tile rows go to the GPUs in contiguous blocks of even kept
+  // products; B is broadcast and each GPU's rows of A sent to it through NCCL (loaded at run
+  // time: SPARSEJIT_NCCL_LIBRARY), and the blocks of C come back into C. The Decision's
+  // feature `devices` lists each GPU's rows and kept products. One ordinal (this runtime's)
+  // runs the same steps with one rank.
+  std::vector<int> devices;
 };
 
 // What one call reports.
