@@ -307,6 +307,15 @@ std::shared_ptr<PreparedSpamm<Out>> prepared_for(detail::RuntimeState& rt, Decis
   return prepared;
 }
 
+template <class In>
+OperandForm form_of(const plan::SpammProblem& p, const DeviceDense<In>& a, const DeviceDense<In>& b, bool copies) {
+  OperandForm form;
+  form.copies = copies;
+  form.same = same_matrix(a, b);
+  form.vec = norms_vec(p);
+  return form;
+}
+
 template <class In, class Out>
 plan::SpammProblem problem_of(const DeviceDense<In>& a, const DeviceDense<In>& b, const DeviceDense<Out>& c, const SpammOptions& options) {
   plan::SpammProblem problem;
@@ -339,10 +348,7 @@ SpammInfo spamm_call(detail::RuntimeState& rt, const DeviceDense<In>& a, const D
   const bool early = ops::launches_early(launch_options, rt.target.sm);
   rt.context.make_current();
 
-  OperandForm form;
-  form.copies = needs_copies(problem);
-  form.same = same_matrix(a, b);
-  form.vec = norms_vec(problem);
+  const OperandForm form = form_of(problem, a, b, needs_copies(problem));
   const ScratchLayout layout = layout_for(problem, form);
   const cuda::ScratchPool::Block scratch = rt.scratch_pool().allocate(layout.total, stream);
   const CUdeviceptr base = scratch.ptr();
@@ -467,9 +473,7 @@ SpammFront spamm_front(detail::RuntimeState& rt, const DeviceDense<In>& a, const
   const plan::SpammProblem& p = front.problem;
   const CUstream stream = static_cast<CUstream>(options.stream);
   rt.context.make_current();
-  OperandForm form;  // the maps only: no converted copies
-  form.same = same_matrix(a, b);
-  form.vec = norms_vec(p);
+  const OperandForm form = form_of(p, a, b, false);  // the maps only: no converted copies
   const ScratchLayout layout = layout_for(p, form);
   const cuda::ScratchPool::Block scratch = rt.scratch_pool().allocate(layout.total, stream);
   const CUdeviceptr base = scratch.ptr();

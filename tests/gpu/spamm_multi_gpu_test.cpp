@@ -58,11 +58,7 @@ Decision check(Runtime& rt, const Case& s, const std::vector<int>& devices, Spam
   o.devices = devices;
   const SpammInfo info = rt.spamm(da, db, dc, o);
   const Dense<float> got = dc.download();
-  for (std::size_t i = 0; i < got.data.size(); ++i)
-    if (test::is_poison(got.data[i])) {
-      ADD_FAILURE() << what << ": C element " << i << " was not written";
-      break;
-    }
+  test::expect_all_written(got.data, what);
   Dense<float> want;
   reference::spamm(a, b, want, info.tile, info.tau);
   const double tolerance = precision == SpammPrecision::Full ? 1e-4 : 2e-3;

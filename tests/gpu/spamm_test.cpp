@@ -104,11 +104,7 @@ SpammInfo check_call(Runtime& rt, const Shape& s, Input kind, const SpammOptions
   dc.buffer().fill_bytes(0xFF);
   const SpammInfo info = rt.spamm(da, db, dc, o);
   const Dense<T> got = dc.download();
-  for (std::size_t i = 0; i < got.data.size(); ++i)
-    if (test::is_poison(got.data[i])) {
-      ADD_FAILURE() << what << ": C element " << i << " was not written";
-      break;
-    }
+  test::expect_all_written(got.data, what);
   const Decision& d = *info.decision;
   if (o.variant.empty()) EXPECT_NE(d.source, DecisionSource::Forced) << what;
   else EXPECT_EQ(d.variant, o.variant) << what;
@@ -372,11 +368,7 @@ SpammInfo check_sixteen(Runtime& rt, const Shape& s, Input kind, const SpammOpti
   dc.buffer().fill_bytes(0xFF);
   const SpammInfo info = rt.spamm(da, db, dc, o);
   const Dense<float> got = dc.download();
-  for (std::size_t i = 0; i < got.data.size(); ++i)
-    if (test::is_poison(got.data[i])) {
-      ADD_FAILURE() << what << ": C element " << i << " was not written";
-      break;
-    }
+  test::expect_all_written(got.data, what);
   const Decision& d = *info.decision;
   if (!o.variant.empty()) EXPECT_EQ(d.variant, o.variant) << what;
   const std::string precision = std::is_same_v<H, half> ? "fp16" : "bf16";
@@ -516,15 +508,24 @@ TEST_F(SpammGpu, TauZeroGoesToCublasWithoutNorms) {
 // next calls skip the norms (decided_before_norms, remembered_calls 1, 2, ...), every 8th call
 // (ops/spamm.cpp's kRecheckEvery) measures the share again, and another τ measures at once.
 // C is the exact product each time (poisoned first).
-TEST_F(SpammGpu, ACublasChoiceWithTauGivenIsRememberedAndRechecked) {
-  const Shape s{1024, 512, 1024};
-  const uint64_t seed = next_seed();
-  const Dense<float> a = input<float>(Input::Algebraic, s.m, s.k, seed), b = input<float>(Input::Algebraic, s.k, s.n, seed + 1);
-  DeviceDense<float> da(rt().context(), s.m, s.k), db(rt().context(), s.k, s.n), dc(rt().context(), s.m, s.n);
-  da.upload(a);
-  db.upload(b);
+// f32 algebraic-decay A and B on the device, C to write, and the exact product (tile 64).
+struct DecayProduct {
+  DecayProduct(Runtime& rt, const Shape& s, uint64_t seed)
+      : a(input<float>(Input::Algebraic, s.m, s.k, seed)), b(input<float>(Input::Algebraic, s.k, s.n, seed + 1)),
+        da(rt.context(), s.m, s.k), db(rt.context(), s.k, s.n), dc(rt.context(), s.m, s.n) {
+    da.upload(a);
+    db.upload(b);
+    reference::spamm(cast<double>(a), cast<double>(b), exact, 64, 0.0);
+  }
+  Dense<float> a, b;
+  DeviceDense<float> da, db, dc;
   Dense<double> exact;
-  reference::spamm(cast<double>(a), cast<double>(b), exact, 64, 0.0);
+};
+
+TEST_F(SpammGpu, ACublasChoiceWithTauGivenIsRememberedAndRechecked) {
+  DecayProduct product(rt(), {1024, 512, 1024}, next_seed());
+  DeviceDense<float>&da = product.da, &db = product.db, &dc = product.dc;
+  const Dense<double>& exact = product.exact;
   SpammOptions o;
   o.precision = SpammPrecision::TF32;  // cuBLAS under the tile kernels at this size, whatever the share
   o.tau = 1e-300;
@@ -567,13 +568,10 @@ TEST_F(SpammGpu, ACublasChoiceWithTauGivenIsRememberedAndRechecked) {
 // first) is within the reported bound of the exact product.
 TEST_F(SpammGpu, ACloseCallWithTauGivenIsTimedAndTheFasterSideFollowed) {
   const Shape s{2048, 2048, 2048};
-  const uint64_t seed = next_seed();
-  const Dense<float> a = input<float>(Input::Algebraic, s.m, s.k, seed), b = input<float>(Input::Algebraic, s.k, s.n, seed + 1);
-  DeviceDense<float> da(rt().context(), s.m, s.k), db(rt().context(), s.k, s.n), dc(rt().context(), s.m, s.n);
-  da.upload(a);
-  db.upload(b);
-  Dense<double> exact;
-  reference::spamm(cast<double>(a), cast<double>(b), exact, 64, 0.0);
+  DecayProduct product(rt(), s, next_seed());
+  DeviceDense<float>&da = product.da, &db = product.db, &dc = product.dc;
+  const Dense<float>&a = product.a, &b = product.b;
+  Dense<double>& exact = product.exact;
   const std::vector<double> exact_values = test::as_double(exact.data);
   SpammOptions o;
   o.precision = SpammPrecision::TF32;

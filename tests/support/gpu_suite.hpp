@@ -79,6 +79,16 @@ bool is_poison(T v) {
   return std::memcmp(&v, &poison, sizeof(T)) == 0;
 }
 
+// A failure naming the first element of `got` still poisoned (a C element no kernel wrote).
+template <class T>
+void expect_all_written(const std::vector<T>& got, const std::string& what) {
+  for (std::size_t i = 0; i < got.size(); ++i)
+    if (is_poison(got[i])) {
+      ADD_FAILURE() << what << ": C element " << i << " was not written";
+      return;
+    }
+}
+
 // Removes every entry of every `step`-th row: truly empty rows, not stored zeros.
 inline Csr<double> empty_every(const Csr<double>& m, int32_t step) {
   Csr<double> out;
