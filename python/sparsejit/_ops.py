@@ -53,17 +53,20 @@ def sddmm(s, a, b, *, variant=None, reuse=None, out=None):
     return p if s is m else m.lib.csr_like(s, p)
 
 
-def spgemm(a, b, *, transpose_a=False, transpose_b=False, variant=None):
+def spgemm(a, b, *, transpose_a=False, transpose_b=False, variant=None, memory_limit=None):
     """C = A·B for sparse A and B (Aᵀ and Bᵀ with the flags; A·Aᵀ is spgemm(a, a,
     transpose_b=True)): a new CSR matrix of A's library, int32 indices, every row's columns
     sorted, holding every column the patterns produce (products that cancel stay as explicit
     zeros). Its arrays are made by the runtime and lent to PyTorch or CuPy without a copy. The
-    call synchronizes the stream once, to learn C's size. `variant`: "row_hash", "cusparse"."""
+    call synchronizes the stream once, to learn C's size. `variant`: "row_hash", "cusparse".
+    `memory_limit`: the most device memory, in bytes, the call may take for its workspace and C
+    (> 0; default: what the device has free); variants that would need more are passed over,
+    row_hash works in row panels, and a call nothing fits raises ValueError naming the bytes."""
     ma, mb = _matrix(a), _matrix(b)
     _arrays.require_same(mb, "b", ma.dtype, ma.device, "a")
     lib = ma.lib
     rows, cols, indptr, indices, data = _sparsejit.spgemm(
-        ma._rt, ma._handle, mb._handle, transpose_a, transpose_b, variant or "", lib.stream(ma.device)
+        ma._rt, ma._handle, mb._handle, transpose_a, transpose_b, variant or "", lib.stream(ma.device), memory_limit
     )
     adopt = lib.adopt
     return lib.csr(adopt(indptr, ma.device), adopt(indices, ma.device), adopt(data, ma.device), (rows, cols))
@@ -127,13 +130,16 @@ def _dtype_name(dtype):
         return str(dtype).rpartition(".")[2]
 
 
-def explain(a, *, op="spmm", k=128, dtype=None, transpose_a=False, variant=None, reuse=None, device=0):
+def explain(a, *, op="spmm", k=128, dtype=None, transpose_a=False, variant=None, reuse=None, device=0, memory_limit=None):
     """The Decision the planner makes for `op` ("spmm", "sddmm", or "spgemm" for C = A·A) on
     A's pattern with K = k columns, as a dict (the fields of `sparsejit explain --json`,
     docs/JSON.md). Nothing runs and no GPU is needed: without one the plan is for a nominal
     sm_90 part. `a` is a Matrix, a CSR matrix of PyTorch, CuPy or SciPy, a tuple
-    (indptr, indices, shape), a matrix file or a generator spec ("gen:uniform:10000:16")."""
-    options = (k, _dtype_name(dtype or getattr(a, "dtype", None) or "float32"), transpose_a, variant or "", reuse or "", device)
+    (indptr, indices, shape), a matrix file or a generator spec ("gen:uniform:10000:16").
+    `memory_limit` (spgemm only): the bytes the plan may take, as spgemm's; the Decision's
+    `memory` feature shows each candidate's peak against it."""
+    options = (k, _dtype_name(dtype or getattr(a, "dtype", None) or "float32"), transpose_a, variant or "", reuse or "", device,
+               memory_limit)  # fmt: skip
     if isinstance(a, Matrix):
         text = _sparsejit.explain_matrix(op, a._handle, *options)
     else:

@@ -196,9 +196,10 @@ struct OwnedArray {
 // C = A·B (Aᵀ, Bᵀ with the flags), a new matrix: (rows, cols, indptr, indices, data), its arrays
 // owned here and lent out.
 nb::tuple spgemm(Runtime& rt, CsrHandle& a, CsrHandle& b, bool transpose_a, bool transpose_b, const std::string& variant,
-                 uintptr_t stream) {
+                 uintptr_t stream, std::optional<int64_t> memory_limit) {
   Options options = call_options(Op::SpGEMM, variant, "", transpose_a, stream);
   options.transpose_b = transpose_b;
+  options.memory_limit_bytes = memory_limit;
   return a.visit([&](auto& ha) {
     using T = value_t<decltype(ha)>;
     DeviceCsr<T>* hb = b.get_if<T>();
@@ -297,12 +298,15 @@ PatternView host_pattern(int32_t rows, int32_t cols, const HostIndices& row_ptr,
 }
 
 std::string explain(const std::string& op_name, const PatternView& a, int32_t k, const std::string& dtype, bool transpose_a,
-                    const std::string& variant, const std::string& reuse, int device) {
+                    const std::string& variant, const std::string& reuse, int device, std::optional<int64_t> memory_limit) {
   const Op op = parse_op(op_name);
   if (transpose_a && op != Op::SpMM)
     throw InvalidInputError(std::string("transpose_a (C = Aᵀ·B) applies to spmm only, not ") + to_string(op));
+  if (memory_limit && op != Op::SpGEMM)
+    throw InvalidInputError(std::string("memory_limit applies to spgemm only, not ") + to_string(op));
   if (op == Op::SpAMM) throw InvalidInputError("explain takes a sparse pattern; spamm's operands are dense");
-  const Options options = call_options(op, variant, reuse, transpose_a, 0);
+  Options options = call_options(op, variant, reuse, transpose_a, 0);
+  options.memory_limit_bytes = memory_limit;
   const DType type = value_type(dtype);
   if (op == Op::SpGEMM && a.rows != a.cols)
     throw InvalidInputError("spgemm explains C = A·A, so A must be square; it is " + std::to_string(a.rows) + "x" +
@@ -384,15 +388,16 @@ NB_MODULE(_sparsejit, m) {
   m.def(
       "explain_arrays",
       [](const std::string& op, int32_t rows, int32_t cols, const HostIndices& row_ptr, const HostIndices& col_idx, int32_t k,
-         const std::string& dtype, bool transpose_a, const std::string& variant, const std::string& reuse, int device) {
-        return explain(op, host_pattern(rows, cols, row_ptr, col_idx), k, dtype, transpose_a, variant, reuse, device);
+         const std::string& dtype, bool transpose_a, const std::string& variant, const std::string& reuse, int device,
+         std::optional<int64_t> memory_limit) {
+        return explain(op, host_pattern(rows, cols, row_ptr, col_idx), k, dtype, transpose_a, variant, reuse, device, memory_limit);
       },
       nb::call_guard<nb::gil_scoped_release>());
   m.def(
       "explain_matrix",
       [](const std::string& op, CsrHandle& a, int32_t k, const std::string& dtype, bool transpose_a, const std::string& variant,
-         const std::string& reuse, int device) {
-        return explain(op, a.host_pattern(), k, dtype, transpose_a, variant, reuse, device);
+         const std::string& reuse, int device, std::optional<int64_t> memory_limit) {
+        return explain(op, a.host_pattern(), k, dtype, transpose_a, variant, reuse, device, memory_limit);
       },
       nb::call_guard<nb::gil_scoped_release>());
   m.def("dlpack_array", &dlpack_array);

@@ -204,3 +204,13 @@ def test_spamm_table_takes_the_class_gemm_of_each_row_and_names_malformed_lines(
     results.write_text(json.dumps(auto) + "\n{not json\n")
     bad = subprocess.run([sys.executable, str(script), str(results)], capture_output=True, text=True)
     assert bad.returncode == 1 and f"{results}:2: not a JSON record" in bad.stderr
+
+
+def test_spgemm_memory_limit_reaches_the_plan_and_bad_limits_are_value_errors():
+    d = sparsejit.explain("gen:uniform:2000:8", op="spgemm", memory_limit=1 << 30)
+    assert d["features"]["memory"]["limit_bytes"] == 1 << 30
+    assert d["features"]["memory"]["budget_bytes"] == 1 << 30
+    with pytest.raises(ValueError, match="memory_limit_bytes = 0"):
+        sparsejit.explain("gen:uniform:2000:8", op="spgemm", memory_limit=0)
+    with pytest.raises(ValueError, match="memory_limit applies to spgemm only, not spmm"):
+        sparsejit.explain("gen:uniform:2000:8", op="spmm", memory_limit=1 << 30)
