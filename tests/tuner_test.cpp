@@ -24,6 +24,7 @@
 #include "support/test_support.hpp"
 #include "tuner/decision_tree_trainer.hpp"
 #include "tuner/least_squares.hpp"
+#include "tuner/measure.hpp"
 #include "tuner/search_space.hpp"
 #include "tuner/train.hpp"
 #include "tuner/training_set.hpp"
@@ -822,6 +823,12 @@ TEST(Training, CostFitNeedsThreeCasesMoreThanTermsElseScales) {
     EXPECT_NEAR(cost["csr_vector"][term].get<double>(), 2 * value.get<double>(), 1e-12 * value.get<double>()) << term;
   ASSERT_EQ(notes.size(), 1u);
   EXPECT_NE(notes[0].find("scaled, not fitted: 4 cases for 5 terms, a fit needs 8"), std::string::npos) << notes[0];
+}
+
+TEST(Timing, MedianOfOddAndEvenCountsAndOfNone) {
+  EXPECT_EQ(tuner::median({3.0, 1.0, 2.0}), 2.0);
+  EXPECT_EQ(tuner::median({4.0, 1.0, 3.0, 2.0}), 2.5);
+  EXPECT_EQ(tuner::median({}), 0.0);
 }
 
 }  // namespace

@@ -67,13 +67,18 @@ Timing time_on_stream(const Context& context, CUstream stream, int sets, const T
   Timing t;
   t.samples_ms = options.clock == Clock::Graph ? graph_samples(context, stream, sets, options, launch)
                                                : event_samples(context, stream, sets, options, launch);
-  std::vector<double> sorted = t.samples_ms;
-  std::sort(sorted.begin(), sorted.end());
-  const std::size_t n = sorted.size();
-  t.median_ms = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
-  t.min_ms = sorted.front();
-  t.max_ms = sorted.back();
+  t.median_ms = median(t.samples_ms);
+  const auto [least, most] = std::minmax_element(t.samples_ms.begin(), t.samples_ms.end());
+  t.min_ms = *least;
+  t.max_ms = *most;
   return t;
+}
+
+double median(std::vector<double> samples) {
+  if (samples.empty()) return 0;
+  std::sort(samples.begin(), samples.end());
+  const std::size_t n = samples.size();
+  return n % 2 ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]);
 }
 
 int operand_sets(int64_t bytes_per_set, int64_t l2_bytes, int max_sets) {

@@ -31,6 +31,9 @@ struct TimingOptions {
 const char* to_string(Clock clock);
 Clock parse_clock(const std::string& text);
 
+// The median of samples (the mean of the middle two for an even count); 0 for none.
+double median(std::vector<double> samples);
+
 struct Timing {
   double median_ms = 0;
   double min_ms = 0;

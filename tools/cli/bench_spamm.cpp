@@ -347,15 +347,9 @@ class SpammBench {
       theirs.push_back(elapsed_ms(marks[4 * i], marks[4 * i + 1]));
       p.samples.push_back(elapsed_ms(marks[4 * i + 2], marks[4 * i + 3]));
     }
-    p.ms = median(p.samples);
-    p.vendor_ms = median(theirs);
+    p.ms = tuner::median(p.samples);
+    p.vendor_ms = tuner::median(theirs);
     return p;
-  }
-
-  static double median(std::vector<double> x) {
-    std::sort(x.begin(), x.end());
-    const std::size_t n = x.size();
-    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
   }
 
   void emit(const ordered_json& record) {
