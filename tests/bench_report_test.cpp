@@ -244,6 +244,22 @@ TEST(BenchReport, SpgemmSummary) {
   EXPECT_NE(out.str().find("spgemm: cuSPARSE failed on 1: m4\n"), std::string::npos) << out.str();
   EXPECT_EQ(out.str().find("K="), std::string::npos) << out.str();
   EXPECT_EQ(out.str().find("numeric phase"), std::string::npos) << out.str();  // no record has one
+  EXPECT_EQ(out.str().find("CHECK FAILED"), std::string::npos) << out.str();  // no record has a check (bench without --check)
+}
+
+// With --check, a failed comparison is flagged on its matrix's line, a passed one is not.
+TEST(BenchReport, SpgemmCheckFailuresAreFlagged) {
+  std::vector<ordered_json> records = {spgemm_record("m1", 1.0, 2.0, 1.0), spgemm_record("m2", 1.0, 2.0, 1.0)};
+  records[0]["check"] = {{"ok", true}};
+  records[1]["check"] = {{"ok", false}};
+  std::ostringstream out;
+  print_report(out, records);
+  const std::string text = out.str();
+  const std::size_t m1 = text.find("\nm1 "), m2 = text.find("\nm2 ");
+  ASSERT_NE(m1, std::string::npos) << text;
+  ASSERT_NE(m2, std::string::npos) << text;
+  EXPECT_EQ(text.substr(m1, m2 - m1).find("CHECK FAILED"), std::string::npos) << text;
+  EXPECT_NE(text.substr(m2, text.find('\n', m2 + 1) - m2).find("CHECK FAILED"), std::string::npos) << text;
 }
 
 // The numeric phase with the pattern reused: speedups 2x and 8x -> geomean 4.00x, min 2.00x

@@ -43,20 +43,26 @@ std::string cell(std::optional<double> value, const char* format) {
   return buffer;
 }
 
+// Whether a record's --check ran and failed (records of runs without --check have no "check").
+bool check_failed(const ordered_json& r) {
+  const auto check = r.find("check");
+  return check != r.end() && check->is_object() && !check->at("ok").get<bool>();
+}
+
 void print_table(std::ostream& out, const std::vector<ordered_json>& records) {
   char line[256];
   std::snprintf(line, sizeof line, "%-28s %10s %5s %9s %-16s %9s %7s %9s %6s\n", "matrix", "nnz", "K", "auto ms",
                 "variant", "vendor ms", "speedup", "oracle ms", "a/orc");
   out << line;
   for (const ordered_json& r : records) {
-    const bool check_failed = r["check"].is_object() && !r["check"]["ok"].get<bool>();
+    const bool failed_check = check_failed(r);
     std::snprintf(line, sizeof line, "%-28s %10lld %5d %9s %-16s %9s %7s %9s %6s%s\n",
                   fit(r["matrix"].get<std::string>(), kNameWidth).c_str(), r["nnz"].get<long long>(), r["k"].get<int>(),
                   cell(nested_number(r, "auto", "ms"), "%.4f").c_str(),
                   fit(r["auto"]["variant"].get<std::string>(), kVariantWidth).c_str(),
                   cell(nested_number(r, "vendor", "best"), "%.4f").c_str(), cell(number(r, "speedup"), "%.2fx").c_str(),
                   cell(nested_number(r, "oracle", "ms"), "%.4f").c_str(), cell(number(r, "auto_over_oracle"), "%.2f").c_str(),
-                  check_failed ? "  CHECK FAILED" : "");
+                  failed_check ? "  CHECK FAILED" : "");
     out << line;
   }
 }
@@ -241,7 +247,7 @@ void print_spgemm_report(std::ostream& out, const std::vector<ordered_json>& rec
   std::vector<Named> speedups, gaps;
   std::vector<std::string> vendor_failed;
   for (const ordered_json& r : records) {
-    const bool check_failed = r["check"].is_object() && !r["check"]["ok"].get<bool>();
+    const bool failed_check = check_failed(r);
     const std::string name = r["matrix"].get<std::string>();
     const bool vendor_failure = r["vendor"].contains("failed");
     std::snprintf(line, sizeof line, "%-28s %10lld %12lld %12lld %9s %-10s %8s %9s %7s %6s%s\n", fit(name, kNameWidth).c_str(),
@@ -250,7 +256,7 @@ void print_spgemm_report(std::ostream& out, const std::vector<ordered_json>& rec
                   cell(nested_number(r, "auto", "gflops"), "%.1f").c_str(),
                   vendor_failure ? "failed" : cell(nested_number(r, "vendor", "best"), "%.4f").c_str(),
                   cell(number(r, "speedup"), "%.2fx").c_str(), cell(number(r, "auto_over_oracle"), "%.2f").c_str(),
-                  check_failed ? "  CHECK FAILED" : "");
+                  failed_check ? "  CHECK FAILED" : "");
     out << line;
     if (const auto s = number(r, "speedup")) speedups.push_back({*s, name});
     if (const auto g = number(r, "auto_over_oracle")) gaps.push_back({*g, name});
