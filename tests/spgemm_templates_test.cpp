@@ -11,7 +11,9 @@
 
 #include "jit/nvrtc_compiler.hpp"
 #include "jit/render.hpp"
+#include "ops/spgemm_reuse.hpp"
 #include "plan/planner.hpp"
+#include "plan/spgemm_reuse.hpp"
 #include "sparsejit/error.hpp"
 #include "sparsejit/features.hpp"
 #include "variants/spgemm/spgemm_variant.hpp"
@@ -71,9 +73,9 @@ void expect_compiles(const jit::KernelSpec& spec, const std::string& label) {
   }
 }
 
-TEST(SpgemmTemplates, BothTemplatesAreKnown) {
+TEST(SpgemmTemplates, EveryTemplateIsKnown) {
   const auto names = jit::template_names();
-  for (const char* expected : {"spgemm_hash_bin.cu", "spgemm_hash_rows.cu", "spgemm_dense_rows.cu"})
+  for (const char* expected : {"spgemm_hash_bin.cu", "spgemm_hash_rows.cu", "spgemm_dense_rows.cu", "spgemm_positions.cu"})
     EXPECT_NE(std::find(names.begin(), names.end(), expected), names.end()) << expected;
 }
 
@@ -162,6 +164,34 @@ TEST(SpgemmTemplates, RenderedSourceCarriesTheBinShapes) {
         EXPECT_NE(source.find(line), std::string::npos) << line;
     }
   }
+}
+
+// The numeric phase by positions (ops/spgemm_reuse): its three passes for f32 and f64, 2- and
+// 4-byte positions, the narrowest and widest lane groups the plan takes, and the blocks of
+// wide rows.
+TEST(SpgemmTemplates, PositionKernelsCompileForSm80AndSm90) {
+  SpgemmFeatures f;
+  f.a.nnz = 1000;
+  f.a.rows = 100;
+  for (DType dtype : {DType::F32, DType::F64})
+    for (int64_t products : {3000, 100000}) {
+      f.products = products;
+      const plan::SpgemmReusePlan p = plan::plan_spgemm_reuse(f, dtype, {}, {}, {});
+      for (bool long_positions : {false, true})
+        for (bool wide_rows : {false, true})
+          for (const char* pass : {"build", "numeric", "zero"}) {
+            if (wide_rows && std::string(pass) != "numeric") continue;  // only the numeric pass has wide blocks
+            const jit::KernelSpec spec = ops::positions_spec(pass, dtype, long_positions, wide_rows, p);
+            expect_compiles(spec, std::string(to_string(dtype)) + " " + spec.kernel_name + " lanes " + std::to_string(p.group_lanes));
+            const std::string source = jit::render(spec);
+            EXPECT_NE(source.find(std::string("typedef ") + (long_positions ? "unsigned int" : "unsigned short") + " pos_t;"),
+                      std::string::npos);
+            EXPECT_EQ(source.find("constexpr int kLanes = " + std::to_string(p.group_lanes) + ";") != std::string::npos,
+                      std::string(pass) == "build");
+            EXPECT_NE(source.find("constexpr int kSharedEntries = " + std::to_string(wide_rows ? p.wide_entries : p.shared_entries) + ";"),
+                      std::string::npos);
+          }
+    }
 }
 
 }  // namespace

@@ -5,7 +5,9 @@
 // A's handle per B pattern), the plan (cached on A's handle per B pattern, value type, forced
 // choice and runtime; prepared once: kernels loaded), then the variant's run, which allocates
 // C; C's handle records the pair of patterns it is the product of, so that spgemm_numeric
-// (the numeric phase alone, for new values) can check it is given a C of A·B's pattern. A pair
+// (the numeric phase alone, for new values) can check it is given a C of A·B's pattern; that
+// phase runs by positions kept on C (ops/spgemm_reuse.hpp) where they fit, else the plan's
+// variant again. A pair
 // without products gives an empty C without running anything. The planner is given the
 // device memory free when the pair is planned (available_bytes) besides
 // Options::memory_limit_bytes. SpGEMM has no measured
@@ -17,6 +19,7 @@
 #include "ops/call_common.hpp"
 #include "ops/plan_sources.hpp"
 #include "ops/runtime_state.hpp"
+#include "ops/spgemm_reuse.hpp"
 #include "sparsejit/error.hpp"
 #include "sparsejit/runtime.hpp"
 #include "variants/spgemm/spgemm_variant.hpp"
@@ -229,7 +232,7 @@ DeviceCsr<T> Runtime::spgemm(const DeviceCsr<T>& a_given, const DeviceCsr<T>& b_
 }
 
 template <class T>
-CallInfo Runtime::spgemm_numeric(const DeviceCsr<T>& a_given, const DeviceCsr<T>& b_given, DeviceCsr<T>& c, const Options& options) {
+NumericCallInfo Runtime::spgemm_numeric(const DeviceCsr<T>& a_given, const DeviceCsr<T>& b_given, DeviceCsr<T>& c, const Options& options) {
   check_spgemm_call(a_given.rows(), a_given.cols(), b_given.rows(), b_given.cols(), options);
   check_value_type<T>("spgemm_numeric");
   const int32_t m = options.transpose_a ? a_given.cols() : a_given.rows();
@@ -246,10 +249,13 @@ CallInfo Runtime::spgemm_numeric(const DeviceCsr<T>& a_given, const DeviceCsr<T>
     throw InvalidInputError(std::string("spgemm_numeric: C ") + (made_from ? "was made by spgemm from other patterns than A's and B's"
                                                                            : "was not made by spgemm") +
                             " (its pattern must be A·B's: call spgemm(A, B) once, then spgemm_numeric for new values)");
-  const CallInfo info{p.prepared->decision, p.reused};
+  NumericCallInfo info{{p.prepared->decision, p.reused}, {}};
   if (!p.prepared->execution) return info;  // no products: C has no entries to compute
   const variants::SpgemmOperands<T> operands{a, b, stream, ops::launches_early(options, rt.target.sm)};
-  p.prepared->execution->recompute(rt, operands, {c.row_ptr().ptr(), c.col_idx().ptr(), c.values().ptr(), c.nnz()});
+  if constexpr (ops::kFloatOrDouble<T>) {
+    if (!ops::recompute_by_positions(rt, operands, c, *p.features, options, info.numeric))
+      p.prepared->execution->recompute(rt, operands, {c.row_ptr().ptr(), c.col_idx().ptr(), c.values().ptr(), c.nnz()});
+  }
   ++c.values_version_;
   return info;
 }
@@ -277,7 +283,7 @@ Decision explain_spgemm(PatternView a, PatternView b, DType dtype, const Options
 
 #define SPARSEJIT_INSTANTIATE(T)                                                                            \
   template DeviceCsr<T> Runtime::spgemm<T>(const DeviceCsr<T>&, const DeviceCsr<T>&, const Options&, CallInfo*); \
-  template CallInfo Runtime::spgemm_numeric<T>(const DeviceCsr<T>&, const DeviceCsr<T>&, DeviceCsr<T>&, const Options&);
+  template NumericCallInfo Runtime::spgemm_numeric<T>(const DeviceCsr<T>&, const DeviceCsr<T>&, DeviceCsr<T>&, const Options&);
 SPARSEJIT_INSTANTIATE(float)
 SPARSEJIT_INSTANTIATE(double)
 SPARSEJIT_INSTANTIATE(half)

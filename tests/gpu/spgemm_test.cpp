@@ -5,8 +5,12 @@
 // poisoned before the kernels write them (variants::set_poison_outputs), so the pattern must
 // equal the reference's exactly and the values agree to rounding. Also: the plan is reused,
 // new values are followed, C feeds another op, empty operands, a caller's stream, errors, and
-// memory limits (row panels, cuSPARSE's lower-memory algorithms, a limit too small).
+// memory limits (row panels, cuSPARSE's lower-memory algorithms, a limit too small); the
+// numeric phase alone by positions (rows grouped, split, wider than shared memory) and by the
+// plan's variant again.
 #include <gtest/gtest.h>
+
+#include <functional>
 
 #include <algorithm>
 #include <limits>
@@ -309,8 +313,9 @@ void check_numeric_phase(Runtime& rt, const std::string& name, const Csr<double>
         db->update_values(b.values);
       }
       c.update_values(std::vector<T>(std::size_t(c.nnz()), std::numeric_limits<T>::quiet_NaN()));
-      const CallInfo info = rt.spgemm_numeric(da, b_handle, c, o);
+      const NumericCallInfo info = rt.spgemm_numeric(da, b_handle, c, o);
       EXPECT_TRUE(info.plan_reused);
+      EXPECT_EQ(info.numeric.rfind("positions: ", 0), 0u) << info.numeric;
       expect_same_product(c.download(), reference::spgemm(a, b));
     }
   }
@@ -410,7 +415,8 @@ int64_t panel_limit(const Csr<double>& a, const Csr<double>& b, DType dtype) {
 
 // Under a limit below one pass's peak, row_hash runs C in row panels (the Decision says how
 // many) into one CSR C equal to the reference's, f32 and f64, on a rectangular A·B and a
-// power-law A·A; then the numeric phase panel by panel on new values, C's values poisoned.
+// power-law A·A; then the numeric phase panel by panel on new values (positions off), C's
+// values poisoned.
 template <class T>
 void check_row_panels(Runtime& rt, uint64_t seed) {
   const Csr<double> rect_a = generate::uniform(3000, 1700, 9, seed);
@@ -434,10 +440,64 @@ void check_row_panels(Runtime& rt, uint64_t seed) {
     generate::fill_random(a.values, seed + 7);
     da.update_values(a.values);
     c.update_values(std::vector<T>(std::size_t(c.nnz()), std::numeric_limits<T>::quiet_NaN()));
-    EXPECT_TRUE(rt.spgemm_numeric(da, db, c, o).plan_reused);
+    o.keep_positions = false;  // the plan's panels again
+    const NumericCallInfo numeric = rt.spgemm_numeric(da, db, c, o);
+    EXPECT_TRUE(numeric.plan_reused);
+    EXPECT_EQ(numeric.numeric, "recompute: Options::keep_positions is off");
     expect_same_product(c.download(), reference::spgemm(a, b));
   }
 }
+
+// The numeric phase by positions on rows of each kind of task (formats/spgemm_positions.hpp),
+// next to rows of 48 products grouped into blocks: a row of 12000 products on 500 columns (cut
+// into runs summed in shared memory and added), one of 12000 over 20000 columns (about 9000
+// entries: a block of the wide rows), one of 80000 over 200000 columns (about 66000 entries:
+// added to C directly, 4-byte positions); then keep_positions off (the plan's variant again).
+// And on a band (about 1640 products a row over 129 entries) under a memory limit that C and
+// row_hash's workspace fit but 2 bytes a product do not: the variant again. C poisoned and new
+// values each round.
+template <class T>
+void check_numeric_rounds(Runtime& rt, const Csr<double>& a_pattern, const Csr<double>& b_pattern,
+                          const std::function<Options(int64_t c_nnz)>& first, const std::vector<std::string>& expected, uint64_t seed) {
+  Csr<T> a = with_values<T>(a_pattern, seed + 1);
+  Csr<T> b = with_values<T>(b_pattern, seed + 2);
+  DeviceCsr<T> da(rt.context(), a), db(rt.context(), b);
+  DeviceCsr<T> c = rt.spgemm(da, db);
+  Options o = first(c.nnz());
+  for (std::size_t round = 0; round < expected.size(); ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    generate::fill_random(a.values, seed + 10 + round);
+    generate::fill_random(b.values, seed + 20 + round);
+    da.update_values(a.values);
+    db.update_values(b.values);
+    c.update_values(std::vector<T>(std::size_t(c.nnz()), std::numeric_limits<T>::quiet_NaN()));
+    if (round + 1 == expected.size() && expected.size() > 1) o.keep_positions = false;
+    const NumericCallInfo info = rt.spgemm_numeric(da, db, c, o);
+    EXPECT_EQ(info.numeric.rfind(expected[round], 0), 0u) << info.numeric;
+    expect_same_product(c.download(), reference::spgemm(a, b));
+  }
+}
+
+template <class T>
+void check_numeric_paths(Runtime& rt, uint64_t seed) {
+  const auto plain = [](int64_t) { return Options{}; };
+  check_numeric_rounds<T>(rt, with_long_first_row(300, 2000, 6, 1500, seed), generate::uniform(2000, 500, 8, seed + 5), plain,
+                          {"positions: 2 bytes", "positions: 2 bytes", "recompute: Options::keep_positions is off"}, seed);
+  check_numeric_rounds<T>(rt, with_long_first_row(300, 2000, 6, 1500, seed), generate::uniform(2000, 20000, 8, seed + 6), plain,
+                          {"positions: 2 bytes"}, seed);
+  check_numeric_rounds<T>(rt, with_long_first_row(300, 12000, 6, 10000, seed), generate::uniform(12000, 200000, 8, seed + 7),
+                          plain, {"positions: 4 bytes"}, seed);
+  const Csr<double> band = generate::banded(3000, 64, 32, seed);
+  check_numeric_rounds<T>(rt, band, band, [](int64_t c_nnz) {
+    Options o;
+    o.memory_limit_bytes = c_nnz * 16;  // C's 8 to 12 bytes an entry and row_hash's workspace; positions need about 25
+    return o;
+  }, {"recompute: positions take up to "}, seed);
+}
+
+TEST_F(SpgemmGpu, TheNumericPhaseByPositionsAndWithoutF32) { check_numeric_paths<float>(rt(), next_seed()); }
+
+TEST_F(SpgemmGpu, TheNumericPhaseByPositionsAndWithoutF64) { check_numeric_paths<double>(rt(), next_seed()); }
 
 TEST_F(SpgemmGpu, RowPanelsUnderAMemoryLimitF32) { check_row_panels<float>(rt(), next_seed()); }
 

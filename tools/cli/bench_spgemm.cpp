@@ -5,7 +5,8 @@
 // call cannot be captured in a graph: every time here is an event pair around the host's call
 // (what a caller waits for), the median of --repeat after --warmup and one untimed first run.
 // GFLOP/s counts 2 flops per product (2·NNZ(Ĉ)). The record's "numeric" times the numeric phase
-// alone with the pattern reused (spgemm_numeric against cusparseSpGEMMreuse_compute).
+// alone with the pattern reused (spgemm_numeric against cusparseSpGEMMreuse_compute; see
+// measure_numeric).
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -26,6 +27,16 @@ namespace {
 ordered_json spgemm_ratio(double numerator, double denominator) {
   const double r = numerator / denominator;
   return std::isfinite(r) && r > 0 ? ordered_json(r) : ordered_json(nullptr);
+}
+
+// Host wall-clock ms of `call` with the device idle before and after it.
+template <class Call>
+double wall_ms(const Context& context, Call&& call) {
+  context.synchronize();
+  const auto start = std::chrono::steady_clock::now();
+  call();
+  context.synchronize();
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 }
 
 template <class T>
@@ -51,13 +62,9 @@ class SpgemmTimer {
   // kernels already loaded by the runs before.
   double first_call_ms(const Csr<T>& host, const Options& options) {
     const DeviceCsr<T> fresh(rt_.context(), host);
-    rt_.context().synchronize();
-    const auto start = std::chrono::steady_clock::now();
     Options o = options;
     o.stream = stream_.handle();
-    rt_.spgemm(fresh, fresh, o);
-    rt_.context().synchronize();
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    return wall_ms(rt_.context(), [&] { rt_.spgemm(fresh, fresh, o); });
   }
 
  private:
@@ -80,25 +87,34 @@ ordered_json check_against(const Csr<T>& got, const Csr<T>& want) {
 
 // The numeric phase alone with the pattern reused: ours (spgemm_numeric into a C from spgemm,
 // auto's plan) against cusparseSpGEMMreuse_compute (its pattern phases run once, untimed), each
-// an event pair around the host's call. {ms, vendor_ms, speedup} (vendor_failed when cuSPARSE
-// could not set up its pattern).
+// an event pair around the host's call. {ms, path (NumericCallInfo::numeric), setup_ms (the
+// first call, which finds the positions, wall-clock), recompute_ms (keep_positions off: the
+// plan's variant again), vendor_ms, vendor_setup_ms (cuSPARSE's work estimation, nnz and copy
+// phases, wall-clock), speedup} (vendor_failed when cuSPARSE could not set up its pattern).
 template <class T>
 ordered_json measure_numeric(Runtime& rt, const DeviceCsr<T>& a, const Config& config) {
   const Stream stream(rt.context());
   Options options;
   options.stream = stream.handle();
   DeviceCsr<T> c = rt.spgemm(a, a, options);
+  NumericCallInfo first;
+  const double setup_ms = wall_ms(rt.context(), [&] { first = rt.spgemm_numeric(a, a, c, options); });
   tuner::TimingOptions timing = config.timing;
   timing.clock = tuner::Clock::Events;
-  const double ours = tuner::time_on_stream(rt.context(), stream.handle(), 1, timing, [&](int, CUstream) {
-                        rt.spgemm_numeric(a, a, c, options);
-                      }).median_ms;
-  ordered_json numeric = {{"ms", ours}};
+  const auto time_numeric = [&](const Options& o) {
+    return tuner::time_on_stream(rt.context(), stream.handle(), 1, timing, [&](int, CUstream) { rt.spgemm_numeric(a, a, c, o); })
+        .median_ms;
+  };
+  const double ours = time_numeric(options);
+  Options recompute = options;
+  recompute.keep_positions = false;
+  ordered_json numeric = {{"ms", ours}, {"path", first.numeric}, {"setup_ms", setup_ms}, {"recompute_ms", time_numeric(recompute)}};
   try {
     const vendor::CusparseHandle handle(rt.context());
-    const vendor::CusparseSpgemmReuse<T> reuse(handle, a, a, stream.handle());
+    std::optional<vendor::CusparseSpgemmReuse<T>> reuse;
+    numeric["vendor_setup_ms"] = wall_ms(rt.context(), [&] { reuse.emplace(handle, a, a, stream.handle()); });
     const double vendor_ms = tuner::time_on_stream(rt.context(), stream.handle(), 1, timing, [&](int, CUstream s) {
-                               reuse.compute(s);
+                               reuse->compute(s);
                              }).median_ms;
     numeric["vendor_ms"] = vendor_ms;
     numeric["speedup"] = spgemm_ratio(vendor_ms, ours);

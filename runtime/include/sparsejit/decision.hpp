@@ -89,6 +89,13 @@ struct CallInfo {
   bool plan_reused = false;
 };
 
+// What spgemm_numeric reports besides: how C's values were computed, "positions: ..." (each
+// product's place in C, found on the first such call and kept on C) or "recompute: ..." (the
+// plan's variant again), with the reason.
+struct NumericCallInfo : CallInfo {
+  std::string numeric;
+};
+
 nlohmann::json to_json(const Decision& decision);
 std::string describe(const Decision& decision);  // multi-line, for `explain`
 

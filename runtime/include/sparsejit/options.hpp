@@ -79,6 +79,12 @@ struct Options {
   // names the bytes), and row_hash processes C in row panels when one pass does not fit;
   // when nothing fits the call fails naming the bytes before anything is allocated. > 0.
   std::optional<int64_t> memory_limit_bytes;
+  // spgemm_numeric only: whether the first call on a C may keep each product's place in C on
+  // C's handle (2 bytes a product, 4 where a row of C passes 65536 entries, plus 4 per entry of
+  // A), so that later calls only gather, multiply and add. false: every call runs spgemm's plan
+  // again (no memory kept beyond C). Positions are also left out where they pass
+  // memory_limit_bytes or half the free device memory.
+  bool keep_positions = true;
 };
 
 // A forced choice from SPARSEJIT_FORCE=op:variant[:k=v,...], e.g.

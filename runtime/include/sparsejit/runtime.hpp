@@ -81,12 +81,18 @@ class Runtime {
   // The numeric phase alone, for callers that multiply the same patterns again with new values
   // (iterative solvers, AMG setup): c's values become A·B's for the current values of A and B
   // (after update_values), c's pattern kept. c must come from spgemm(A', B') with A' and B'
-  // of A's and B's patterns (InvalidInputError otherwise, naming which). Same plan as spgemm
-  // (cached on A's handle): no pattern pass, no synchronization and no allocation of C; work is
-  // enqueued on options.stream, and c's arrays are being rewritten (the columns with the same
-  // values) until it completes. Returns the Decision and whether the plan was reused.
+  // of A's and B's patterns (InvalidInputError otherwise, naming which). The first such call
+  // on c finds every product's place in c (2 bytes a product, 4 for rows of more than 65536
+  // entries, plus 4 per entry of A; kept on c's handle for its life) and synchronizes
+  // options.stream once; later calls run one kernel that gathers, multiplies and adds
+  // (two when a row of C is split over blocks): no pattern pass, no synchronization, no
+  // allocation. Where those bytes pass half the free device memory or
+  // Options::memory_limit_bytes, or Options::keep_positions is off, every call runs spgemm's
+  // plan again instead (its numeric pass, without allocating C). Work is enqueued on options.stream, and c's values are being
+  // rewritten until it completes. Returns the Decision, whether the plan was reused and, in
+  // NumericCallInfo::numeric, which of the two ran and why.
   template <class T>
-  CallInfo spgemm_numeric(const DeviceCsr<T>& a, const DeviceCsr<T>& b, DeviceCsr<T>& c, const Options& options = {});
+  NumericCallInfo spgemm_numeric(const DeviceCsr<T>& a, const DeviceCsr<T>& b, DeviceCsr<T>& c, const Options& options = {});
 
   // SpAMM C ≈ A·B (sparsejit/spamm.hpp): A m×k, B k×n, C m×n, all row-major (any ld ≥ cols);
   // C is overwritten. T: float or double (double: precision Full only). One call: the tile

@@ -1,0 +1,149 @@
+#include "ops/spgemm_reuse.hpp"
+
+#include <algorithm>
+#include <optional>
+#include <string>
+
+#include "formats/spgemm_positions.hpp"
+#include "ops/call_common.hpp"
+#include "ops/runtime_state.hpp"
+#include "plan/spgemm_reuse.hpp"
+#include "sparsejit/error.hpp"
+
+namespace sparsejit::ops {
+
+jit::KernelSpec positions_spec(const char* pass, DType dtype, bool long_positions, bool wide_rows, const plan::SpgemmReusePlan& p) {
+  const std::string value_t = dtype == DType::F64 ? "double" : "float";
+  const std::string name = std::string("sj_spgemm_positions_") + pass + (wide_rows ? "_wide" : "") + (long_positions ? "_u32" : "_u16");
+  const bool build = std::string(pass) == "build";
+  jit::KernelSpec spec{"spgemm_positions.cu", name,
+                       {{"value_t", value_t}, {"acc_t", value_t}, {"pos_t", long_positions ? "unsigned int" : "unsigned short"},
+                        {"build", build}, {"numeric", std::string(pass) == "numeric"}, {"zero", std::string(pass) == "zero"},
+                        {"block_threads", wide_rows ? p.wide_block_threads : p.block_threads},
+                        {"shared_entries", wide_rows ? p.wide_entries : p.shared_entries}},
+                       {}};
+  // Only the build pass has lane groups: the other passes' sources, and so their cached
+  // kernels, are the same for every pair of one value type.
+  if (build) spec.params["group_lanes"] = p.group_lanes;
+  return spec;
+}
+
+namespace {
+
+// What a C keeps: the plan's verdict, and with positions their arrays and kernels.
+template <class T>
+struct Positions {
+  plan::SpgemmReusePlan plan;
+  std::string why;
+  bool usable = false;
+  unsigned narrow_tasks = 0, wide_tasks = 0, zero_ranges = 0;
+  // The wide blocks' shared sums: the widest of their rows rounded up to 1024 entries (at most
+  // the plan's wide_entries), so that two blocks share a multiprocessor where rows allow.
+  int64_t wide_entries = 0;
+  DeviceBuffer task_list, product_at, zero_list, positions;
+  std::optional<cuda::Kernel> numeric, numeric_wide, zero;
+};
+
+// The host's tasks, the device's positions: one synchronization to read the missing flag.
+template <class T>
+void build(detail::RuntimeState& rt, const variants::SpgemmOperands<T>& o, const DeviceCsr<T>& c, Positions<T>& made) {
+  const plan::SpgemmReusePlan& plan = made.plan;
+  const PatternView a = o.a.host_pattern(), b = o.b.host_pattern(), cp = c.host_pattern();
+  const formats::ReuseTasks t =
+      formats::build_reuse_tasks(a, b, cp.row_ptr, plan.task_products, plan.shared_entries, plan.wide_entries);
+  const bool long_positions = t.widest > 65536;
+  const DType dtype = dtype_of<T>::value;
+  const cuda::Kernel build_kernel = rt.loader.load(positions_spec("build", dtype, long_positions, false, plan)).kernel;
+  made.numeric = rt.loader.load(positions_spec("numeric", dtype, long_positions, false, plan)).kernel;
+  made.narrow_tasks = unsigned(t.narrow);
+  made.wide_tasks = unsigned(t.tasks.size() - std::size_t(t.narrow));
+  if (made.wide_tasks > 0) {
+    int64_t widest = 0;
+    for (std::size_t i = std::size_t(t.narrow); i < t.tasks.size(); ++i) widest = std::max<int64_t>(widest, t.tasks[i].c_count);
+    made.wide_entries = std::min(plan.wide_entries, (widest + 1023) / 1024 * 1024);
+    made.numeric_wide = rt.loader.load(positions_spec("numeric", dtype, long_positions, true, plan)).kernel;
+    made.numeric_wide->set_max_dynamic_shared(int(made.wide_entries * int64_t(sizeof(T))));
+  }
+  made.zero_ranges = unsigned(t.zero_ranges.size() / 2);
+  if (made.zero_ranges > 0) {
+    made.zero = rt.loader.load(positions_spec("zero", dtype, long_positions, false, plan)).kernel;
+    made.zero_list = DeviceBuffer::from_host(rt.context, t.zero_ranges);
+  }
+  made.task_list = DeviceBuffer::from_host(rt.context, t.tasks);
+  made.product_at = DeviceBuffer::from_host(rt.context, t.product_at);
+  const std::size_t position_bytes = long_positions ? 4 : 2;
+  made.positions = DeviceBuffer(rt.context, std::size_t(t.products) * position_bytes);
+  DeviceBuffer missing = DeviceBuffer::from_host(rt.context, std::vector<int32_t>{0});
+  CUdeviceptr tasks = made.task_list.ptr(), a_row_ptr = o.a.row_ptr().ptr(), a_col = o.a.col_idx().ptr();
+  CUdeviceptr b_row_ptr = o.b.row_ptr().ptr(), b_col = o.b.col_idx().ptr(), c_row_ptr = c.row_ptr().ptr();
+  CUdeviceptr c_col = c.col_idx().ptr(), product_at = made.product_at.ptr(), positions = made.positions.ptr();
+  CUdeviceptr missing_at = missing.ptr();
+  void* args[] = {&tasks, &a_row_ptr, &a_col, &b_row_ptr, &b_col, &c_row_ptr, &c_col, &product_at, &positions, &missing_at};
+  build_kernel.launch({unsigned(t.tasks.size()), 1, 1}, {unsigned(plan.block_threads), 1, 1}, 0, o.stream, args, false);
+  int32_t missed = 0;
+  missing.download_async(&missed, sizeof(missed), o.stream);
+  SPARSEJIT_CU(cuStreamSynchronize, o.stream);
+  made.usable = missed == 0;
+  const std::size_t kept = made.positions.bytes() + made.product_at.bytes() + made.task_list.bytes() + made.zero_list.bytes();
+  made.why = made.usable ? "positions: " + std::to_string(position_bytes) + " bytes a product, " + std::to_string(kept) +
+                               " bytes kept on C, " + std::to_string(made.narrow_tasks) + " tasks + " +
+                               std::to_string(made.wide_tasks) + " of wide rows"
+                         : "recompute: a product's column is not in C's row (C's rows must be sorted for positions)";
+}
+
+// One numeric kernel over `count` tasks from `first`.
+template <class T>
+void launch_numeric(const cuda::Kernel& kernel, const Positions<T>& p, const variants::SpgemmOperands<T>& o, CUdeviceptr values,
+                    unsigned first, unsigned count, int block_threads, int64_t shared_entries) {
+  CUdeviceptr tasks = p.task_list.ptr() + 32 * std::size_t(first), a_col = o.a.col_idx().ptr(), a_val = o.a.values().ptr();
+  CUdeviceptr b_row_ptr = o.b.row_ptr().ptr(), b_val = o.b.values().ptr(), product_at = p.product_at.ptr();
+  CUdeviceptr positions = p.positions.ptr();
+  void* args[] = {&tasks, &a_col, &a_val, &b_row_ptr, &b_val, &product_at, &positions, &values};
+  kernel.launch({count, 1, 1}, {unsigned(block_threads), 1, 1}, unsigned(shared_entries * int64_t(sizeof(T))), o.stream, args, o.early);
+}
+
+template <class T>
+void compute(const Positions<T>& p, const variants::SpgemmOperands<T>& o, CUdeviceptr values) {
+  if (p.zero_ranges > 0) {
+    CUdeviceptr ranges = p.zero_list.ptr();
+    void* args[] = {&ranges, &values};
+    p.zero->launch({p.zero_ranges, 1, 1}, {unsigned(p.plan.block_threads), 1, 1}, 0, o.stream, args, o.early);
+  }
+  if (p.narrow_tasks > 0) launch_numeric(*p.numeric, p, o, values, 0, p.narrow_tasks, p.plan.block_threads, p.plan.shared_entries);
+  if (p.wide_tasks > 0)
+    launch_numeric(*p.numeric_wide, p, o, values, p.narrow_tasks, p.wide_tasks, p.plan.wide_block_threads, p.wide_entries);
+}
+
+}  // namespace
+
+template <class T>
+bool recompute_by_positions(detail::RuntimeState& rt, const variants::SpgemmOperands<T>& o, const DeviceCsr<T>& c,
+                            const SpgemmFeatures& features, const Options& options, std::string& why) {
+  if (!options.keep_positions) {
+    why = "recompute: Options::keep_positions is off";
+    return false;
+  }
+  const std::optional<int64_t> memory_limit = options.memory_limit_bytes;
+  const std::string key = "spgemm_positions" + (memory_limit ? ":memory<=" + std::to_string(*memory_limit) : std::string());
+  const auto kept = c.template get_or_create<Positions<T>>(key, [&] {
+    auto made = std::make_shared<Positions<T>>();
+    made->plan = plan::plan_spgemm_reuse(features, dtype_of<T>::value, rt.target, int64_t(rt.context.free_bytes()), memory_limit);
+    made->why = made->plan.why;
+    if (made->plan.by_positions) build(rt, o, c, *made);
+    return made;
+  });
+  why = kept->why;
+  if (!kept->usable) return false;
+  rt.context.make_current();
+  compute(*kept, o, c.values().ptr());
+  return true;
+}
+
+#define SPARSEJIT_INSTANTIATE(T)                                                                                        \
+  template bool recompute_by_positions<T>(detail::RuntimeState&, const variants::SpgemmOperands<T>&, const DeviceCsr<T>&, \
+                                          const SpgemmFeatures&, const Options&, std::string&);
+SPARSEJIT_INSTANTIATE(float)
+SPARSEJIT_INSTANTIATE(double)
+#undef SPARSEJIT_INSTANTIATE
+
+}  // namespace sparsejit::ops
