@@ -14,6 +14,7 @@
 #include "sparsejit/features.hpp"
 #include "sparsejit/generate.hpp"
 #include "sparsejit/reference.hpp"
+#include "support/test_support.hpp"
 #include "sparsejit/runtime.hpp"
 #include "variants/spgemm/spgemm_variant.hpp"
 
@@ -21,17 +22,7 @@ namespace sparsejit {
 namespace {
 
 Csr<double> csr(int32_t rows, int32_t cols, const std::vector<std::vector<int32_t>>& columns) {
-  Csr<double> m;
-  m.rows = rows;
-  m.cols = cols;
-  for (const auto& row : columns) {
-    for (int32_t c : row) {
-      m.col_idx.push_back(c);
-      m.values.push_back(1.0);
-    }
-    m.row_ptr.push_back(int32_t(m.col_idx.size()));
-  }
-  return m;
+  return test::csr_of_rows(rows, cols, columns);
 }
 
 // A 3x4 with rows {0, 1}, {}, {1, 2, 3}; B 4x5 with rows of 2, 3, 0 and 1 entries.

@@ -17,6 +17,7 @@
 #include "sparsejit/features.hpp"
 #include "sparsejit/generate.hpp"
 #include "sparsejit/reference.hpp"
+#include "support/test_support.hpp"
 
 namespace sparsejit {
 namespace {
@@ -26,17 +27,7 @@ using formats::ReuseTask;
 using formats::ReuseTasks;
 
 Csr<double> csr(int32_t rows, int32_t cols, const std::vector<std::vector<int32_t>>& columns) {
-  Csr<double> m;
-  m.rows = rows;
-  m.cols = cols;
-  for (const auto& row : columns) {
-    for (int32_t c : row) {
-      m.col_idx.push_back(c);
-      m.values.push_back(1.0);
-    }
-    m.row_ptr.push_back(int32_t(m.col_idx.size()));
-  }
-  return m;
+  return test::csr_of_rows(rows, cols, columns);
 }
 
 // The header's promises, checked on any pair.

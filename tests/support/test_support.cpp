@@ -113,4 +113,18 @@ std::string invalid_input_message(const std::function<void()>& call) {
   return "(no InvalidInputError)";
 }
 
+Csr<double> csr_of_rows(int32_t rows, int32_t cols, const std::vector<std::vector<int32_t>>& columns) {
+  Csr<double> m;
+  m.rows = rows;
+  m.cols = cols;
+  for (const auto& row : columns) {
+    for (int32_t c : row) {
+      m.col_idx.push_back(c);
+      m.values.push_back(1.0);
+    }
+    m.row_ptr.push_back(int32_t(m.col_idx.size()));
+  }
+  return m;
+}
+
 }  // namespace sparsejit::test

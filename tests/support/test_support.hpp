@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "sparsejit/matrix.hpp"
+
 namespace sparsejit::test {
 
 // ../shared/matrices beside the checkout (SPARSEJIT_SHARED_MATRICES overrides it).
@@ -55,6 +57,9 @@ std::string use_fresh_cache_dir(const std::string& tag);
 // Runs `sql` on the SQLite database at `path` (a test reaching past the cache's API: damage,
 // another schema), failing the test with SQLite's message when it does not run.
 void run_sql(const std::string& path, const std::string& sql);
+
+// A rows x cols CSR with the given columns in each row (in that order), every value 1.
+Csr<double> csr_of_rows(int32_t rows, int32_t cols, const std::vector<std::vector<int32_t>>& columns);
 
 // The message of the InvalidInputError `call` throws, or "(no InvalidInputError)".
 std::string invalid_input_message(const std::function<void()>& call);

@@ -7,6 +7,7 @@
 // bench/README.md writes the line format down). The report reads the same records, so
 // what the table shows is what the JSON lines hold.
 #pragma once
+#include <chrono>
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -115,5 +116,15 @@ nlohmann::ordered_json reuse_record(const ReuseTimes& times, const Fastest& with
 // The closing table (one line per record) and the per-K summary (with the SDDMM reuse line
 // where records hold "reuse").
 void print_report(std::ostream& out, const std::vector<nlohmann::ordered_json>& records);
+
+// Host wall-clock ms of `call` between two synchronizations of `context`.
+template <class Call>
+double synchronized_ms(const Context& context, Call&& call) {
+  context.synchronize();
+  const auto start = std::chrono::steady_clock::now();
+  call();
+  context.synchronize();
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
 
 }  // namespace sparsejit::cli::bench

@@ -66,16 +66,6 @@ class OpBench {
   virtual double first_call_ms(const Options& options) = 0;
 };
 
-// Host wall-clock ms of `call` between two synchronizations of `context`.
-template <class Call>
-double synchronized_ms(const Context& context, Call&& call) {
-  context.synchronize();
-  const auto start = std::chrono::steady_clock::now();
-  call();
-  context.synchronize();
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-}
-
 template <class T>
 class SpmmBench final : public OpBench {
  public:

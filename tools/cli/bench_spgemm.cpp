@@ -29,16 +29,6 @@ ordered_json spgemm_ratio(double numerator, double denominator) {
   return std::isfinite(r) && r > 0 ? ordered_json(r) : ordered_json(nullptr);
 }
 
-// Host wall-clock ms of `call` with the device idle before and after it.
-template <class Call>
-double wall_ms(const Context& context, Call&& call) {
-  context.synchronize();
-  const auto start = std::chrono::steady_clock::now();
-  call();
-  context.synchronize();
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-}
-
 template <class T>
 class SpgemmTimer {
  public:
@@ -64,7 +54,7 @@ class SpgemmTimer {
     const DeviceCsr<T> fresh(rt_.context(), host);
     Options o = options;
     o.stream = stream_.handle();
-    return wall_ms(rt_.context(), [&] { rt_.spgemm(fresh, fresh, o); });
+    return synchronized_ms(rt_.context(), [&] { rt_.spgemm(fresh, fresh, o); });
   }
 
  private:
@@ -98,7 +88,7 @@ ordered_json measure_numeric(Runtime& rt, const DeviceCsr<T>& a, const Config& c
   options.stream = stream.handle();
   DeviceCsr<T> c = rt.spgemm(a, a, options);
   NumericCallInfo first;
-  const double setup_ms = wall_ms(rt.context(), [&] { first = rt.spgemm_numeric(a, a, c, options); });
+  const double setup_ms = synchronized_ms(rt.context(), [&] { first = rt.spgemm_numeric(a, a, c, options); });
   tuner::TimingOptions timing = config.timing;
   timing.clock = tuner::Clock::Events;
   const auto time_numeric = [&](const Options& o) {
@@ -112,7 +102,7 @@ ordered_json measure_numeric(Runtime& rt, const DeviceCsr<T>& a, const Config& c
   try {
     const vendor::CusparseHandle handle(rt.context());
     std::optional<vendor::CusparseSpgemmReuse<T>> reuse;
-    numeric["vendor_setup_ms"] = wall_ms(rt.context(), [&] { reuse.emplace(handle, a, a, stream.handle()); });
+    numeric["vendor_setup_ms"] = synchronized_ms(rt.context(), [&] { reuse.emplace(handle, a, a, stream.handle()); });
     const double vendor_ms = tuner::time_on_stream(rt.context(), stream.handle(), 1, timing, [&](int, CUstream s) {
                                reuse->compute(s);
                              }).median_ms;
