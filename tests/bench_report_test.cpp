@@ -247,6 +247,31 @@ TEST(BenchReport, SpgemmSummary) {
   EXPECT_EQ(out.str().find("CHECK FAILED"), std::string::npos) << out.str();  // no record has a check (bench without --check)
 }
 
+// Peak memory, auto over cuSPARSE's, on the ten records with the most products: twelve
+// records with products 1..12 and ratios 0.1..1.2; the two smallest products (ratios 0.1, 0.2)
+// are left out, so the median of 0.3..1.2 is 0.75 and the most 1.2 (m12). A record without
+// the vendor's peak (its call failed) is not counted.
+TEST(BenchReport, SpgemmPeakMemoryOnTheLargest) {
+  std::vector<ordered_json> records;
+  for (int i = 1; i <= 12; ++i) {
+    ordered_json r = spgemm_record("m" + std::to_string(i), 1.0, 2.0, 1.0);
+    r["products"] = 1000 * i;
+    r["auto"]["peak_bytes"] = 100 * i;
+    r["vendor"]["peak_bytes"] = 1000;
+    records.push_back(r);
+  }
+  ordered_json failed = spgemm_record("m13", 1.0, nullptr, 1.0);
+  failed["products"] = 99000;
+  failed["auto"]["peak_bytes"] = 5000;
+  records.push_back(failed);
+  std::ostringstream out;
+  print_report(out, records);
+  EXPECT_NE(out.str().find("spgemm peak device memory, auto over cuSPARSE's, on the 10 with the most products: median 0.75x, "
+                           "most 1.20x (m12)\n"),
+            std::string::npos)
+      << out.str();
+}
+
 // With --check, a failed comparison is flagged on its matrix's line, a passed one is not.
 TEST(BenchReport, SpgemmCheckFailuresAreFlagged) {
   std::vector<ordered_json> records = {spgemm_record("m1", 1.0, 2.0, 1.0), spgemm_record("m2", 1.0, 2.0, 1.0)};

@@ -1,5 +1,6 @@
 #include "cuda/memory.hpp"
 
+#include <atomic>
 #include <utility>
 
 #include "cuda/context.hpp"
@@ -7,6 +8,9 @@
 
 namespace sparsejit {
 namespace {
+
+std::atomic<int64_t> held_now{0};
+std::atomic<int64_t> held_peak{0};
 
 // Running out of device memory is a problem too big for this GPU, not a fault: the message
 // names the bytes asked for and the bytes free. Nothing was allocated, nothing is written,
@@ -20,9 +24,25 @@ void allocate(CUdeviceptr* ptr, std::size_t bytes) {
                     std::to_string(free_bytes) + " of " + std::to_string(total_bytes) + " bytes free");
   }
   cuda::check(result, "cuMemAlloc_v2");
+  cuda::count_held_bytes(int64_t(bytes));
 }
 
 }  // namespace
+
+namespace cuda {
+
+HeldBytes held_bytes() { return {held_now.load(), held_peak.load()}; }
+
+void reset_peak_held_bytes() { held_peak.store(held_now.load()); }
+
+void count_held_bytes(int64_t bytes) {
+  const int64_t now = held_now.fetch_add(bytes) + bytes;
+  int64_t peak = held_peak.load();
+  while (now > peak && !held_peak.compare_exchange_weak(peak, now)) {
+  }
+}
+
+}  // namespace cuda
 
 DeviceBuffer::DeviceBuffer(const Context& context, std::size_t bytes) : context_(context), bytes_(bytes) {
   context.make_current();
@@ -67,6 +87,7 @@ void DeviceBuffer::release() noexcept {
       context_->make_current();
       if (ownership_ == Ownership::Pooled) cuda::driver().cuCtxSynchronize();
       cuda::driver().cuMemFree_v2(ptr_);
+      cuda::count_held_bytes(-int64_t(bytes_));
     } catch (const Error&) {
     }
   }

@@ -3,6 +3,7 @@
 // leading dimension exceeds their width.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 
 #include "sparsejit/device.hpp"
@@ -29,6 +30,21 @@ class PinnedBuffer {
   void* data_ = nullptr;
   std::size_t bytes_ = 0;
 };
+
+// Device memory held by sparsejit's own allocations in this process, over every device:
+// DeviceBuffers it allocated (cuMemAlloc) and blocks from its pools (ScratchPool), counted when
+// allocated and when freed, a pool block's stream-ordered free when it is enqueued. Borrowed
+// memory and what libraries allocate inside their handles are not counted; cuSPARSE's SpGEMM
+// takes its buffers from the caller, so its calls through runtime/vendor/ are. `peak` is the
+// most held since the last reset_peak_held_bytes (the bench's peak memory of one call).
+struct HeldBytes {
+  int64_t current = 0;
+  int64_t peak = 0;
+};
+HeldBytes held_bytes();
+void reset_peak_held_bytes();  // peak = current
+// Counts `bytes` more (negative: fewer) held: the allocators' bookkeeping.
+void count_held_bytes(int64_t bytes);
 
 // Copies `rows` rows of `row_bytes` between host and device memory with the given pitches
 // (bytes between row starts), ordered on `stream` (the caller synchronizes when it must).

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "cuda/driver_api.hpp"
+#include "cuda/memory.hpp"
 #include "sparsejit/error.hpp"
 
 namespace sparsejit::cuda {
@@ -58,6 +59,7 @@ ScratchPool::Block ScratchPool::allocate(std::size_t bytes, CUstream stream) {
   block.context_ = &context_;
   block.bytes_ = size;
   block.stream_ = stream;
+  count_held_bytes(int64_t(size));
   return block;
 }
 
@@ -68,6 +70,7 @@ DeviceBuffer ScratchPool::allocate_buffer(std::size_t bytes, CUstream stream) {
   const CUresult result = allocate_from_pool(&ptr, bytes, stream);
   if (result != CUDA_SUCCESS)
     fail(result, "cuMemAllocFromPoolAsync of " + std::to_string(bytes) + " bytes for a result failed: " + describe(result));
+  count_held_bytes(int64_t(bytes));
   return DeviceBuffer(context_, ptr, bytes, DeviceBuffer::Ownership::Pooled);
 }
 
@@ -108,6 +111,7 @@ void ScratchPool::Block::release() noexcept {
     try {  // a destructor cannot report; a failing free means the context is already gone
       context_->make_current();
       driver().cuMemFreeAsync(ptr_, stream_);
+      count_held_bytes(-int64_t(bytes_));
     } catch (const Error&) {
     }
   }

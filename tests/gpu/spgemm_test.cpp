@@ -10,15 +10,16 @@
 // plan's variant again.
 #include <gtest/gtest.h>
 
-#include <functional>
-
 #include <algorithm>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
 
+#include "cuda/memory.hpp"
+#include "cuda/scratch_pool.hpp"
 #include "sparsejit/error.hpp"
 #include "sparsejit/io.hpp"
 #include "support/gpu_suite.hpp"
@@ -498,6 +499,30 @@ void check_numeric_paths(Runtime& rt, uint64_t seed) {
 TEST_F(SpgemmGpu, TheNumericPhaseByPositionsAndWithoutF32) { check_numeric_paths<float>(rt(), next_seed()); }
 
 TEST_F(SpgemmGpu, TheNumericPhaseByPositionsAndWithoutF64) { check_numeric_paths<double>(rt(), next_seed()); }
+
+// The bench's peak memory (cuda::held_bytes): a DeviceBuffer and a result-pool block count
+// while held and not after; the peak keeps the most until reset; a call's C is held after it.
+TEST_F(SpgemmGpu, HeldBytesFollowAllocationsAndPoolBlocks) {
+  rt().context().synchronize();
+  const int64_t base = cuda::held_bytes().current;
+  cuda::reset_peak_held_bytes();
+  {
+    const DeviceBuffer plain(rt().context(), 1 << 20);
+    EXPECT_EQ(cuda::held_bytes().current, base + (1 << 20));
+    const DeviceBuffer pooled = cuda::result_pool(rt().context()).allocate_buffer(3 << 20, nullptr);
+    EXPECT_EQ(cuda::held_bytes().current, base + (4 << 20));
+  }
+  EXPECT_EQ(cuda::held_bytes().current, base);
+  EXPECT_EQ(cuda::held_bytes().peak, base + (4 << 20));
+  cuda::reset_peak_held_bytes();
+  EXPECT_EQ(cuda::held_bytes().peak, base);
+  const Csr<float> a = with_values<float>(generate::uniform(500, 500, 6, next_seed()), next_seed());
+  const DeviceCsr<float> da(rt().context(), a);
+  const int64_t with_a = cuda::held_bytes().current;
+  const DeviceCsr<float> c = rt().spgemm(da, da);
+  EXPECT_GE(cuda::held_bytes().current - with_a, int64_t(c.nnz()) * 8) << "C's columns and values";
+  EXPECT_GE(cuda::held_bytes().peak, cuda::held_bytes().current);
+}
 
 TEST_F(SpgemmGpu, RowPanelsUnderAMemoryLimitF32) { check_row_panels<float>(rt(), next_seed()); }
 

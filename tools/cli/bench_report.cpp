@@ -239,6 +239,26 @@ void print_first_call_summary(std::ostream& out, const std::vector<ordered_json>
 
 // SpGEMM records (one per matrix, no K): the table, then the geometric-mean and worst speedup
 // over cuSPARSE's whole call, where it failed, and auto against the oracle.
+// Peak device memory of auto's whole call over cuSPARSE's, on the (up to) ten records with the
+// most products that have both peaks.
+void print_spgemm_memory(std::ostream& out, const std::vector<ordered_json>& records) {
+  std::vector<std::pair<double, Named>> by_products;
+  for (const ordered_json& r : records) {
+    const auto ours = nested_number(r, "auto", "peak_bytes"), vendor = nested_number(r, "vendor", "peak_bytes");
+    if (ours && vendor && *vendor > 0)
+      by_products.push_back({r["products"].get<double>(), {*ours / *vendor, r["matrix"].get<std::string>()}});
+  }
+  if (by_products.empty()) return;
+  std::sort(by_products.begin(), by_products.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
+  if (by_products.size() > 10) by_products.resize(10);
+  std::vector<Named> ratios;
+  for (const auto& entry : by_products) ratios.push_back(entry.second);
+  const Named& most =
+      *std::max_element(ratios.begin(), ratios.end(), [](const Named& x, const Named& y) { return x.value < y.value; });
+  out << "spgemm peak device memory, auto over cuSPARSE's, on the " << ratios.size() << " with the most products: median "
+      << cell(median(ratios), "%.2fx") << ", most " << cell(most.value, "%.2fx") << " (" << most.matrix << ")\n";
+}
+
 void print_spgemm_report(std::ostream& out, const std::vector<ordered_json>& records) {
   char line[256];
   std::snprintf(line, sizeof line, "%-28s %10s %12s %12s %9s %-10s %8s %9s %7s %6s\n", "matrix", "nnz", "products", "nnz(C)",
@@ -290,6 +310,7 @@ void print_spgemm_report(std::ostream& out, const std::vector<ordered_json>& rec
         << ", speedup over cusparseSpGEMMreuse_compute geomean " << cell(geomean(numeric), "%.2fx") << ", min "
         << cell(slowest.value, "%.2fx") << " (" << slowest.matrix << ")\n";
   }
+  print_spgemm_memory(out, records);
 }
 
 }  // namespace

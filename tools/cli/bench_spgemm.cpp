@@ -6,13 +6,15 @@
 // (what a caller waits for), the median of --repeat after --warmup and one untimed first run.
 // GFLOP/s counts 2 flops per product (2·NNZ(Ĉ)). The record's "numeric" times the numeric phase
 // alone with the pattern reused (spgemm_numeric against cusparseSpGEMMreuse_compute; see
-// measure_numeric).
+// measure_numeric); "peak_bytes" of auto and the vendor is one whole call's peak device memory
+// (SpgemmTimer::peak_bytes).
 #include <chrono>
 #include <cmath>
 #include <limits>
 #include <optional>
 
 #include "cli/bench.hpp"
+#include "cuda/memory.hpp"
 #include "sparsejit/error.hpp"
 #include "sparsejit/reference.hpp"
 #include "vendor/cusparse_spgemm.hpp"
@@ -46,6 +48,18 @@ class SpgemmTimer {
                         rt_.spgemm(a_, a_, options);
                       }).median_ms;
     return {info, ms};
+  }
+
+  // Device bytes one call holds at its peak besides what was held before it (cuda::held_bytes:
+  // workspace, scratch and C's arrays, in stream order); kernels already loaded.
+  int64_t peak_bytes(Options options) {
+    options.stream = stream_.handle();
+    rt_.context().synchronize();
+    cuda::reset_peak_held_bytes();
+    const int64_t before = cuda::held_bytes().current;
+    rt_.spgemm(a_, a_, options);
+    rt_.context().synchronize();
+    return cuda::held_bytes().peak - before;
   }
 
   // Host wall-clock ms of the first call on a fresh handle of A (features, plan, the call),
@@ -134,7 +148,7 @@ ordered_json measure_spgemm(Runtime& rt, const Csr<T>& a, const Config& config, 
   record["products"] = int64_t(products);
   record["nnz_c"] = rt.spgemm(da, da).nnz();
   record["auto"] = {{"variant", d.variant}, {"params", d.params}, {"ms", auto_ms}, {"gflops", gflops(auto_ms)},
-                    {"first_call_ms", timer.first_call_ms(a, Options{})}};
+                    {"first_call_ms", timer.first_call_ms(a, Options{})}, {"peak_bytes", timer.peak_bytes(Options{})}};
 
   Fastest oracle;
   ordered_json variants = ordered_json::object();
@@ -161,7 +175,7 @@ ordered_json measure_spgemm(Runtime& rt, const Csr<T>& a, const Config& config, 
   vendor.variant = "cusparse";
   try {
     const double vendor_ms = timer.time(vendor).second;
-    record["vendor"] = {{"name", "cusparse"}, {"best", vendor_ms}, {"gflops", gflops(vendor_ms)}};
+    record["vendor"] = {{"name", "cusparse"}, {"best", vendor_ms}, {"gflops", gflops(vendor_ms)}, {"peak_bytes", timer.peak_bytes(vendor)}};
     oracle.offer("cusparse", vendor_ms);
     record["speedup"] = spgemm_ratio(vendor_ms, auto_ms);
   } catch (const CudaError& e) {
