@@ -108,11 +108,32 @@ TEST(SpgemmTemplates, TheDenseSpanDefaultsToTheWidestRowWithinSharedMemory) {
   EXPECT_EQ(plan::plan_spgemm(f, problem, {}, o).params.at("dense_span"), 3072);
   f.max_row_span = 200;  // the next power of two below 1024
   EXPECT_EQ(plan::plan_spgemm(f, problem, {}, o).params.at("dense_span"), 256);
-  // Wider than 227 KiB holds: 4.125 bytes a column in f32 (value and bit) next to 1024 threads'
-  // staging, so 53248 columns; 8.125 in f64, 25600.
+  // 227 KiB sums 53248 f32 columns at once (4.125 bytes a column, value and bit, next to 1024
+  // threads' staging): a span that fits sums in one window.
+  f.max_row_span = 50000;
+  Decision d = plan::plan_spgemm(f, problem, {}, o);
+  EXPECT_EQ(d.params.at("dense_span"), 50176);
+  EXPECT_EQ(d.params.at("dense_window"), 50176);
+  // Wider: windows of what fits beside the span's bitmap, up to 4. 100000 columns in f32: 2
+  // windows of 51200; 60000 in f64 (8 bytes a value): 3 windows of 25600, priced for the 2 extra
+  // passes; 100000 in f64 would take 5: one window of the widest that fits, 25600, as without
+  // windows (the rows past it stay hashed).
   f.max_row_span = 100000;
-  EXPECT_EQ(plan::plan_spgemm(f, problem, {}, o).params.at("dense_span"), 53248);
-  EXPECT_EQ(plan::plan_spgemm(f, {DType::F64, 100000, 100000, 100000}, {}, o).params.at("dense_span"), 25600);
+  d = plan::plan_spgemm(f, problem, {}, o);
+  EXPECT_EQ(d.params.at("dense_span"), 100352);
+  EXPECT_EQ(d.params.at("dense_window"), 51200);
+  const plan::SpgemmProblem f64_problem{DType::F64, 100000, 100000, 100000};
+  f.max_row_span = 60000;
+  d = plan::plan_spgemm(f, f64_problem, {}, o);
+  EXPECT_EQ(d.params.at("dense_span"), 60416);
+  EXPECT_EQ(d.params.at("dense_window"), 25600);
+  const auto row_hash = std::find_if(d.candidates.begin(), d.candidates.end(), [](const Candidate& c) { return c.variant == "row_hash"; });
+  ASSERT_NE(row_hash, d.candidates.end());
+  EXPECT_GT(row_hash->terms.at("dense_window_products").get<double>(), 0.0) << "2 windows past the first";
+  f.max_row_span = 100000;
+  d = plan::plan_spgemm(f, f64_problem, {}, o);
+  EXPECT_EQ(d.params.at("dense_span"), 25600);
+  EXPECT_EQ(d.params.at("dense_window"), 25600);
   f.b_sorted = false;  // the span is read from B's row ends
   EXPECT_EQ(plan::plan_spgemm(f, problem, {}, o).params.at("dense_span"), 0);
 }
@@ -120,7 +141,7 @@ TEST(SpgemmTemplates, TheDenseSpanDefaultsToTheWidestRowWithinSharedMemory) {
 TEST(SpgemmTemplates, ADenseSpanOutsideItsRangeIsRefusedNamingIt) {
   const SpgemmFeatures f = every_bin();
   const plan::SpgemmProblem problem{DType::F64, 100000, 100000, 100000};
-  for (int span : {16, 3000, 26624}) {
+  for (int span : {16, 3000, 99328}) {
     Options o;
     o.variant = "row_hash";
     o.params = {{"dense_span", span}};
@@ -158,9 +179,10 @@ TEST(SpgemmTemplates, RenderedSourceCarriesTheBinShapes) {
       EXPECT_NE(source.find("__syncthreads();"), std::string::npos);
       EXPECT_EQ(source.find("atomicAdd(&vals[slot]"), std::string::npos);  // keys only
     } else if (spec.kernel_name == "sj_spgemm_dense_numeric_4096") {
-      // A block of 512 threads per row, a 4096-column dense f64 accumulator and its bitmap.
+      // A block of 512 threads per row, a 4096-column dense f64 accumulator (one window) and its bitmap.
       for (const char* line : {"constexpr int kBlock = 512;", "constexpr int kSpan = 4096;", "constexpr int kValueSlots = 4096;",
-                               "atomicAdd(&vals[c]"})
+                               "constexpr int kWindows = kValueSlots > 0 ? (kSpan + kValueSlots - 1) / kValueSlots : 1;",
+                               "atomicAdd(&vals[slot]"})
         EXPECT_NE(source.find(line), std::string::npos) << line;
     }
   }

@@ -68,6 +68,10 @@ std::vector<Options> every_variant() {
     o.params = {{"dense_span", span}};
     all.push_back(o);
   }
+  Options windows;  // dense rows of up to 8192 columns summed 2048 at a time
+  windows.variant = "row_hash";
+  windows.params = {{"dense_span", 8192}, {"dense_window", 2048}};
+  all.push_back(windows);
   // cuSPARSE's lower-memory algorithms, which alg 0 takes when ALG1's buffers do not fit.
   for (int alg : {2, 3}) {
     Options o;
@@ -523,6 +527,36 @@ TEST_F(SpgemmGpu, HeldBytesFollowAllocationsAndPoolBlocks) {
   EXPECT_GE(cuda::held_bytes().current - with_a, int64_t(c.nnz()) * 8) << "C's columns and values";
   EXPECT_GE(cuda::held_bytes().peak, cuda::held_bytes().current);
 }
+
+// A row of 12000 products over 60000 columns: wider than one window of shared sums (f32 53248
+// columns, f64 26624), so the plan sums it in windows (2 in f32, 3 in f64), whole call and
+// the variant's numeric phase again, against the reference; C poisoned.
+template <class T>
+void check_dense_windows(Runtime& rt, uint64_t seed) {
+  Csr<T> a = with_values<T>(with_long_first_row(300, 2000, 6, 1500, seed), seed + 1);
+  const Csr<T> b = with_values<T>(generate::uniform(2000, 60000, 8, seed + 2), seed + 3);
+  DeviceCsr<T> da(rt.context(), a);
+  const DeviceCsr<T> db(rt.context(), b);
+  Options o;
+  o.variant = "row_hash";
+  o.keep_positions = false;
+  CallInfo info;
+  DeviceCsr<T> c = rt.spgemm(da, db, o, &info);
+  const int span = info.decision->params.at("dense_span").template get<int>();
+  const int window = info.decision->params.at("dense_window").template get<int>();
+  EXPECT_GE(span, 58000) << describe(*info.decision);
+  EXPECT_LT(window, span) << describe(*info.decision);
+  expect_same_product(c.download(), reference::spgemm(a, b));
+  generate::fill_random(a.values, seed + 4);
+  da.update_values(a.values);
+  c.update_values(std::vector<T>(std::size_t(c.nnz()), std::numeric_limits<T>::quiet_NaN()));
+  rt.spgemm_numeric(da, db, c, o);
+  expect_same_product(c.download(), reference::spgemm(a, b));
+}
+
+TEST_F(SpgemmGpu, WideDenseRowsSumInWindowsF32) { check_dense_windows<float>(rt(), next_seed()); }
+
+TEST_F(SpgemmGpu, WideDenseRowsSumInWindowsF64) { check_dense_windows<double>(rt(), next_seed()); }
 
 TEST_F(SpgemmGpu, RowPanelsUnderAMemoryLimitF32) { check_row_panels<float>(rt(), next_seed()); }
 

@@ -108,6 +108,7 @@ int64_t pow2_at_least(int64_t x) {
 struct BinCounts {
   int bins = 0;                             // shared bins (the global one is index bins, dense bins + 1)
   int dense_span = 0;                       // the dense bin's span (0: off)
+  int dense_window = 0;                     // the columns its numeric pass sums at a time
   std::array<int64_t, kBinSlots> symbolic{};  // most rows a symbolic bin can get (exact without dense)
   std::array<int64_t, kBinSlots> capacity{};  // most rows a numeric bin can get
   int64_t global_products = 0;              // products of the global bin's rows (at most)
@@ -120,10 +121,11 @@ struct BinCounts {
 // power of two, which the features' buckets count exactly.
 int64_t products_limit(int limit, int32_t n) { return limit < n ? int64_t(limit) : int64_t(kSlotProducts) * limit; }
 
-BinCounts bin_counts(const SpgemmFeatures& f, int32_t n, int bins, int dense_span) {
+BinCounts bin_counts(const SpgemmFeatures& f, int32_t n, int bins, int dense_span, int dense_window) {
   BinCounts c;
   c.bins = bins;
   c.dense_span = dense_span;
+  c.dense_window = dense_span > 0 && dense_window > 0 ? std::min(dense_window, dense_span) : dense_span;
   int64_t below = 0;  // rows in the bins before
   for (int b = 0; b < bins; ++b) {
     const int64_t up_to = rows_with_products_up_to(f, products_limit(kBins[std::size_t(b)].limit, n));
@@ -188,38 +190,69 @@ jit::KernelSpec bin_spec(bool symbolic, int bins, int dense_span) {
 // in the numeric pass, for its shared memory) get the most threads.
 int dense_block_threads(int span) { return span >= 16384 ? 1024 : 512; }
 
-// Dynamic shared memory of a dense block (the layout of spgemm_dense_rows.cu).
-int64_t dense_shared_bytes(int span, bool numeric, int acc) {
+// Dynamic shared memory of a dense block (the layout of spgemm_dense_rows.cu): the numeric pass
+// sums `window` columns at a time next to the bitmap of the whole span.
+int64_t dense_shared_bytes(int span, int window, bool numeric, int acc) {
   const int64_t block = dense_block_threads(span);
-  return acc * ((numeric ? span : 0) + block) + 4 * (span / 32) + 4 * (2 * block + 32 + 1);
+  return acc * ((numeric ? window : 0) + block) + 4 * (span / 32) + 4 * (2 * block + 32 + 1);
 }
 
 // Dense spans are multiples of 32 columns (bitmap words); the planner's are powers of two up
 // to kDenseGranule and multiples of it above, so few distinct kernels are compiled.
 constexpr int kDenseGranule = 1024;
+// A span wider than one window of sums fits is summed in up to this many windows, each a pass
+// over the row's products: a wide row still needs no hashing (f64 rows of 36,692 columns hashed
+// in global memory made email-Enron's f64 product slower than cuSPARSE's).
+constexpr int kMaxDenseWindows = 4;
 
-// The widest dense span (a multiple of kDenseGranule) whose numeric pass fits a block's shared
-// memory, at least kDenseGranule.
-int widest_dense_span(int acc, const plan::DeviceTarget& device) {
+// The columns the numeric pass of a span sums at a time: the whole span when it fits a block's
+// shared memory, else the widest multiple of kDenseGranule that fits beside the span's bitmap
+// (0 when not even one granule does).
+int dense_window(int span, int acc, const plan::DeviceTarget& device) {
+  if (dense_shared_bytes(span, span, true, acc) <= device.shared_per_block_optin) return span;
+  int window = 0;
+  while (window + kDenseGranule < span && dense_shared_bytes(span, window + kDenseGranule, true, acc) <= device.shared_per_block_optin)
+    window += kDenseGranule;
+  return window;
+}
+
+int dense_windows(int span, int window) { return window > 0 ? (span + window - 1) / window : 0; }
+
+// The widest dense span (a multiple of kDenseGranule) whose numeric pass takes at most
+// `windows` windows on this device, at least kDenseGranule.
+int widest_dense_span(int acc, const plan::DeviceTarget& device, int windows = kMaxDenseWindows) {
   int span = kDenseGranule;
-  while (dense_shared_bytes(span + kDenseGranule, true, acc) <= device.shared_per_block_optin && span < (1 << 22))
-    span += kDenseGranule;
+  while (span < (1 << 22)) {
+    const int next = span + kDenseGranule;
+    const int window = dense_window(next, acc, device);
+    if (window == 0 || dense_windows(next, window) > windows) break;
+    span = next;
+  }
   return span;
 }
 
-// The planner's span for rows reaching `columns` columns: the next power of two up to
+// The span for rows reaching `columns` columns: the next power of two up to
 // kDenseGranule, the next multiple of kDenseGranule above it.
 int64_t dense_span_for(int64_t columns) {
   const int64_t granule = std::min<int64_t>(kDenseGranule, pow2_at_least(std::max<int64_t>(columns, 32)));
   return (std::max<int64_t>(columns, 1) + granule - 1) / granule * granule;
 }
 
-jit::KernelSpec dense_spec(DType dtype, bool numeric, int span) {
+// The planner's dense span for rows reaching `columns` columns: one window when it fits; else
+// windows, where they make every long row dense; else the widest one window sums (the rows
+// past it stay hashed, and the rows within it pay one pass, not kMaxDenseWindows).
+int planned_dense_span(int64_t columns, int acc, const plan::DeviceTarget& device) {
+  const int64_t needed = dense_span_for(columns);
+  return needed <= widest_dense_span(acc, device) ? int(needed) : widest_dense_span(acc, device, 1);
+}
+
+jit::KernelSpec dense_spec(DType dtype, bool numeric, int span, int window) {
   const std::string value_t = dtype == DType::F64 ? "double" : "float";
-  const std::string name = std::string("sj_spgemm_dense_") + (numeric ? "numeric_" : "symbolic_") + std::to_string(span);
+  const std::string windows = numeric && window < span ? "_w" + std::to_string(window) : std::string();
+  const std::string name = std::string("sj_spgemm_dense_") + (numeric ? "numeric_" : "symbolic_") + std::to_string(span) + windows;
   return {"spgemm_dense_rows.cu", name,
           {{"value_t", value_t}, {"acc_t", value_t}, {"symbolic", !numeric}, {"numeric", numeric}, {"warp_groups", false},
-           {"block_threads", dense_block_threads(span)}, {"span_slots", span}, {"numeric_slots", numeric ? span : 0}},
+           {"block_threads", dense_block_threads(span)}, {"span_slots", span}, {"numeric_slots", numeric ? window : 0}},
           {}};
 }
 
@@ -255,7 +288,7 @@ const Bin& bin_shape(const BinCounts& c, int b) { return b < c.bins ? kBins[std:
 
 // The kernel of one bin and pass.
 jit::KernelSpec bin_kernel_spec(const BinCounts& c, int b, DType dtype, bool numeric) {
-  if (b == c.dense()) return dense_spec(dtype, numeric, c.dense_span);
+  if (b == c.dense()) return dense_spec(dtype, numeric, c.dense_span, c.dense_window);
   return rows_spec(dtype, numeric, b < c.bins, bin_shape(c, b));
 }
 
@@ -567,19 +600,21 @@ class RowHash final : public SpgemmVariantOf<RowHash> {
                         "numeric fill and sort") {}
 
   // max_shared_row: the largest shared bin whose numeric tables fit a block's shared memory on
-  // this device; global_blocks: see default_global_blocks; dense_span: the widest row span
-  // rounded up (dense_span_for), at most the widest the numeric pass fits (longer spans stay
-  // hashed), 0 (off) when B's rows are not sorted (the span comes from their ends).
+  // this device; global_blocks: see default_global_blocks; dense_span: planned_dense_span of
+  // the widest row span, 0 (off) when B's rows are not sorted (the span comes from their ends);
+  // dense_window: the columns the numeric pass sums at a time (the span, or the widest that
+  // fits beside its bitmap; 0 or a larger value means the span).
   nlohmann::json defaults(const SpgemmPlanInputs& in, std::vector<DecisionStep>&) const override {
     const int acc = acc_bytes(in.problem.dtype);
     int limit = kBins[0].limit;
     for (const Bin& bin : kBins)
       if (shared_bytes(bin, true, true, acc) <= in.device.shared_per_block_optin) limit = bin.limit;
     const int64_t slots = pow2_at_least(2 * std::min<int64_t>(in.features.max_row_products, in.problem.n));
-    const int64_t span = std::min<int64_t>(dense_span_for(in.features.max_row_span), widest_dense_span(acc, in.device));
+    const int span = planned_dense_span(in.features.max_row_span, acc, in.device);
     return {{"max_shared_row", limit},
             {"global_blocks", default_global_blocks(slots, acc, in.device)},
             {"dense_span", in.features.b_sorted ? span : 0},
+            {"dense_window", in.features.b_sorted ? dense_window(span, acc, in.device) : 0},
             {"panels", 1}};
   }
 
@@ -594,12 +629,25 @@ class RowHash final : public SpgemmVariantOf<RowHash> {
     const int blocks = params.at("global_blocks").get<int>();
     if (blocks < 1 || blocks > 65535)
       throw InvalidInputError("row_hash: global_blocks = " + std::to_string(blocks) + " must be in [1, 65535]");
+    const int acc = acc_bytes(problem.dtype);
     const int span = params.at("dense_span").get<int>();
-    const int widest = widest_dense_span(acc_bytes(problem.dtype), device);
+    const int widest = widest_dense_span(acc, device);
     if (span != 0 && (span < 32 || span > widest || span % 32 != 0))
       throw InvalidInputError("row_hash: dense_span = " + std::to_string(span) + " must be 0 (off) or a multiple of 32 in [32, " +
-                              std::to_string(widest) + "] (the widest whose " + to_string(problem.dtype) +
-                              " accumulator fits a block's shared memory on " + device.name + ")");
+                              std::to_string(widest) + "] (the widest whose " + to_string(problem.dtype) + " accumulator fits " +
+                              std::to_string(kMaxDenseWindows) + " windows of a block's shared memory on " + device.name + ")");
+    if (span == 0) return check_panels(problem, params);
+    const int given_window = params.at("dense_window").get<int>();
+    const int window = given_window > 0 ? std::min(given_window, span) : span;
+    const int widest_window = dense_window(span, acc, device);
+    if (window < 32 || window % 32 != 0 || window > widest_window || dense_windows(span, window) > kMaxDenseWindows)
+      throw InvalidInputError("row_hash: dense_window = " + std::to_string(window) + " must be a multiple of 32 of at most " +
+                              std::to_string(widest_window) + " (what fits beside dense_span = " + std::to_string(span) +
+                              "'s bitmap on " + device.name + ") and at least dense_span / " + std::to_string(kMaxDenseWindows));
+    check_panels(problem, params);
+  }
+
+  static void check_panels(const plan::SpgemmProblem& problem, const nlohmann::json& params) {
     const int panels = params.at("panels").get<int>();
     const int most = std::max<int>(problem.m, 1);
     if (panels < 1 || panels > most)
@@ -614,7 +662,8 @@ class RowHash final : public SpgemmVariantOf<RowHash> {
   // inserted twice (symbolic, numeric); global_products: those of rows in global-memory tables
   // (L2 atomics, one block per row, the row sorted in global memory), at most (rows that go
   // dense leave it). Panels' numeric kernels launched over their bins' capacities are not
-  // priced: panels are taken only when one pass does not fit.
+  // priced: panels are taken only when one pass does not fit. dense_window_products: the
+  // products of the rows that may go dense (past kDenseMinKey) once per window past the first.
   nlohmann::json cost_terms(const SpgemmPlanInputs& in, const nlohmann::json& params) const override {
     const BinCounts c = counts_for(in.features, in.problem.n, params);
     const PassKernels k = kernels_needed(c);
@@ -623,11 +672,16 @@ class RowHash final : public SpgemmVariantOf<RowHash> {
     double per_panel = 2 + 1;
     for (int b = 0; b <= c.dense(); ++b) per_panel += k.symbolic[std::size_t(b)] + k.numeric[std::size_t(b)];
     const double launches = 2 + per_panel * double(panels_in(m, rows)) + double(panels_in(m, rows) - 1);
+    // Each dense window past the first walks the long rows' products once more.
+    const int windows = c.dense_span > 0 ? dense_windows(c.dense_span, c.dense_window) : 0;
+    const int64_t long_products =
+        in.features.products - products_of_rows_up_to(in.features, products_limit(kDenseMinKey, in.problem.n));
     return {{"launch", launches},
             {"sync", 1.0},
             {"rows", double(m) + 0.5 * double(m - last_rows)},
             {"products", double(in.features.products)},
-            {"global_products", double(c.global_products)}};
+            {"global_products", double(c.global_products)},
+            {"dense_window_products", windows > 1 ? double(windows - 1) * double(long_products) : 0.0}};
   }
 
   // The scratch block of a run: the whole call's counts and scan, and one panel's rows, bin
@@ -669,6 +723,7 @@ class RowHash final : public SpgemmVariantOf<RowHash> {
         nlohmann::json params = base;
         params["max_shared_row"] = limit;
         params["dense_span"] = span;
+        if (span == 0) params["dense_window"] = 0;
         if (std::find(space.begin(), space.end(), params) == space.end()) space.push_back(params);
       }
     return space;
@@ -710,7 +765,7 @@ class RowHash final : public SpgemmVariantOf<RowHash> {
 
  private:
   static BinCounts counts_for(const SpgemmFeatures& f, int32_t n, const nlohmann::json& params) {
-    return bin_counts(f, n, bin_count(params), params.at("dense_span").get<int>());
+    return bin_counts(f, n, bin_count(params), params.at("dense_span").get<int>(), params.at("dense_window").get<int>());
   }
 
   // Bin b's kernel of one pass, loaded, with its launch shape.
@@ -718,7 +773,7 @@ class RowHash final : public SpgemmVariantOf<RowHash> {
     const ops::LoadedKernel loaded = load(rt, d, bin_kernel_spec(c, b, dtype, numeric));
     const int acc = acc_bytes(dtype);
     if (b == c.dense()) {
-      const int64_t bytes = dense_shared_bytes(c.dense_span, numeric, acc);
+      const int64_t bytes = dense_shared_bytes(c.dense_span, c.dense_window, numeric, acc);
       if (bytes > 48 * 1024) loaded.kernel.set_max_dynamic_shared(int(bytes));
       return Launchable{loaded.kernel, unsigned(bytes), 1, dense_block_threads(c.dense_span)};
     }
