@@ -18,7 +18,9 @@
 //                C's columns and values are allocated
 //   numeric      per bin: the products added into the table (in the value type), the row sorted
 //                by column (bitonic, the occupied slots only) and written to C; dense rows add
-//                into a dense array of their span and are written in column order, unsorted
+//                into a dense array of their span (dense_window columns at a time, a pass
+//                over the row's products per window, where the span's sums do not fit one
+//                block's shared memory) and are written in column order, unsorted
 // The bins' kernels read their row counts on the device, so a launch is sized by the bin's
 // capacity (from the features) and the one synchronization is the only one.
 // panels > 1 (the planner's, when one pass does not fit the call's memory): the symbolic pass
