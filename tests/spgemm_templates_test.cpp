@@ -138,6 +138,28 @@ TEST(SpgemmTemplates, TheDenseSpanDefaultsToTheWidestRowWithinSharedMemory) {
   EXPECT_EQ(plan::plan_spgemm(f, problem, {}, o).params.at("dense_span"), 0);
 }
 
+// A window that is not a multiple of 32, or so narrow that the span takes more than 4 windows,
+// or wider than fits beside the span's bitmap, is refused naming it; 0 means the whole span.
+TEST(SpgemmTemplates, ADenseWindowOutsideItsRangeIsRefusedNamingIt) {
+  const SpgemmFeatures f = every_bin();
+  const plan::SpgemmProblem problem{DType::F64, 100000, 100000, 100000};
+  for (const auto& [span, window] : {std::pair<int, int>{8192, 100}, {8192, 1024}, {60416, 30720}}) {
+    Options o;
+    o.variant = "row_hash";
+    o.params = {{"dense_span", span}, {"dense_window", window}};
+    try {
+      plan::plan_spgemm(f, problem, {}, o);
+      ADD_FAILURE() << span << "/" << window << " accepted";
+    } catch (const InvalidInputError& e) {
+      EXPECT_NE(std::string(e.what()).find("dense_window = " + std::to_string(window)), std::string::npos) << e.what();
+    }
+  }
+  Options whole;
+  whole.variant = "row_hash";
+  whole.params = {{"dense_span", 8192}, {"dense_window", 0}};
+  EXPECT_EQ(plan::plan_spgemm(f, problem, {}, whole).params.at("dense_window"), 0);
+}
+
 TEST(SpgemmTemplates, ADenseSpanOutsideItsRangeIsRefusedNamingIt) {
   const SpgemmFeatures f = every_bin();
   const plan::SpgemmProblem problem{DType::F64, 100000, 100000, 100000};
