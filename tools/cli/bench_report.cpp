@@ -72,6 +72,8 @@ struct Named {
   std::string matrix;
 };
 
+bool by_value(const Named& x, const Named& y) { return x.value < y.value; }
+
 double geomean(const std::vector<Named>& values) {
   double log_sum = 0;
   for (const Named& x : values) log_sum += std::log(x.value);
@@ -84,7 +86,7 @@ std::ptrdiff_t under_0_95(const std::vector<Named>& speedups) {
 }
 
 double median(std::vector<Named> values) {
-  std::sort(values.begin(), values.end(), [](const Named& x, const Named& y) { return x.value < y.value; });
+  std::sort(values.begin(), values.end(), by_value);
   const std::size_t n = values.size();
   return n % 2 ? values[n / 2].value : 0.5 * (values[n / 2 - 1].value + values[n / 2].value);
 }
@@ -97,7 +99,6 @@ void print_summary(std::ostream& out, const std::vector<ordered_json>& records) 
     if (const auto s = number(r, "speedup")) speedups.push_back({*s, name});
     if (const auto g = number(r, "auto_over_oracle")) gaps.push_back({*g, name});
   }
-  const auto by_value = [](const Named& x, const Named& y) { return x.value < y.value; };
   for (const auto& [k, lists] : by_k) {
     const auto& [speedups, gaps] = lists;
     out << "K=" << k << ": ";
@@ -212,8 +213,7 @@ void print_reuse_summary(std::ostream& out, const std::vector<ordered_json>& rec
     if (!stats.prepare_calls.empty())
       out << "; preprocessing median " << cell(median(stats.prepare_calls), "%.1f") << " of its calls";
     if (!stats.payoffs.empty()) {
-      const auto by_value = [](const Named& x, const Named& y) { return x.value < y.value; };
-      const Named& most = *std::max_element(stats.payoffs.begin(), stats.payoffs.end(), by_value);
+          const Named& most = *std::max_element(stats.payoffs.begin(), stats.payoffs.end(), by_value);
       out << "; pays off after median " << cell(median(stats.payoffs), "%.0f") << " calls, most "
           << cell(most.value, "%.0f") << " (" << most.matrix << ")";
     }
@@ -253,8 +253,7 @@ void print_spgemm_memory(std::ostream& out, const std::vector<ordered_json>& rec
   if (by_products.size() > 10) by_products.resize(10);
   std::vector<Named> ratios;
   for (const auto& entry : by_products) ratios.push_back(entry.second);
-  const Named& most =
-      *std::max_element(ratios.begin(), ratios.end(), [](const Named& x, const Named& y) { return x.value < y.value; });
+  const Named& most = *std::max_element(ratios.begin(), ratios.end(), by_value);
   out << "spgemm peak device memory, auto over cuSPARSE's, on the " << ratios.size() << " with the most products: median "
       << cell(median(ratios), "%.2fx") << ", most " << cell(most.value, "%.2fx") << " (" << most.matrix << ")\n";
 }
@@ -282,7 +281,6 @@ void print_spgemm_report(std::ostream& out, const std::vector<ordered_json>& rec
     if (const auto g = number(r, "auto_over_oracle")) gaps.push_back({*g, name});
     if (vendor_failure) vendor_failed.push_back(name);
   }
-  const auto by_value = [](const Named& x, const Named& y) { return x.value < y.value; };
   if (speedups.empty()) {
     out << "spgemm: no speedup measured";
   } else {

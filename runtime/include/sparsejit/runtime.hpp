@@ -84,8 +84,9 @@ class Runtime {
   // of A's and B's patterns (InvalidInputError otherwise, naming which). The first such call
   // on c finds every product's place in c (2 bytes a product, 4 for rows of more than 65536
   // entries, plus 4 per entry of A; kept on c's handle for its life) and synchronizes
-  // options.stream once; later calls run one kernel that gathers, multiplies and adds
-  // (two when a row of C is split over blocks): no pattern pass, no synchronization, no
+  // options.stream once; later calls run one kernel that gathers, multiplies and adds (plus
+  // one that clears the rows of C split over blocks, and one for rows wider than a block's
+  // 32 KiB of sums, where there are such rows): no pattern pass, no synchronization, no
   // allocation. Where those bytes pass half the free device memory or
   // Options::memory_limit_bytes, or Options::keep_positions is off, every call runs spgemm's
   // plan again instead (its numeric pass, without allocating C). Work is enqueued on options.stream, and c's values are being
