@@ -7,7 +7,8 @@ back to back without waiting for the GPU, divided by `--repeat`, in µs per call
 
     alloc      the result's allocation as the call makes it (PyTorch's caching allocator)
     read       the operands' reading (pointer, shape, stream) in Python
-    c++        the C++ module's call alone (plan lookup, argument checks, the launches)
+    c++        the C++ module's call alone, as the package makes it (the handle's product
+               with the Matrix's parsed config: plan lookup, argument checks, the launches)
     call       the whole call as a user makes it (sparsejit.spmm(m, b))
     call-out   the call into a kept result (sparsejit.spmm(m, b, out=c)): no allocation
     torch      torch.sparse.mm / torch.sparse.sampled_addmm on the same CSR tensor
@@ -55,10 +56,10 @@ def spmm_steps(a, m, k):
     c = torch.empty(a.shape[0], k, device="cuda")
     stream = torch.cuda.current_stream().cuda_stream
     rows, cols = a.shape[0], b.shape[1]
+    config = _sparsejit.call_config("spmm", "", m.reuse, False)
 
     def cxx():
-        _sparsejit.spmm(m._rt, m._handle, b.data_ptr(), b.shape[0], cols, cols, c.data_ptr(), rows, cols, cols,
-                        False, "", "many", stream)  # fmt: skip
+        m._handle.spmm(config, b.data_ptr(), b.shape[0], cols, cols, c.data_ptr(), rows, cols, cols, stream)
 
     return {
         "alloc": lambda: b.new_empty((rows, cols)),
@@ -76,10 +77,10 @@ def sddmm_steps(a, m, k):
     y = torch.randn(a.shape[1], k, device="cuda")
     p = torch.empty(m.nnz, device="cuda")
     stream = torch.cuda.current_stream().cuda_stream
+    config = _sparsejit.call_config("sddmm", "", m.reuse, False)
 
     def cxx():
-        _sparsejit.sddmm(m._rt, m._handle, x.data_ptr(), x.shape[0], k, k, y.data_ptr(), y.shape[0], k, k, p.data_ptr(),
-                         "", "many", stream)  # fmt: skip
+        m._handle.sddmm(config, x.data_ptr(), x.shape[0], k, k, y.data_ptr(), y.shape[0], k, k, p.data_ptr(), stream)
 
     def read():
         m._read_plain(x)

@@ -94,13 +94,16 @@ class _Torch:
         if raw_stream is None:
             return lambda x: None
 
+        limit = _INT32_MAX  # a local: the checks below are the whole of a call's reading
+
         def read(x):
             if not isinstance(x, tensor) or x.layout is not strided or x.dtype is not dtype or x.get_device() != device:
                 return None
-            if x.dim() != 2 or not x.is_contiguous():
+            shape = x.shape
+            if len(shape) != 2 or not x.is_contiguous():
                 return None
-            rows, cols = x.shape
-            if rows > _INT32_MAX or cols > _INT32_MAX:
+            rows, cols = shape
+            if rows > limit or cols > limit:
                 return None
             return x.data_ptr(), rows, cols, raw_stream(device)
 

@@ -73,10 +73,10 @@ class Matrix:
         self.nnz = columns.length
         self.dtype = values.dtype
         self.device = offsets.device
+        self._configs = {}  # (op, transpose_a, variant, reuse as given) -> _sparsejit.CallConfig
         self.reuse = reuse
         self.lib = lib
         self.values = data
-        self.last_call = None  # what the last product reported (see last_decision)
         self._rt = runtime(self.device)
         self._handle = _sparsejit.Csr(
             self._rt, self.dtype, rows, cols, offsets.ptr, columns.ptr, values.ptr, self.nnz, lib.stream(self.device)
@@ -87,6 +87,16 @@ class Matrix:
 
     def __repr__(self):
         return f"sparsejit.Matrix(shape={self.shape}, nnz={self.nnz}, dtype={self.dtype}, device=cuda:{self.device})"
+
+    @property
+    def reuse(self):
+        """The default of `reuse` for the products made with this matrix."""
+        return self._reuse
+
+    @reuse.setter
+    def reuse(self, value):
+        self._reuse = value
+        self._configs = {}  # the configs made for reuse=None hold the old default
 
     @staticmethod
     def _stamp(values):
@@ -119,9 +129,16 @@ class Matrix:
             self.values_changed()
 
     @property
+    def last_call(self):
+        """What the last product made with this matrix reported (plan_reused, decision_json()),
+        None before one; kept by the handle, so a call makes no record Python never reads."""
+        return self._handle.last_call
+
+    @property
     def last_decision(self):
         """The Decision of the last product made with this matrix, as a dict (None before one)."""
-        return None if self.last_call is None else json.loads(self.last_call.decision_json())
+        call = self._handle.last_call
+        return None if call is None else json.loads(call.decision_json())
 
     def _stream_and_result_library(self, operand):
         lib = _arrays.library_of(operand) or self.lib
@@ -134,19 +151,27 @@ class Matrix:
 
     def _spmm(self, b, transpose_a, variant, reuse, out=None):
         """C = A·B or Aᵀ·B into `out`, else into a new array of b's library (the matrix's for
-        other DLPack arrays)."""
-        rows = self.shape[1] if transpose_a else self.shape[0]
+        other DLPack arrays). The first lines are the path of nearly every call (a contiguous
+        PyTorch b, no out), kept to the fewest Python steps: its host time is the call's."""
         plain = self._read_plain(b)
+        if plain is None or out is not None:
+            return self._spmm_into(b, transpose_a, variant, reuse, out, plain)
+        ptr, b_rows, cols, stream = plain
+        rows = self.shape[1] if transpose_a else self.shape[0]
+        out = b.new_empty((rows, cols))
+        config = self._ready("spmm", transpose_a, variant, reuse)
+        self._handle.spmm(config, ptr, b_rows, cols, cols, out.data_ptr(), rows, cols, cols, stream)
+        return out
+
+    def _spmm_into(self, b, transpose_a, variant, reuse, out, plain):
+        """_spmm with `out`, or with operands the plain reader does not take (`plain` None)."""
+        rows = self.shape[1] if transpose_a else self.shape[0]
         into = None if out is None else self._read_plain(out)
-        if plain is None or (out is not None and into is None):
+        if plain is None or into is None:
             return self._spmm_general(b, rows, transpose_a, variant, reuse, out)
         ptr, b_rows, cols, stream = plain
-        if out is None:
-            out = b.new_empty((rows, cols))
-            c, c_rows, c_cols = out.data_ptr(), rows, cols
-        else:
-            c, c_rows, c_cols, _ = into
-        self._call(_sparsejit.spmm, (ptr, b_rows, cols, cols, c, c_rows, c_cols, c_cols, transpose_a), variant, reuse, stream)
+        c, c_rows, c_cols, _ = into
+        self._call("spmm", (ptr, b_rows, cols, cols, c, c_rows, c_cols, c_cols), transpose_a, variant, reuse, stream)
         return out
 
     def _spmm_general(self, b, rows, transpose_a, variant, reuse, out):
@@ -155,7 +180,7 @@ class Matrix:
         if out is None:
             out = lib.empty((rows, bd.cols), b if bd.lib else self.values)
         cd = self._dense(out, "out", stream)
-        self._call(_sparsejit.spmm, (*bd[:4], *cd[:4], transpose_a), variant, reuse, stream)
+        self._call("spmm", (*bd[:4], *cd[:4]), transpose_a, variant, reuse, stream)
         return out
 
     def _sddmm(self, a, b, variant, reuse, out=None):
@@ -171,7 +196,8 @@ class Matrix:
             p = out.data_ptr()
         else:
             p = self._values_out(out)
-        self._call(_sparsejit.sddmm, (a_ptr, a_rows, a_cols, a_cols, b_ptr, b_rows, b_cols, b_cols, p), variant, reuse, stream)
+        config = self._ready("sddmm", False, variant, reuse)
+        self._handle.sddmm(config, a_ptr, a_rows, a_cols, a_cols, b_ptr, b_rows, b_cols, b_cols, p, stream)
         return out
 
     def _sddmm_general(self, a, b, variant, reuse, out):
@@ -181,7 +207,7 @@ class Matrix:
         if out is None:
             out = lib.empty((self.nnz,), a if ad.lib else self.values)
         p = self._values_out(out)
-        self._call(_sparsejit.sddmm, (*ad[:4], *bd[:4], p), variant, reuse, stream)
+        self._call("sddmm", (*ad[:4], *bd[:4], p), False, variant, reuse, stream)
         return out
 
     def _values_out(self, out):
@@ -195,17 +221,26 @@ class Matrix:
         _arrays.require_same(v, "out", self.dtype, self.device, "the sparse matrix")
         return v.ptr
 
-    def _call(self, product, operands, variant, reuse, stream):
-        """One product of the C++ module (_sparsejit.spmm or sddmm) on this matrix: `operands`
-        are its pointers and shapes between the handle and the variant."""
-        self._check_values()
-        self.last_call = product(self._rt, self._handle, *operands, variant or "", reuse or self.reuse, stream)
+    def _call(self, op, operands, transpose_a, variant, reuse, stream):
+        """One product of the handle ("spmm" or "sddmm") on this matrix: `operands` are its
+        pointers and shapes between the config and the stream."""
+        getattr(self._handle, op)(self._ready(op, transpose_a, variant, reuse), *operands, stream)
 
-    def _check_values(self):
-        """Before a product: tell the handle when the values were rewritten in place since the
-        last (PyTorch counts in-place writes in _version)."""
-        if self._stamp(self.values) != self._values_stamp:
+    def _ready(self, op, transpose_a, variant, reuse):
+        """Before a product: its config (made once per combination of the arguments), after
+        telling the handle when the values were rewritten in place since the last product
+        (PyTorch counts in-place writes in _version; CuPy's are told with values_changed)."""
+        if getattr(self.values, "_version", None) != self._values_stamp:  # _stamp's, without its call
             self.values_changed()
+        return self._configs.get((op, transpose_a, variant, reuse)) or self._config(op, transpose_a, variant, reuse)
+
+    def _config(self, op, transpose_a, variant, reuse):
+        """The parsed settings of `op` with these arguments (reuse None: the matrix's), made
+        once and kept; InvalidInputError (a ValueError) for a variant or reuse it refuses."""
+        config = self._configs[(op, transpose_a, variant, reuse)] = _sparsejit.call_config(
+            op, variant or "", reuse or self._reuse, transpose_a
+        )
+        return config
 
     def _pattern(self):
         """This matrix's pattern with every value 1 (made once): SDDMM over it gives the

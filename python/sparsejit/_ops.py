@@ -7,19 +7,13 @@ from typing import NamedTuple
 import numpy as np
 
 from . import _arrays, _sparsejit
+from ._arrays import _Torch
 from ._matrix import Matrix, runtime
 
 
 def _matrix(a):
     # A matrix given as arrays serves this one call: its plans die with it.
     return a if isinstance(a, Matrix) else Matrix(a, reuse="once")
-
-
-def _needs_autograd(m, b):
-    # Only PyTorch tensors have requires_grad; a CuPy or DLPack b takes no gradient.
-    if m.lib is not _arrays._Torch or not (getattr(b, "requires_grad", False) or m.values.requires_grad):
-        return False
-    return sys.modules["torch"].is_grad_enabled()
 
 
 def spmm(a, b, *, transpose_a=False, variant=None, reuse=None, out=None):
@@ -33,7 +27,9 @@ def spmm(a, b, *, transpose_a=False, variant=None, reuse=None, out=None):
     "once" or "many" (default: the Matrix's). With PyTorch, gradients flow to B and to the
     Matrix's values (sparsejit.autograd), without `out`."""
     m = _matrix(a)
-    if _needs_autograd(m, b):
+    # Only PyTorch tensors have requires_grad; a CuPy or DLPack b takes no gradient. Tested
+    # here, not in a function of its own: this runs on every call.
+    if m.lib is _Torch and (getattr(b, "requires_grad", False) or m.values.requires_grad) and sys.modules["torch"].is_grad_enabled():
         if out is not None:
             raise ValueError("spmm: out= is not differentiable (B or the values require gradients): leave out unset")
         from . import autograd

@@ -93,12 +93,26 @@ template <class T> struct value_of<DeviceCsr<T>> { using type = T; };
 // The value type of a handle a visitor was given (as decltype(h)).
 template <class Handle> using value_t = typename value_of<std::decay_t<Handle>>::type;
 
-// A CSR matrix over the caller's device arrays (borrowed), of either value type.
+// What a product reports to Python: whether the plan was reused, and its Decision (as JSON
+// text, made only when asked for).
+struct Call {
+  CallInfo info;
+  std::string decision_json() const { return to_json(*info.decision).dump(); }
+};
+
+// A CSR matrix over the caller's device arrays (borrowed), of either value type, with the
+// runtime its products run on and what the last of them reported (kept here, read only when
+// Python asks: a call returns nothing, so it makes no Python object).
 class CsrHandle {
  public:
   CsrHandle(Runtime& rt, const std::string& dtype, int32_t rows, int32_t cols, uintptr_t row_ptr, uintptr_t col_idx,
       uintptr_t values, int64_t nnz, uintptr_t stream)
-      : handle_(make(rt.context(), value_type(dtype), rows, cols, row_ptr, col_idx, values, nnz, stream)) {}
+      : rt_(&rt), handle_(make(rt.context(), value_type(dtype), rows, cols, row_ptr, col_idx, values, nnz, stream)) {}
+
+  Runtime& runtime() const { return *rt_; }
+  // Set and read with the GIL held, so Python threads sharing a Matrix see whole records.
+  const std::optional<Call>& last_call() const { return last_; }
+  void set_last_call(CallInfo info) { last_ = Call{std::move(info)}; }
 
   template <class F>
   decltype(auto) visit(F&& f) { return std::visit(std::forward<F>(f), handle_); }
@@ -135,7 +149,9 @@ class CsrHandle {
     return dtype == DType::F32 ? borrowed<float>(ctx, rows, cols, row_ptr, col_idx, values, nnz, stream)
                                : borrowed<double>(ctx, rows, cols, row_ptr, col_idx, values, nnz, stream);
   }
+  Runtime* rt_;  // the Python binding keeps the runtime alive as long as the handle
   Handle handle_;
+  std::optional<Call> last_;
 };
 
 // A row-major dense operand over the caller's array: rows×cols, leading dimension ld.
@@ -145,34 +161,65 @@ DeviceDense<T> dense_view(const Context& ctx, uintptr_t data, int32_t rows, int3
   return DeviceDense<T>(ctx, DeviceBuffer::borrow(ctx, data, extent * sizeof(T)), rows, cols, ld);
 }
 
-// What a call reports to Python: whether the plan was reused, and its Decision (as JSON text,
-// made only when asked for).
-struct Call {
-  CallInfo info;
-  std::string decision_json() const { return to_json(*info.decision).dump(); }
+// The settings of a product that stay the same from call to call (op, transpose, variant,
+// reuse), parsed once: a Matrix keeps one per combination it is called with, so a call
+// converts no strings.
+struct CallConfig {
+  Op op;
+  Options options;
 };
 
-Call spmm(Runtime& rt, CsrHandle& a, uintptr_t b, int32_t b_rows, int32_t b_cols, int64_t b_ld, uintptr_t c, int32_t c_rows,
-          int32_t c_cols, int64_t c_ld, bool transpose_a, const std::string& variant, const std::string& reuse, uintptr_t stream) {
-  const Options options = call_options(Op::SpMM, variant, reuse, transpose_a, stream);
-  return a.visit([&](auto& h) {
-    using T = value_t<decltype(h)>;
-    const DeviceDense<T> db = dense_view<T>(rt.context(), b, b_rows, b_cols, b_ld);
-    DeviceDense<T> dc = dense_view<T>(rt.context(), c, c_rows, c_cols, c_ld);
-    return Call{rt.spmm(h, db, dc, options)};
-  });
+CallConfig call_config(const std::string& op_name, const std::string& variant, const std::string& reuse, bool transpose_a) {
+  const Op op = parse_op(op_name);
+  if (op != Op::SpMM && op != Op::SDDMM) throw InvalidInputError("a call config is spmm's or sddmm's, not " + op_name + "'s");
+  return {op, call_options(op, variant, reuse, transpose_a, 0)};
 }
 
-Call sddmm(Runtime& rt, CsrHandle& s, uintptr_t a, int32_t a_rows, int32_t a_cols, int64_t a_ld, uintptr_t b, int32_t b_rows,
-           int32_t b_cols, int64_t b_ld, uintptr_t p, const std::string& variant, const std::string& reuse, uintptr_t stream) {
-  const Options options = call_options(Op::SDDMM, variant, reuse, false, stream);
-  return s.visit([&](auto& h) {
-    using T = value_t<decltype(h)>;
-    const DeviceDense<T> da = dense_view<T>(rt.context(), a, a_rows, a_cols, a_ld);
-    const DeviceDense<T> db = dense_view<T>(rt.context(), b, b_rows, b_cols, b_ld);
-    DeviceBuffer dp = DeviceBuffer::borrow(rt.context(), p, std::size_t(h.nnz()) * sizeof(T));
-    return Call{rt.sddmm(h, da, db, dp, options)};
-  });
+// The config's options on `stream` (the caller's current stream, read per call); a config of
+// the other product is the package's own mistake, refused before anything runs.
+Options on_stream(const CallConfig& config, Op op, uintptr_t stream) {
+  if (config.op != op) throw InvalidInputError(std::string("a call config of ") + to_string(config.op) + " given to " + to_string(op));
+  Options options = config.options;
+  options.stream = reinterpret_cast<void*>(stream);
+  return options;
+}
+
+// C = A·B (Aᵀ·B) on the caller's arrays. The GIL is released for the product alone (it may
+// plan and compile) and held again to keep what it reported on the handle.
+void spmm(CsrHandle& a, const CallConfig& config, uintptr_t b, int32_t b_rows, int32_t b_cols, int64_t b_ld, uintptr_t c,
+          int32_t c_rows, int32_t c_cols, int64_t c_ld, uintptr_t stream) {
+  const Options options = on_stream(config, Op::SpMM, stream);
+  CallInfo info;
+  {
+    nb::gil_scoped_release unlocked;
+    Runtime& rt = a.runtime();
+    info = a.visit([&](auto& h) {
+      using T = value_t<decltype(h)>;
+      const DeviceDense<T> db = dense_view<T>(rt.context(), b, b_rows, b_cols, b_ld);
+      DeviceDense<T> dc = dense_view<T>(rt.context(), c, c_rows, c_cols, c_ld);
+      return rt.spmm(h, db, dc, options);
+    });
+  }
+  a.set_last_call(std::move(info));
+}
+
+// P = S ∘ (A·Bᵀ) into the nnz values at `p`, as spmm (GIL, what it reported).
+void sddmm(CsrHandle& s, const CallConfig& config, uintptr_t a, int32_t a_rows, int32_t a_cols, int64_t a_ld, uintptr_t b,
+           int32_t b_rows, int32_t b_cols, int64_t b_ld, uintptr_t p, uintptr_t stream) {
+  const Options options = on_stream(config, Op::SDDMM, stream);
+  CallInfo info;
+  {
+    nb::gil_scoped_release unlocked;
+    Runtime& rt = s.runtime();
+    info = s.visit([&](auto& h) {
+      using T = value_t<decltype(h)>;
+      const DeviceDense<T> da = dense_view<T>(rt.context(), a, a_rows, a_cols, a_ld);
+      const DeviceDense<T> db = dense_view<T>(rt.context(), b, b_rows, b_cols, b_ld);
+      DeviceBuffer dp = DeviceBuffer::borrow(rt.context(), p, std::size_t(h.nnz()) * sizeof(T));
+      return rt.sddmm(h, da, db, dp, options);
+    });
+  }
+  s.set_last_call(std::move(info));
 }
 
 // A 1-D device array owned here (one of a product's CSR arrays), lent to PyTorch or CuPy
@@ -371,14 +418,19 @@ NB_MODULE(_sparsejit, m) {
       .def_prop_ro("nnz", &CsrHandle::nnz)
       .def_prop_ro("dtype", &CsrHandle::dtype)
       .def("values_changed", &CsrHandle::values_changed)
-      .def("use_values", &CsrHandle::use_values);
+      .def("use_values", &CsrHandle::use_values)
+      // A copy: a later product does not change a record Python already holds.
+      .def_prop_ro("last_call", [](const CsrHandle& h) { return h.last_call(); })
+      // The products, as methods: the handle carries the runtime, the config the settings.
+      .def("spmm", &spmm)
+      .def("sddmm", &sddmm);
 
   nb::class_<Call>(m, "Call")
       .def_prop_ro("plan_reused", [](const Call& c) { return c.info.plan_reused; })
       .def("decision_json", &Call::decision_json);
 
-  m.def("spmm", &spmm, nb::call_guard<nb::gil_scoped_release>());
-  m.def("sddmm", &sddmm, nb::call_guard<nb::gil_scoped_release>());
+  nb::class_<CallConfig>(m, "CallConfig");
+  m.def("call_config", &call_config, nb::arg("op"), nb::arg("variant"), nb::arg("reuse"), nb::arg("transpose_a"));
   nb::class_<OwnedArray>(m, "OwnedArray").def_prop_ro("__cuda_array_interface__", &OwnedArray::interface);
   m.def("spgemm", &spgemm);
   nb::class_<SpammOptions>(m, "SpammOptions");

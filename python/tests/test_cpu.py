@@ -100,6 +100,30 @@ def test_explain_argument_errors(kwargs, error, message):
     assert message in str(caught.value)
 
 
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("spmm", "rs:threshold", "", False), "variant 'rs:threshold': parameter 'threshold' is not key=value"),
+        (("sddmm", ":a=1", "", False), "variant ':a=1': empty variant name"),
+        (("spmm", "", "twice", False), "reuse 'twice': expected 'once' or 'many'"),
+        (("spgemm", "", "", False), "a call config is spmm's or sddmm's, not spgemm's"),
+    ],
+)
+def test_call_configs_refuse_what_the_products_would(args, message):
+    # A Matrix parses a product's settings once into a config: the errors are the call's
+    # (a variant name the op lacks is the planner's to refuse, at the product).
+    with pytest.raises(sparsejit.InvalidInputError) as caught:
+        sparsejit._sparsejit.call_config(*args)
+    assert isinstance(caught.value, ValueError) and message in str(caught.value)
+
+
+def test_call_configs_take_every_spelling_of_auto():
+    for op in ("spmm", "sddmm"):
+        for reuse in ("", "once", "many"):
+            assert isinstance(sparsejit._sparsejit.call_config(op, "", reuse, False), sparsejit._sparsejit.CallConfig)
+    assert isinstance(sparsejit._sparsejit.call_config("spmm", "rs:threshold=8", "many", True), sparsejit._sparsejit.CallConfig)
+
+
 def test_bad_patterns_name_the_bad_value():
     indptr = np.array([0, 1, 2], np.int32)
     with pytest.raises(sparsejit.InvalidInputError, match=re.escape("row 1: column index 5 out of range [0, 3)")):

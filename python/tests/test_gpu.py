@@ -82,6 +82,25 @@ def test_matrix_keeps_its_plans_and_follows_new_values():
     assert relative_error(sparsejit.spmm(m, b, variant="rs"), expected) < 1e-5
 
 
+def test_last_call_is_a_record_of_that_call_and_reuse_follows_the_matrix():
+    a = random_csr(300, 300, 20, index_dtype=torch.int32)
+    m = sparsejit.Matrix(a)
+    assert m.last_call is None and m.last_decision is None
+    b = torch.randn(300, 32, device="cuda")
+    sparsejit.spmm(m, b, variant="csr_rowwarp")
+    first = m.last_call
+    assert not first.plan_reused
+    sparsejit.spmm(m, b, variant="csr_rowwarp")
+    assert m.last_call.plan_reused and not first.plan_reused  # a later call leaves a held record alone
+    sparsejit.sddmm(m, torch.randn(300, 32, device="cuda"), b)
+    assert m.last_decision["op"] == "sddmm"
+    m.reuse = "twice"  # the default is read again after a change
+    with pytest.raises(sparsejit.InvalidInputError, match="reuse 'twice'"):
+        sparsejit.spmm(m, b)
+    m.reuse = "once"
+    assert torch.allclose(sparsejit.spmm(m, b), torch.sparse.mm(a, b), rtol=1e-4, atol=1e-4)
+
+
 def test_out_receives_the_product_and_is_checked():
     a = random_csr(400, 300, 10, index_dtype=torch.int32)
     m = sparsejit.Matrix(a)
