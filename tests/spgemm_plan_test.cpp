@@ -132,6 +132,9 @@ TEST(SpgemmPlan, CusparseIsChosenWhenMostProductsLieInVeryLongRows) {
   f.products_by_bucket[21] = f.products;
   f.max_row_span = 1 << 20;  // wider than a dense accumulator holds
   f.a_sorted = f.b_sorted = true;
+  f.a_tiles = f.a.nnz;  // scattered entries: a tile each, a tile product per scalar product
+  f.b_tiles = 1000000;
+  f.tile_products = f.products;
   const Decision d = plan::plan_spgemm(f, {DType::F64, 100, 1000, 1 << 20}, {}, {});
   EXPECT_EQ(d.variant, "cusparse") << describe(d);
   EXPECT_EQ(candidate(d, "row_hash")->terms.at("global_products"), double(f.products));
@@ -231,7 +234,7 @@ TEST(SpgemmPlan, EverySearchSpaceEntryRunsForced) {
     EXPECT_EQ(plan::plan_spgemm(f, problem, {}, o).params, params) << variant;
     seen.insert(variant);
   }
-  EXPECT_EQ(seen, (std::set<std::string>{"cusparse", "row_hash"}));
+  EXPECT_EQ(seen, (std::set<std::string>{"bitmap_tc", "cusparse", "row_hash"}));
 }
 
 // The kernels a decision lists follow its rows' bins: 64x64 with 4 of 64 columns per row
@@ -261,7 +264,7 @@ TEST(SpgemmPlan, RowsLongerThanBsWidthStayInSharedBinsWhileTheirWorkFits) {
 }
 
 TEST(SpgemmPlan, VariantsAreRegisteredInOrderWithOneVendor) {
-  EXPECT_EQ(plan::spgemm_variants(), (std::vector<std::string>{"row_hash", "cusparse"}));
+  EXPECT_EQ(plan::spgemm_variants(), (std::vector<std::string>{"row_hash", "bitmap_tc", "cusparse"}));
   int vendors = 0;
   for (const variants::SpgemmVariant* v : variants::SpgemmRegistry::all()) {
     EXPECT_FALSE(v->summary.empty()) << v->name;
@@ -419,6 +422,31 @@ TEST(SpgemmExplain, CompilesTheChosenKernelsWithoutAGpu) {
   const Decision none = explain_spgemm(empty.pattern(), a.pattern(), DType::F64);
   EXPECT_EQ(none.features.at("products"), 0);
   EXPECT_EQ(none.kernel_origin, KernelOrigin::None);
+}
+
+// bitmap_tc: full precision unless a caller asks for TF32 (f32 only), never searched at
+// reduced precision, priced by its tile products, and passed over on parts without f64 and
+// TF32 mma.
+TEST(SpgemmPlan, BitmapTcRunsAtFullPrecisionUnlessTf32IsAskedFor) {
+  Options o;
+  o.variant = "bitmap_tc";
+  Decision d = plan(small_a(), small_b(), o);
+  EXPECT_EQ(d.params, nlohmann::json({{"precision", "full"}}));
+  const SpgemmFeatures f = spgemm_features(small_a().pattern(), small_b().pattern());
+  EXPECT_EQ(candidate(d, "bitmap_tc")->terms.at("tile_products"), double(f.tile_products));
+  o.params = {{"precision", "tf32"}};
+  EXPECT_EQ(plan(small_a(), small_b(), o).params.at("precision"), "tf32");
+  expect_error_naming<InvalidInputError>([&] { plan(small_a(), small_b(), o, DType::F64); }, "precision = \"tf32\" applies to f32");
+  o.params = {{"precision", "fp16"}};
+  expect_error_naming<InvalidInputError>([&] { plan(small_a(), small_b(), o); }, "precision = \"fp16\" must be");
+  for (const auto& [variant, params] : plan::spgemm_search_space(f, problem_of(small_a(), small_b(), DType::F32), {}))
+    if (variant == "bitmap_tc") {
+      EXPECT_EQ(params.at("precision"), "full");
+    }
+  plan::DeviceTarget turing;
+  turing.sm = 75;
+  const Decision old = plan::plan_spgemm(f, problem_of(small_a(), small_b(), DType::F32), turing, {});
+  EXPECT_NE(candidate(old, "bitmap_tc")->rejected_because.find("sm_80 or later"), std::string::npos);
 }
 
 }  // namespace

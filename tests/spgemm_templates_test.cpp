@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <set>
 #include <string>
+#include <utility>
 
 #include "jit/nvrtc_compiler.hpp"
 #include "jit/render.hpp"
@@ -236,6 +237,35 @@ TEST(SpgemmTemplates, PositionKernelsCompileForSm80AndSm90) {
                       std::string::npos);
           }
     }
+}
+
+// bitmap_tc's six passes, for f64 and for f32 at both precisions, compile for sm_80 and sm_90;
+// the f32 multiply pass splits into three TF32 products only at full precision.
+TEST(SpgemmTemplates, BitmapTcKernelsCompileForEveryPrecision) {
+  SpgemmFeatures f = every_bin();
+  f.a_tiles = f.b_tiles = 1000;
+  f.tile_products = 5000;
+  for (const auto& [dtype, precision] : {std::pair{DType::F64, "full"}, std::pair{DType::F32, "full"}, std::pair{DType::F32, "tf32"}}) {
+    const plan::SpgemmProblem problem{dtype, 100000, 100000, 100000};
+    Options o;
+    o.variant = "bitmap_tc";
+    o.params = {{"precision", precision}};
+    const Decision d = plan::plan_spgemm(f, problem, {}, o);
+    const auto specs = variants::SpgemmRegistry::find("bitmap_tc")->kernel_specs(d, problem);
+    ASSERT_EQ(specs.size(), 6u);
+    for (const jit::KernelSpec& spec : specs) {
+      expect_compiles(spec, spec.kernel_name);
+      const std::string source = jit::render(spec);
+      const auto tf32_products = [&] {
+        std::size_t count = 0;
+        for (std::size_t at = source.find("  mma(c, __float_as_uint"); at != std::string::npos; at = source.find("  mma(c, __float_as_uint", at + 1)) ++count;
+        return count;
+      };
+      if (spec.kernel_name.find("multiply_f32") != std::string::npos) {
+        EXPECT_EQ(tf32_products(), std::string(precision) == "full" ? 3u : 1u) << spec.kernel_name;
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -40,6 +40,24 @@ bool rows_sorted(PatternView p) {
   return true;
 }
 
+// The 8 x 8 tile counts: B's tiles per tile row, then A's tiles, each adding the tiles of B's
+// tile row it meets (its tile column).
+void add_tile_features(SpgemmFeatures& f, PatternView a, PatternView b) {
+  constexpr int32_t kTile = 8;
+  std::vector<int64_t> b_row_tiles(std::size_t((int64_t(b.rows) + kTile - 1) / kTile), 0);
+  inspect_detail::for_each_tile(b, kTile, [&](int32_t tile_row, int32_t, int32_t) {
+    ++b_row_tiles[std::size_t(tile_row)];
+    ++f.b_tiles;
+  });
+  inspect_detail::for_each_tile(a, kTile, [&](int32_t, int32_t tile_col, int32_t) {
+    f.tile_products += b_row_tiles[std::size_t(tile_col)];
+    ++f.a_tiles;
+  });
+  const auto density = [](int64_t nnz, int64_t tiles) { return tiles > 0 ? double(nnz) / (double(tiles) * kTile * kTile) : 0.0; };
+  f.a_tile_density = density(f.a.nnz, f.a_tiles);
+  f.b_tile_density = density(f.b.nnz, f.b_tiles);
+}
+
 }  // namespace
 
 SpgemmFeatures spgemm_features(PatternView a, PatternView b) {
@@ -73,6 +91,7 @@ SpgemmFeatures spgemm_features(PatternView a, PatternView b) {
   }
   f.a_sorted = rows_sorted(a);
   f.b_sorted = rows_sorted(b);
+  add_tile_features(f, a, b);
   return f;
 }
 
@@ -108,6 +127,11 @@ nlohmann::json to_json(const SpgemmFeatures& f) {
   j["products_per_row"] = f.a.rows > 0 ? double(f.products) / double(f.a.rows) : 0.0;
   j["a_sorted"] = f.a_sorted;
   j["b_sorted"] = f.b_sorted;
+  j["a_tiles"] = f.a_tiles;
+  j["b_tiles"] = f.b_tiles;
+  j["tile_products"] = f.tile_products;
+  j["a_tile_density"] = f.a_tile_density;
+  j["b_tile_density"] = f.b_tile_density;
   int last = 0;
   for (int bucket = 0; bucket < kProductBuckets; ++bucket)
     if (f.rows_by_products[std::size_t(bucket)] > 0) last = bucket;

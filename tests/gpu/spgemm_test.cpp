@@ -179,6 +179,10 @@ void for_every_shape(uint64_t seed, Check check) {
   const Csr<double> rect_a = generate::uniform(700, 1300, 9, seed);
   const Csr<double> rect_b = generate::uniform(1300, 450, 5, seed + 7);
   check("rectangular 700x1300 · 1300x450", rect_a, rect_b);
+  // Dense 12 x 12 blocks, cutting across the 8 x 8 tiles, with scattered entries beside them
+  // (bitmap_tc's full and partial tiles), 1001 rows: a partial last tile row.
+  const Csr<double> blocks = generate::from_spec("blockdiag:1001:12:2", seed);
+  check("dense 12x12 blocks", blocks, blocks);
 }
 
 template <class T>
@@ -204,6 +208,10 @@ TEST_F(SpgemmGpu, UnsortedRowsWithDuplicatesAddUp) {
     check_product<float>(rt(), "unsorted", a, a, o, next_seed());
     check_product<double>(rt(), "unsorted", a, a, o, next_seed());
   }
+  Options tiles;  // the duplicates share a tile slot, where packing adds them
+  tiles.variant = "bitmap_tc";
+  check_product<float>(rt(), "unsorted", a, a, tiles, next_seed());
+  check_product<double>(rt(), "unsorted", a, a, tiles, next_seed());
   // The dense bin reads a row's span from B's row ends: refused for unsorted rows, by name.
   o.params = {{"dense_span", 64}};
   const DeviceCsr<float> da(rt().context(), cast<float>(a));
@@ -213,6 +221,28 @@ TEST_F(SpgemmGpu, UnsortedRowsWithDuplicatesAddUp) {
   } catch (const InvalidInputError& e) {
     EXPECT_NE(std::string(e.what()).find("dense_span = 64 needs B's rows sorted"), std::string::npos) << e.what();
   }
+}
+
+// bitmap_tc with precision = "tf32" (reduced precision a caller asks for): the pattern exact,
+// the values within TF32's rounding (inputs rounded to 10 stored mantissa bits, 2^-11), far
+// outside f32's: the full-precision path is what keeps f32 accuracy.
+TEST_F(SpgemmGpu, BitmapTcTf32IsReducedPrecisionOnlyWhenAskedFor) {
+  const Csr<double> pattern = generate::from_spec("blockdiag:2000:16:3", next_seed());
+  const uint64_t seed = next_seed();
+  const Csr<float> a = with_values<float>(pattern, seed), b = with_values<float>(pattern, seed + 1);
+  const Csr<float> want = reference::spgemm(a, b);
+  const DeviceCsr<float> da(rt().context(), a), db(rt().context(), b);
+  Options o;
+  o.variant = "bitmap_tc";
+  o.params = {{"precision", "tf32"}};
+  CallInfo info;
+  const Csr<float> got = rt().spgemm(da, db, o, &info).download();
+  EXPECT_EQ(info.decision->params.at("precision"), "tf32");
+  ASSERT_EQ(got.row_ptr, want.row_ptr);
+  ASSERT_EQ(got.col_idx, want.col_idx);
+  const double error = test::relative_error(test::as_double(got.values), test::as_double(want.values));
+  EXPECT_LE(error, 2e-3);
+  EXPECT_GT(error, test::gpu_tolerance<float>()) << "TF32 agreed with f32 to f32 rounding: was it used?";
 }
 
 // A product that cancels: A = [1 1], B = [[1], [-1]] gives C = [0], kept as an explicit zero.

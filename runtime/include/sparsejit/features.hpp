@@ -142,6 +142,14 @@ struct SpgemmFeatures {
   std::array<int64_t, kProductBuckets> products_by_bucket{};  // the products of those rows
   bool a_sorted = false;         // every row of A has strictly increasing columns
   bool b_sorted = false;         // the same for B
+  // tSparse's 8 x 8 bitmap tiles: the non-empty tiles of A and of B, the tile products (each
+  // tile (I, K) of A times each tile of B's tile row K: NNZ(Ĉ) over tiles) and the mean share
+  // of a tile's 64 slots A's and B's tiles fill.
+  int64_t a_tiles = 0;
+  int64_t b_tiles = 0;
+  int64_t tile_products = 0;
+  double a_tile_density = 0;
+  double b_tile_density = 0;
 };
 // One pass over each pattern. Throws InvalidInputError naming both shapes when a.cols !=
 // b.rows, and naming the first violation of a malformed pattern.
@@ -150,7 +158,8 @@ SpgemmFeatures spgemm_features(PatternView a, PatternView b);
 int64_t rows_with_products_up_to(const SpgemmFeatures& features, int64_t limit);
 int64_t products_of_rows_up_to(const SpgemmFeatures& features, int64_t limit);
 // Flat keys: rows_a cols_a nnz_a row_a (RowA) row_a_max rows_b cols_b nnz_b row_b row_b_max
-// products max_row_products product_rows max_row_span products_per_row a_sorted b_sorted, and the arrays
+// products max_row_products product_rows max_row_span products_per_row a_sorted b_sorted a_tiles b_tiles
+// tile_products a_tile_density b_tile_density, and the arrays
 // rows_by_products and products_by_bucket (up to the last non-empty bucket).
 nlohmann::json to_json(const SpgemmFeatures& features);
 

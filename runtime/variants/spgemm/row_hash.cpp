@@ -582,15 +582,6 @@ class RowHashExecution final : public SpgemmExecution<T> {
   BinKernels symbolic_, numeric_;
 };
 
-ops::LoadedKernel load(detail::RuntimeState& rt, Decision& d, const jit::KernelSpec& spec) {
-  const ops::LoadedKernel loaded = rt.loader.load(spec);
-  // A decision records one origin: the slowest way any of its kernels was obtained.
-  if (int(loaded.origin) > int(d.kernel_origin)) d.kernel_origin = loaded.origin;
-  d.compile_ms += loaded.compile_ms;
-  d.load_ms += loaded.load_ms;
-  return loaded;
-}
-
 }  // namespace
 
 class RowHash final : public SpgemmVariantOf<RowHash> {
@@ -751,8 +742,8 @@ class RowHash final : public SpgemmVariantOf<RowHash> {
       for (int b = 0; b <= c.dense(); ++b)
         if ((is_numeric ? needed.numeric : needed.symbolic)[std::size_t(b)])
           (is_numeric ? numeric : symbolic)[std::size_t(b)] = launchable(p.rt, d, c, b, dtype, is_numeric);
-    const ops::LoadedKernel bin_symbolic = load(p.rt, d, bin_spec(true, c.bins, c.dense_span));
-    const ops::LoadedKernel bin_numeric = load(p.rt, d, bin_spec(false, c.bins, c.dense_span));
+    const ops::LoadedKernel bin_symbolic = load_kernel(p.rt, d, bin_spec(true, c.bins, c.dense_span));
+    const ops::LoadedKernel bin_numeric = load_kernel(p.rt, d, bin_spec(false, c.bins, c.dense_span));
     const int64_t rows = panel_rows(p.problem.m, d.params.at("panels").template get<int>());
     const BinCounts panel = panel_counts(c, rows);
     const int64_t scan_count = int64_t(p.problem.m) + 1;
@@ -772,7 +763,7 @@ class RowHash final : public SpgemmVariantOf<RowHash> {
 
   // Bin b's kernel of one pass, loaded, with its launch shape.
   static Launchable launchable(detail::RuntimeState& rt, Decision& d, const BinCounts& c, int b, DType dtype, bool numeric) {
-    const ops::LoadedKernel loaded = load(rt, d, bin_kernel_spec(c, b, dtype, numeric));
+    const ops::LoadedKernel loaded = load_kernel(rt, d, bin_kernel_spec(c, b, dtype, numeric));
     const int acc = acc_bytes(dtype);
     if (b == c.dense()) {
       const int64_t bytes = dense_shared_bytes(c.dense_span, c.dense_window, numeric, acc);

@@ -2,6 +2,8 @@
 
 #include <atomic>
 
+#include "ops/runtime_state.hpp"
+
 namespace sparsejit::variants {
 
 namespace {
@@ -27,6 +29,14 @@ DeviceBuffer new_output_array(const Context& context, cuda::ScratchPool* pool, s
   DeviceBuffer buffer = pool != nullptr ? pool->allocate_buffer(bytes, stream) : DeviceBuffer(context, bytes);
   if (poison_outputs.load(std::memory_order_relaxed) && bytes > 0) buffer.fill_bytes_async(0xFF, stream);
   return buffer;
+}
+
+ops::LoadedKernel load_kernel(detail::RuntimeState& rt, Decision& d, const jit::KernelSpec& spec) {
+  const ops::LoadedKernel loaded = rt.loader.load(spec);
+  if (int(loaded.origin) > int(d.kernel_origin)) d.kernel_origin = loaded.origin;
+  d.compile_ms += loaded.compile_ms;
+  d.load_ms += loaded.load_ms;
+  return loaded;
 }
 
 void set_poison_outputs(bool on) { poison_outputs.store(on, std::memory_order_relaxed); }

@@ -15,6 +15,7 @@
 #include "cuda/driver_api.hpp"
 #include "cuda/scratch_pool.hpp"
 #include "jit/kernel_spec.hpp"
+#include "ops/kernel_loader.hpp"
 #include "plan/planner.hpp"
 #include "sparsejit/decision.hpp"
 #include "sparsejit/device_matrix.hpp"
@@ -164,6 +165,10 @@ using SpgemmRegistry = Registry<SpgemmVariant>;
 // (tests only: set_poison_outputs) its bytes are set to 0xFF on `stream` first, so an element
 // no kernel writes reads as NaN or as column -1 and a comparison with the reference fails.
 DeviceBuffer new_output_array(const Context& context, cuda::ScratchPool* pool, std::size_t bytes, CUstream stream);
+// Loads a kernel of a decision, recording in it the slowest way any of its kernels was
+// obtained (compiled, cached, ...) and adding the compile and load times.
+ops::LoadedKernel load_kernel(detail::RuntimeState& rt, Decision& d, const jit::KernelSpec& spec);
+
 // Turns the poisoning of new output arrays on or off for the whole process (tests: C's arrays
 // are fresh allocations, which may reuse memory holding a previous, identical answer).
 void set_poison_outputs(bool on);
