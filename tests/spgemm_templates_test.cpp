@@ -258,7 +258,7 @@ TEST(SpgemmTemplates, BitmapTcKernelsCompileForEveryPrecision) {
       const std::string source = jit::render(spec);
       const auto tf32_products = [&] {
         std::size_t count = 0;
-        for (std::size_t at = source.find("  mma(c, __float_as_uint"); at != std::string::npos; at = source.find("  mma(c, __float_as_uint", at + 1)) ++count;
+        for (std::size_t at = source.find("  mma(c["); at != std::string::npos; at = source.find("  mma(c[", at + 1)) ++count;
         return count;
       };
       if (spec.kernel_name.find("multiply_f32") != std::string::npos) {

@@ -26,8 +26,8 @@ int items(int64_t count) {
 std::size_t tile_sort_bytes(int64_t count, int end_bit) {
   std::size_t sort_bytes = 0, encode_bytes = 0;
   cuda::check_runtime(cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, static_cast<const uint64_t*>(nullptr),
-                                                      static_cast<uint64_t*>(nullptr), static_cast<const int32_t*>(nullptr),
-                                                      static_cast<int32_t*>(nullptr), items(count), 0, end_bit),
+                                                      static_cast<uint64_t*>(nullptr), static_cast<const uint64_t*>(nullptr),
+                                                      static_cast<uint64_t*>(nullptr), items(count), 0, end_bit),
                       "cub::DeviceRadixSort::SortPairs (size query)");
   cuda::check_runtime(cub::DeviceRunLengthEncode::Encode(nullptr, encode_bytes, static_cast<const uint64_t*>(nullptr),
                                                          static_cast<uint64_t*>(nullptr), static_cast<int32_t*>(nullptr),
@@ -36,7 +36,7 @@ std::size_t tile_sort_bytes(int64_t count, int end_bit) {
   return std::max(sort_bytes, encode_bytes);
 }
 
-void sort_pairs(const uint64_t* keys_in, uint64_t* keys_out, const int32_t* values_in, int32_t* values_out, int64_t count,
+void sort_pairs(const uint64_t* keys_in, uint64_t* keys_out, const uint64_t* values_in, uint64_t* values_out, int64_t count,
                 int end_bit, void* temp, std::size_t temp_bytes, CUstream stream) {
   if (count == 0) return;
   std::size_t bytes = temp_bytes;

@@ -15,7 +15,7 @@ std::size_t tile_sort_bytes(int64_t count, int end_bit);
 
 // keys_out, values_out = keys_in, values_in sorted by key bits [0, end_bit) (stable), enqueued
 // on `stream` in the current context. The arrays hold `count` items and do not overlap.
-void sort_pairs(const uint64_t* keys_in, uint64_t* keys_out, const int32_t* values_in, int32_t* values_out, int64_t count,
+void sort_pairs(const uint64_t* keys_in, uint64_t* keys_out, const uint64_t* values_in, uint64_t* values_out, int64_t count,
                 int end_bit, void* temp, std::size_t temp_bytes, CUstream stream);
 
 // The runs of equal keys of sorted `keys`: unique[r] and lengths[r] for r < *runs (a device

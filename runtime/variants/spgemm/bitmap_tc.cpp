@@ -7,12 +7,14 @@
 //               the key of C's tile (I, J) and its boolean product (which slots it reaches)
 //   sort        CUB's radix sort of the products by key, then the runs of equal keys: C's tiles
 //   tiles       each tile of C's bitmap (the OR of its products') and its rows' entries
-//               counted into C's row counts; CUB's scan makes C's row offsets
+//               counted into C's row counts; CUB's scans make C's row offsets and the tile
+//               rows' first tiles
 //   sync        the one synchronization: NNZ(C) and the tile count; C's arrays allocated
-//   columns     C's sorted column indices and where each tile's rows start
-//   multiply    a warp per tile of C sums its tile products on tensor cores (f64: DMMA; f32:
+//   positions   where each tile's rows start in C (tiles in column order: rows come out sorted)
+//   multiply    a warp per 4 consecutive tiles of C sums their tile products on tensor cores (f64: DMMA; f32:
 //               TF32 with the 3xTF32 split for f32 accuracy, or one TF32 product with
-//               precision = "tf32", reduced precision that only a caller asks for)
+//               precision = "tf32", reduced precision that only a caller asks for) and
+//               writes the tile's columns and sums
 // Every slot the patterns reach is kept, a sum that cancels to zero included (the reference's
 // structural product). Against the paper: C's tile pattern comes from one sort instead of a
 // counting kernel on tensor cores, and C is CSR, not a tile format.
@@ -38,8 +40,15 @@ namespace {
 constexpr int kBlock = 256;
 constexpr int kWarpsPerBlock = kBlock / 32;
 constexpr std::size_t kAlign = 256;
-constexpr const char* kPasses[] = {"pack", "count", "expand", "tiles", "columns", "multiply"};
-enum Pass { kPack, kCount, kExpand, kTiles, kColumns, kMultiply, kPassCount };
+constexpr const char* kPasses[] = {"pack", "count", "expand", "tiles", "positions", "multiply"};
+enum Pass { kPack, kCount, kExpand, kTiles, kPositions, kMultiply, kPassCount };
+// The tiles pass's threads (4 a tile) loop over C's tiles (their count stays on the device): at
+// most this many.
+constexpr int64_t kTileThreads = int64_t(1) << 21;
+// The multiply pass's consecutive tiles of C per warp (a tile has a few products: on cyl6 2.7 on
+// average, so one tile per warp left most of a warp's 32 product loads unused; 8 made the warps
+// holding the longest tiles, up to 181 products there, the kernel's tail).
+constexpr int kTilesPerWarp = 4;
 
 using formats::DeviceBitmapTiles;
 
@@ -72,9 +81,9 @@ struct Sizes {
 
 // Where each piece of a call's scratch lies (byte offsets into one block).
 struct Layout {
-  std::size_t a_packed = 0, b_packed = 0, counts = 0, prod_off = 0, keys = 0, ids = 0, product_bits = 0, sorted_keys = 0,
-              sorted_ids = 0, tile_keys = 0, run_length = 0, run_start = 0, runs = 0, c_bits = 0, row_counts = 0, temp = 0,
-              temp_bytes = 0, total = 0;
+  std::size_t a_packed = 0, b_packed = 0, counts = 0, prod_off = 0, keys = 0, pairs = 0, sorted_keys = 0, sorted_pairs = 0,
+              tile_keys = 0, run_length = 0, run_start = 0, runs = 0, c_bits = 0, row_counts = 0, tile_row_counts = 0,
+              tile_row_ptr = 0, temp = 0, temp_bytes = 0, total = 0;
 };
 
 // temp_bytes: the most CUB's sort, run-length encoding and scans need.
@@ -87,16 +96,17 @@ Layout layout_for(const Sizes& s, std::size_t value_bytes, std::size_t temp_byte
   l.counts = take(s.a_tiles + 1, 4);
   l.prod_off = take(s.a_tiles + 1, 4);
   l.keys = take(s.products, 8);
-  l.ids = take(s.products, 4);
-  l.product_bits = take(s.products, 8);
+  l.pairs = take(s.products, 8);
   l.sorted_keys = take(s.products, 8);
-  l.sorted_ids = take(s.products, 4);
+  l.sorted_pairs = take(s.products, 8);
   l.tile_keys = take(s.products, 8);
   l.run_length = take(s.products + 1, 4);
   l.run_start = take(s.products + 1, 4);
   l.runs = take(1, 4);
   l.c_bits = take(s.products, 8);
   l.row_counts = take(s.m + 1, 4);
+  l.tile_row_counts = take(tile_rows_of(s.m) + 1, 4);
+  l.tile_row_ptr = take(tile_rows_of(s.m) + 1, 4);
   l.temp_bytes = temp_bytes;
   l.temp = cursor.take(temp_bytes);
   l.total = cursor.total();
@@ -119,7 +129,7 @@ jit::KernelSpec pass_spec(Pass pass, DType dtype, const std::string& precision) 
   std::string name = std::string("sj_spgemm_bitmap_") + kPasses[pass] + (is_f64(dtype) ? "_f64" : "_f32");
   if (pass == kMultiply && !is_f64(dtype)) name += split3 ? "_3xtf32" : "_tf32";
   nlohmann::json params = {{"value_t", is_f64(dtype) ? "double" : "float"}, {"f64", is_f64(dtype)}, {"split3", split3},
-                           {"block_threads", kBlock}};
+                           {"block_threads", kBlock}, {"tiles_per_warp", kTilesPerWarp}};
   for (int p = 0; p < kPassCount; ++p) params[kPasses[p]] = p == pass;
   return {"spgemm_bitmap_tc.cu", name, params, {}};
 }
@@ -148,7 +158,9 @@ class BitmapExecution final : public SpgemmExecution<T> {
     const CUdeviceptr base = scratch.ptr();
     const auto at = [&](std::size_t offset) { return base + offset; };
     pack(o.a, *tiles.a, at(layout_.a_packed), stream, o.early);
-    pack(o.b, *tiles.b, at(layout_.b_packed), stream, o.early);
+    const bool one_operand = &o.a == &o.b;  // A·A: B's packed values are A's
+    if (!one_operand) pack(o.b, *tiles.b, at(layout_.b_packed), stream, o.early);
+    const CUdeviceptr b_packed = at(one_operand ? layout_.a_packed : layout_.b_packed);
     expand(tiles, at, stream, o.early);
     group_by_tile(at, stream);
     count_rows(tiles, at, c.row_ptr.ptr(), m, stream, o.early);
@@ -166,7 +178,7 @@ class BitmapExecution final : public SpgemmExecution<T> {
     c.col_idx = new_output_array(context, &results, std::size_t(c.nnz) * 4, stream);
     c.values = new_output_array(context, &results, std::size_t(c.nnz) * sizeof(T), stream);
     const cuda::ScratchPool::Block tile_pos = rt.scratch_pool().allocate(std::size_t(tile_pos_bytes(back.runs)), stream);
-    write(o, tiles, at, back.runs, c, tile_pos.ptr(), stream);
+    write(o, tiles, at, b_packed, back.runs, c, tile_pos.ptr(), stream);
     return c;  // the scratch blocks are freed on the stream after the kernels above
   }
 
@@ -200,22 +212,21 @@ class BitmapExecution final : public SpgemmExecution<T> {
     launch(kPack, std::min<int64_t>(nnz, int64_t(kBlock) * 65535), args, stream, early);
   }
 
-  // Product offsets per tile of A, then every product's key, id and boolean product.
+  // Product offsets per tile of A, then every product's key and pair of tiles.
   template <class At>
   void expand(const Tiles& tiles, const At& at, CUstream stream, bool early) const {
     const DeviceBitmapTiles &a = *tiles.a, &b = *tiles.b;
     int a_tiles = int(a.tiles), products = int(sizes_.products);
-    CUdeviceptr a_tile_row = a.tile_row.ptr(), a_tile_col = a.tile_col.ptr(), a_bits = a.bits.ptr();
-    CUdeviceptr b_row_ptr = b.row_ptr.ptr(), b_tile_col = b.tile_col.ptr(), b_bits = b.bits.ptr();
+    CUdeviceptr a_tile_row = a.tile_row.ptr(), a_tile_col = a.tile_col.ptr();
+    CUdeviceptr b_row_ptr = b.row_ptr.ptr(), b_tile_col = b.tile_col.ptr();
     CUdeviceptr counts = at(layout_.counts), prod_off = at(layout_.prod_off);
     void* count_args[] = {&a_tiles, &a_tile_col, &b_row_ptr, &counts};
     launch(kCount, int64_t(a_tiles) + 1, count_args, stream, early);
     ops::exclusive_scan(reinterpret_cast<const int32_t*>(counts), reinterpret_cast<int32_t*>(prod_off), int64_t(a_tiles) + 1,
                         reinterpret_cast<void*>(at(layout_.temp)), layout_.temp_bytes, stream);
     long long b_tile_cols = b.tile_cols;
-    CUdeviceptr keys = at(layout_.keys), ids = at(layout_.ids), product_bits = at(layout_.product_bits);
-    void* args[] = {&products, &a_tiles, &prod_off, &a_tile_row, &a_tile_col, &a_bits, &b_row_ptr,
-                    &b_tile_col, &b_bits, &b_tile_cols, &keys, &ids, &product_bits};
+    CUdeviceptr keys = at(layout_.keys), pairs = at(layout_.pairs);
+    void* args[] = {&products, &a_tiles, &prod_off, &a_tile_row, &a_tile_col, &b_row_ptr, &b_tile_col, &b_tile_cols, &keys, &pairs};
     launch(kExpand, products, args, stream, early);
   }
 
@@ -226,7 +237,7 @@ class BitmapExecution final : public SpgemmExecution<T> {
     const int64_t n = sizes_.products;
     void* temp = reinterpret_cast<void*>(at(layout_.temp));
     ops::sort_pairs(reinterpret_cast<const uint64_t*>(at(layout_.keys)), reinterpret_cast<uint64_t*>(at(layout_.sorted_keys)),
-                    reinterpret_cast<const int32_t*>(at(layout_.ids)), reinterpret_cast<int32_t*>(at(layout_.sorted_ids)), n,
+                    reinterpret_cast<const uint64_t*>(at(layout_.pairs)), reinterpret_cast<uint64_t*>(at(layout_.sorted_pairs)), n,
                     sizes_.end_bit, temp, layout_.temp_bytes, stream);
     SPARSEJIT_CU(cuMemsetD32Async, at(layout_.run_length), 0, std::size_t(n) + 1, stream);
     ops::run_lengths(reinterpret_cast<const uint64_t*>(at(layout_.sorted_keys)), reinterpret_cast<uint64_t*>(at(layout_.tile_keys)),
@@ -236,41 +247,46 @@ class BitmapExecution final : public SpgemmExecution<T> {
                         n + 1, temp, layout_.temp_bytes, stream);
   }
 
-  // Each tile of C's bitmap and its rows' entries, scanned into C's row offsets.
+  // Each tile of C's bitmap, its rows' entries scanned into C's row offsets and the tile rows'
+  // tiles into their first tiles.
   template <class At>
   void count_rows(const Tiles& tiles, const At& at, CUdeviceptr c_row_ptr, int m, CUstream stream, bool early) const {
-    CUdeviceptr row_counts = at(layout_.row_counts);
+    CUdeviceptr row_counts = at(layout_.row_counts), tile_row_counts = at(layout_.tile_row_counts);
+    const int64_t tile_rows = tile_rows_of(m);
     SPARSEJIT_CU(cuMemsetD32Async, row_counts, 0, std::size_t(m) + 1, stream);
-    int products = int(sizes_.products);
+    SPARSEJIT_CU(cuMemsetD32Async, tile_row_counts, 0, std::size_t(tile_rows) + 1, stream);
     long long b_tile_cols = tiles.b->tile_cols;
     CUdeviceptr runs = at(layout_.runs), run_start = at(layout_.run_start), run_length = at(layout_.run_length);
-    CUdeviceptr ids = at(layout_.sorted_ids), product_bits = at(layout_.product_bits), tile_keys = at(layout_.tile_keys);
-    CUdeviceptr c_bits = at(layout_.c_bits);
-    void* args[] = {&products, &runs, &run_start, &run_length, &ids, &product_bits, &tile_keys, &b_tile_cols, &c_bits, &row_counts};
-    launch(kTiles, products, args, stream, early);
-    ops::exclusive_scan(reinterpret_cast<const int32_t*>(row_counts), reinterpret_cast<int32_t*>(c_row_ptr), int64_t(m) + 1,
-                        reinterpret_cast<void*>(at(layout_.temp)), layout_.temp_bytes, stream);
+    CUdeviceptr pairs = at(layout_.sorted_pairs), a_bits = tiles.a->bits.ptr(), b_bits = tiles.b->bits.ptr();
+    CUdeviceptr tile_keys = at(layout_.tile_keys), c_bits = at(layout_.c_bits);
+    void* args[] = {&runs, &run_start, &run_length, &pairs, &a_bits, &b_bits, &tile_keys, &b_tile_cols, &c_bits, &row_counts,
+                    &tile_row_counts};
+    launch(kTiles, std::min(4 * sizes_.products, kTileThreads), args, stream, early);
+    void* temp = reinterpret_cast<void*>(at(layout_.temp));
+    ops::exclusive_scan(reinterpret_cast<const int32_t*>(row_counts), reinterpret_cast<int32_t*>(c_row_ptr), int64_t(m) + 1, temp,
+                        layout_.temp_bytes, stream);
+    ops::exclusive_scan(reinterpret_cast<const int32_t*>(tile_row_counts), reinterpret_cast<int32_t*>(at(layout_.tile_row_ptr)),
+                        tile_rows + 1, temp, layout_.temp_bytes, stream);
   }
 
-  // C's columns and tile positions (a warp per tile row), then its values (a warp per tile).
+  // Where C's tiles' rows start (a warp per tile row), then C's columns and values (a warp per
+  // tile).
   template <class At>
-  void write(const SpgemmOperands<T>& o, const Tiles& tiles, const At& at, int c_tiles, const SpgemmOutput& c, CUdeviceptr tile_pos,
-             CUstream stream) const {
+  void write(const SpgemmOperands<T>& o, const Tiles& tiles, const At& at, CUdeviceptr b_packed, int c_tiles, const SpgemmOutput& c,
+             CUdeviceptr tile_pos, CUstream stream) const {
     const DeviceBitmapTiles &a = *tiles.a, &b = *tiles.b;
     int m = o.a.rows(), tile_rows = int(tile_rows_of(m));
     long long b_tile_cols = b.tile_cols;
-    CUdeviceptr runs = at(layout_.runs), tile_keys = at(layout_.tile_keys), c_bits = at(layout_.c_bits);
+    CUdeviceptr tile_row_ptr = at(layout_.tile_row_ptr), tile_keys = at(layout_.tile_keys), c_bits = at(layout_.c_bits);
     CUdeviceptr c_row_ptr = c.row_ptr.ptr(), c_col = c.col_idx.ptr(), c_val = c.values.ptr();
-    void* column_args[] = {&runs, &tile_rows, &m, &tile_keys, &b_tile_cols, &c_bits, &c_row_ptr, &tile_pos, &c_col};
-    launch(kColumns, int64_t(tile_rows) * 32, column_args, stream, o.early);
-    int a_tiles = int(a.tiles);
-    CUdeviceptr run_start = at(layout_.run_start), run_length = at(layout_.run_length), ids = at(layout_.sorted_ids);
-    CUdeviceptr prod_off = at(layout_.prod_off), a_tile_col = a.tile_col.ptr(), a_bits = a.bits.ptr(), a_offset = a.offset.ptr();
-    CUdeviceptr a_packed = at(layout_.a_packed), b_row_ptr = b.row_ptr.ptr(), b_bits = b.bits.ptr(), b_offset = b.offset.ptr();
-    CUdeviceptr b_packed = at(layout_.b_packed);
-    void* args[] = {&c_tiles, &run_start, &run_length, &ids, &a_tiles, &prod_off, &a_tile_col, &a_bits, &a_offset,
-                    &a_packed, &b_row_ptr, &b_bits, &b_offset, &b_packed, &c_bits, &tile_pos, &c_val};
-    launch(kMultiply, int64_t(c_tiles) * 32, args, stream, o.early);
+    void* position_args[] = {&tile_rows, &m, &tile_row_ptr, &c_bits, &c_row_ptr, &tile_pos};
+    launch(kPositions, int64_t(tile_rows) * 32, position_args, stream, o.early);
+    CUdeviceptr run_start = at(layout_.run_start), pairs = at(layout_.sorted_pairs);
+    CUdeviceptr a_bits = a.bits.ptr(), a_offset = a.offset.ptr(), a_packed = at(layout_.a_packed);
+    CUdeviceptr b_bits = b.bits.ptr(), b_offset = b.offset.ptr();
+    void* args[] = {&c_tiles, &run_start, &pairs, &a_bits, &a_offset, &a_packed, &b_bits, &b_offset, &b_packed,
+                    &c_bits, &tile_pos, &tile_keys, &b_tile_cols, &c_col, &c_val};
+    launch(kMultiply, (int64_t(c_tiles) + kTilesPerWarp - 1) / kTilesPerWarp * 32, args, stream, o.early);
   }
 
   PassKernels kernels_;
@@ -290,7 +306,10 @@ Sizes sizes_of(const SpgemmFeatures& f, const plan::SpgemmProblem& p) {
   return s;
 }
 
-std::size_t planned_temp_bytes(const Sizes& s) { return temp_bytes_bound(std::max({s.products + 1, s.a_tiles + 1, s.m + 1})); }
+// The most items one of CUB's passes takes: the products, A's tiles, C's rows or tile rows.
+int64_t most_items(const Sizes& s) { return std::max({s.products + 1, s.a_tiles + 1, s.m + 1}); }
+
+std::size_t planned_temp_bytes(const Sizes& s) { return temp_bytes_bound(most_items(s)); }
 
 }  // namespace
 
@@ -359,7 +378,7 @@ class BitmapTc final : public SpgemmVariantOf<BitmapTc> {
       kernels.push_back(load_kernel(p.rt, d, pass_spec(Pass(pass), p.problem.dtype, d.params.at("precision"))).kernel);
     const Sizes s = sizes_of(p.features, p.problem);
     const std::size_t temp = std::max({planned_temp_bytes(s), ops::tile_sort_bytes(s.products, s.end_bit),
-                                       ops::exclusive_scan_bytes(std::max({s.products + 1, s.a_tiles + 1, s.m + 1}))});
+                                       ops::exclusive_scan_bytes(most_items(s))});
     return std::make_unique<BitmapExecution<T>>(std::move(kernels), s, layout_for(s, sizeof(T), temp));
   }
 };
