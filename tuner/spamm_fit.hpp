@@ -15,10 +15,11 @@
 //                  these timings. launch stays the base model's for the same reason (a few µs,
 //                  constant like the intercept at one size).
 //   vendor         ms - launch ≈ Σ coefficient · term (gemm_<class>_flops of each class timed).
-// Each is the non-negative least-squares fit in relative error (Σ ((predicted - t) / t)²: the
-// times span 0.05 to 20 ms and the planner compares ratios). Coefficients of terms no timing
-// exercises (a precision not timed, the search's) stay the base model's. A variant with fewer
-// timings than terms to fit keeps its base coefficients (a note says so).
+// Each is the non-negative least-squares fit in relative error of tuner/cost_fit.hpp (Σ
+// ((predicted - t) / t)²: the times span 0.05 to 20 ms and the planner compares ratios), the
+// front passed as its rows' front. Coefficients of terms no timing exercises (a precision not
+// timed, the search's) stay the base model's. A variant with fewer timings than terms to fit
+// keeps its base coefficients (a note says so).
 //
 // The crossover of a precision and size: the kept share where the tile call (the fastest tile
 // variant at each share timed) takes as long as the vendor's GEMM, linear between the two
