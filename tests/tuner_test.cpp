@@ -658,9 +658,9 @@ TEST(TuneCli, HelpListsTheOptions) {
 
 TEST(TuneCli, BadArgumentsFailWithOneClearLine) {
   EXPECT_NE(run_cli("tune").status, 0);
-  const CliResult bad_op = run_cli("tune --op spgemm");
+  const CliResult bad_op = run_cli("tune --op spmv");
   EXPECT_NE(bad_op.status, 0);
-  EXPECT_NE(bad_op.out.find("spgemm"), std::string::npos) << bad_op.out;
+  EXPECT_NE(bad_op.out.find("spmv"), std::string::npos) << bad_op.out;
   const CliResult bad_k = run_cli("tune --op spmm --k 32,0");
   EXPECT_NE(bad_k.status, 0);
   EXPECT_NE(bad_k.out.find("--k 0"), std::string::npos) << bad_k.out;

@@ -107,4 +107,11 @@ std::vector<std::string> matrix_files(const std::string& dir) {
   return files;
 }
 
+std::string matrix_file_name(const std::string& file, const std::string& dir) {
+  std::string name = std::filesystem::path(file).lexically_relative(dir).string();
+  for (const std::string ext : {".gz", ".mtx", ".smtx"})
+    if (name.size() > ext.size() && has_suffix(name, ext)) name.resize(name.size() - ext.size());
+  return name;
+}
+
 }  // namespace sparsejit::tuner

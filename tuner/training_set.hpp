@@ -38,5 +38,7 @@ Csr<double> dense_csr(int32_t n, uint64_t seed);
 std::vector<TrainingMatrix> calibration_matrices(uint64_t seed);
 // Every *.mtx, *.mtx.gz, *.smtx, *.smtx.gz below dir, sorted; IoError when dir is not a directory.
 std::vector<std::string> matrix_files(const std::string& dir);
+// "0.9/name.smtx.gz" -> "0.9/name": the path of `file` below `dir` without its extensions.
+std::string matrix_file_name(const std::string& file, const std::string& dir);
 
 }  // namespace sparsejit::tuner

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -37,15 +36,6 @@ struct MatrixSource {
   bool file = false;  // from --matrices: subject to kMaxFileNnz (the generated set is sized already)
 };
 
-// "0.9/name.smtx.gz" -> "0.9/name": the path below the directory without its extensions.
-std::string matrix_name(const std::string& file, const std::string& dir) {
-  std::string name = std::filesystem::path(file).lexically_relative(dir).string();
-  for (const char* ext : {".gz", ".mtx", ".smtx"})
-    if (name.size() > std::strlen(ext) && name.compare(name.size() - std::strlen(ext), std::strlen(ext), ext) == 0)
-      name.resize(name.size() - std::strlen(ext));
-  return name;
-}
-
 std::vector<MatrixSource> training_sources(const TuneOptions& o) {
   std::vector<MatrixSource> sources;
   for (auto& m : generated_training_matrices(o.quick, o.seed)) {
@@ -59,7 +49,7 @@ std::vector<MatrixSource> training_sources(const TuneOptions& o) {
   }
   if (o.matrices_dir)
     for (const auto& file : matrix_files(*o.matrices_dir))
-      sources.push_back({matrix_name(file, *o.matrices_dir), [file] { return io::read_csr<double>(file); }, true});
+      sources.push_back({matrix_file_name(file, *o.matrices_dir), [file] { return io::read_csr<double>(file); }, true});
   return sources;
 }
 

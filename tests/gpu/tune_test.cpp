@@ -1,13 +1,15 @@
 // `sparsejit tune --quick` on the GPU into a temporary cache directory: every candidate is
 // recorded, the tuned model is stored and written, a second run measures nothing new, and
 // the planner (explain and the Runtime) then uses the records of this device. `tune --op
-// spamm` on a small input: its crossover lines, and its tuned model then priced with.
+// spamm` on a small input: its crossover lines, and its tuned model then priced with. `tune
+// --op spgemm --quick`: a line per case, the selection lines, and its tuned model then priced with.
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <regex>
 #include <set>
 
@@ -250,6 +252,37 @@ TEST_F(TuneGpu, SpammTuneReportsCrossoversAndItsModelIsUsed) {
   Runtime rt(0);
   DeviceDense<float> da(rt.context(), a), dc(rt.context(), 1024, 1024);
   const SpammInfo info = rt.spamm(da, da, dc, o);
+  rt.context().synchronize();
+  EXPECT_EQ(info.decision->model_id, id) << describe(*info.decision);
+}
+
+// A line per quick case "<input> f32: <products> products; <variant> <ms> ms, ... (auto: <variant>)",
+// the selection lines, then the tuned model stored for this device is the one explain and the
+// Runtime price SpGEMM with.
+TEST_F(TuneGpu, QuickSpgemmTuneStoresAModelThePlannerUses) {
+  const test::CliResult r = run_tune("--op spgemm --quick --quiet");
+  ASSERT_EQ(r.status, 0) << r.out;
+  const std::regex case_line(R"((^|\n)gen:\S+ f32: [0-9.e+]+ products; (row_hash|bitmap_tc|cusparse) [0-9.e+-]+ ms)");
+  EXPECT_EQ(std::distance(std::sregex_iterator(r.out.begin(), r.out.end(), case_line), std::sregex_iterator()), 3) << r.out;
+  EXPECT_NE(r.out.find("picks within 10% of the fastest timed, every case: base "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("held-out matrices (gen:"), std::string::npos) << r.out;
+
+  const cache::DeviceKey key = ops::device_key(detail::explain_target(0));
+  const auto model = cache::CacheStore(kCacheDir).find_model(plan::tuned_model_name(Op::SpGEMM), key);
+  ASSERT_TRUE(model) << r.out;
+  const std::string id = plan::tuned_model_id(Op::SpGEMM, key.device_name);
+  EXPECT_EQ(model->json["id"], id);
+  EXPECT_NE(r.out.find("tuned model " + id + " stored in "), std::string::npos) << r.out;
+
+  ops::forget_tuned_lookups();
+  const Csr<float> a = cast<float>(generate::from_spec("uniform:3000:6", 2));
+  const Decision explained = explain_spgemm(a.pattern(), a.pattern(), DType::F32);
+  EXPECT_EQ(explained.source, DecisionSource::Model) << describe(explained);
+  EXPECT_EQ(explained.model_id, id) << describe(explained);
+  Runtime rt(0);
+  const DeviceCsr<float> da(rt.context(), a);
+  CallInfo info;
+  rt.spgemm(da, da, {}, &info);
   rt.context().synchronize();
   EXPECT_EQ(info.decision->model_id, id) << describe(*info.decision);
 }

@@ -21,6 +21,7 @@
 #include "cli/commands.hpp"
 #include "cli/json_lines.hpp"
 #include "cli/matrix_input.hpp"
+#include "cli/one_line.hpp"
 #include "cli/progress.hpp"
 #include "plan/measure_policy.hpp"
 #include "sparsejit/error.hpp"
@@ -176,9 +177,6 @@ std::string without_final_newline(std::string text) {
   while (!text.empty() && text.back() == '\n') text.pop_back();
   return text;
 }
-
-// The first line of an error message (compile errors carry a log after it).
-std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
 
 // The driver's reason without its closing clause about what still works without a GPU.
 std::string without_consequence(const std::string& reason) { return reason.substr(0, reason.rfind(": ")); }

@@ -12,6 +12,7 @@
 
 #include "cli/bench.hpp"
 #include "cli/json_lines.hpp"
+#include "cli/one_line.hpp"
 #include "cli/spamm_baseline.hpp"
 #include "cli/spamm_input.hpp"
 #include "plan/spamm.hpp"
@@ -359,7 +360,7 @@ class SpammBench {
   }
 
   void fail(const std::string& what, const std::string& message) {
-    progress_.print(std::cerr, "bench: " + what + ": " + message.substr(0, message.find('\n')));
+    progress_.print(std::cerr, "bench: " + what + ": " + first_line(message));
     failed_ = true;
   }
 

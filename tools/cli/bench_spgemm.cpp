@@ -7,14 +7,13 @@
 // GFLOP/s counts 2 flops per product (2·NNZ(Ĉ)). The record's "numeric" times the numeric phase
 // alone with the pattern reused (spgemm_numeric against cusparseSpGEMMreuse_compute; see
 // measure_numeric); "peak_bytes" of auto and the vendor is one whole call's peak device memory
-// (SpgemmTimer::peak_bytes).
-#include <chrono>
+// (SpgemmTimer::peak_bytes, cli/spgemm_timer.hpp).
 #include <cmath>
 #include <limits>
 #include <optional>
 
 #include "cli/bench.hpp"
-#include "cuda/memory.hpp"
+#include "cli/spgemm_timer.hpp"
 #include "sparsejit/error.hpp"
 #include "sparsejit/reference.hpp"
 #include "vendor/cusparse_spgemm.hpp"
@@ -30,53 +29,6 @@ ordered_json spgemm_ratio(double numerator, double denominator) {
   const double r = numerator / denominator;
   return std::isfinite(r) && r > 0 ? ordered_json(r) : ordered_json(nullptr);
 }
-
-template <class T>
-class SpgemmTimer {
- public:
-  SpgemmTimer(Runtime& rt, const DeviceCsr<T>& a, const Config& config) : rt_(rt), a_(a), config_(config), stream_(rt.context()) {}
-
-  // One untimed call (plan, kernel loads and any failure surface there), then the median.
-  // Returns the call's info and its median ms.
-  std::pair<CallInfo, double> time(Options options) {
-    options.stream = stream_.handle();
-    CallInfo info;
-    rt_.spgemm(a_, a_, options, &info);
-    tuner::TimingOptions timing = config_.timing;
-    timing.clock = tuner::Clock::Events;
-    const double ms = tuner::time_on_stream(rt_.context(), stream_.handle(), 1, timing, [&](int, CUstream) {
-                        rt_.spgemm(a_, a_, options);
-                      }).median_ms;
-    return {info, ms};
-  }
-
-  // Device bytes one call holds at its peak besides what was held before it (cuda::held_bytes:
-  // workspace, scratch and C's arrays, in stream order); kernels already loaded.
-  int64_t peak_bytes(Options options) {
-    options.stream = stream_.handle();
-    rt_.context().synchronize();
-    cuda::reset_peak_held_bytes();
-    const int64_t before = cuda::held_bytes().current;
-    rt_.spgemm(a_, a_, options);
-    rt_.context().synchronize();
-    return cuda::held_bytes().peak - before;
-  }
-
-  // Host wall-clock ms of the first call on a fresh handle of A (features, plan, the call),
-  // kernels already loaded by the runs before.
-  double first_call_ms(const Csr<T>& host, const Options& options) {
-    const DeviceCsr<T> fresh(rt_.context(), host);
-    Options o = options;
-    o.stream = stream_.handle();
-    return synchronized_ms(rt_.context(), [&] { rt_.spgemm(fresh, fresh, o); });
-  }
-
- private:
-  Runtime& rt_;
-  const DeviceCsr<T>& a_;
-  const Config& config_;
-  Stream stream_;
-};
 
 // {ok, relative_error} of `got` against the reference: the same pattern and values within
 // the value type's tolerance.
@@ -138,7 +90,7 @@ ordered_json measure_spgemm(Runtime& rt, const Csr<T>& a, const Config& config, 
     throw UnsupportedError("bench --op spgemm squares each matrix (C = A·A); this one is " + std::to_string(a.rows) + "x" +
                            std::to_string(a.cols));
   const DeviceCsr<T> da(rt.context(), a);
-  SpgemmTimer<T> timer(rt, da, config);
+  SpgemmTimer<T> timer(rt, da, config.timing);
   ordered_json record;
 
   const auto [auto_info, auto_ms] = timer.time(Options{});

@@ -20,4 +20,6 @@ std::string one_line(const std::string& message) {
   return line;
 }
 
+std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
 }  // namespace sparsejit::cli

@@ -10,4 +10,7 @@ namespace sparsejit::cli {
 // and above are kept: messages use UTF-8, e.g. "A·B").
 std::string one_line(const std::string& message);
 
+// The first line of `text` (a compile error carries its log after it).
+std::string first_line(const std::string& text);
+
 }  // namespace sparsejit::cli

@@ -1,4 +1,5 @@
 // `sparsejit tune`: installation-time tuning of this GPU (tuner/tune.hpp does the work).
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -7,6 +8,7 @@
 #include "cli/commands.hpp"
 #include "cli/progress.hpp"
 #include "cli/tune_spamm.hpp"
+#include "cli/tune_spgemm.hpp"
 #include "jit/compiler.hpp"
 #include "ops/plan_sources.hpp"
 #include "ops/runtime_state.hpp"
@@ -47,19 +49,25 @@ struct TuneArgs {
   std::vector<double> shares;
 };
 
-// The options of one kind of run, so that one given to the other kind is refused, not ignored.
-struct TuneOptionGroups {
-  std::vector<CLI::Option*> matrices;  // spmm and sddmm: the training matrices and their cases
-  std::vector<CLI::Option*> spamm;     // spamm: its generated inputs
+// An option of some ops' runs only, so that one given to another op is refused, not ignored.
+struct ScopedOption {
+  CLI::Option* option;
+  std::vector<std::string> ops;  // the ops it applies to
 };
 
-// A given option that does not apply to --op: an InvalidInputError naming it.
-void refuse_other_options(const std::string& op, const TuneOptionGroups& groups) {
-  const bool spamm = op == "spamm";
-  for (const CLI::Option* o : spamm ? groups.matrices : groups.spamm)
-    if (o->count() > 0)
-      throw InvalidInputError("tune --op " + op + ": " + o->get_name() +
-                              (spamm ? " does not apply (spamm takes --sizes, --precisions and --shares)" : " is for --op spamm"));
+// The ops' groups of options.
+const std::vector<std::string> kTrainingOps = {"spmm", "sddmm"};             // tuning records of training cases
+const std::vector<std::string> kMatrixOps = {"spmm", "sddmm", "spgemm"};     // matrices: generated, a directory's
+const std::vector<std::string> kSpammOps = {"spamm"};                        // generated decay inputs
+
+// A given option that does not apply to --op: an InvalidInputError naming it and the ops it is for.
+void refuse_other_options(const std::string& op, const std::vector<ScopedOption>& scoped) {
+  for (const ScopedOption& s : scoped) {
+    if (s.option->count() == 0 || std::find(s.ops.begin(), s.ops.end(), op) != s.ops.end()) continue;
+    std::string ops;
+    for (std::size_t i = 0; i < s.ops.size(); ++i) ops += (i == 0 ? "" : i + 1 == s.ops.size() ? " or " : ", ") + s.ops[i];
+    throw InvalidInputError("tune --op " + op + ": " + s.option->get_name() + " does not apply (it is for --op " + ops + ")");
+  }
 }
 
 // The widths `sparsejit bench` reports for the op, so the tuned model covers them.
@@ -77,6 +85,19 @@ std::vector<DType> parse_dtypes(const std::vector<std::string>& texts) {
   return dtypes;
 }
 
+// The directory of real matrices to tune on: --matrices, else none with --generated-only or
+// --quick, else the first default directory that exists.
+std::optional<std::string> matrices_dir(const TuneArgs& args) {
+  if (!args.matrices.empty()) {
+    if (!std::filesystem::is_directory(args.matrices)) throw IoError("tune: --matrices '" + args.matrices + "' is not a directory");
+    return args.matrices;
+  }
+  if (args.generated_only || args.quick) return std::nullopt;
+  for (const char* dir : kDefaultMatricesDirs)
+    if (std::filesystem::is_directory(dir)) return dir;
+  return std::nullopt;
+}
+
 tuner::TuneOptions to_options(const TuneArgs& args) {
   tuner::TuneOptions o;
   o.op = parse_op(args.op);
@@ -87,13 +108,7 @@ tuner::TuneOptions to_options(const TuneArgs& args) {
     if (k < 1) throw InvalidInputError("tune: --k " + std::to_string(k) + " must be >= 1");
   o.ks = args.ks.empty() ? default_ks(o.op) : args.ks;
   o.dtypes = parse_dtypes(args.dtypes);
-  if (!args.matrices.empty()) {
-    if (!std::filesystem::is_directory(args.matrices)) throw IoError("tune: --matrices '" + args.matrices + "' is not a directory");
-    o.matrices_dir = args.matrices;
-  } else if (!args.generated_only && !args.quick) {
-    for (const char* dir : kDefaultMatricesDirs)
-      if (!o.matrices_dir && std::filesystem::is_directory(dir)) o.matrices_dir = dir;
-  }
+  o.matrices_dir = matrices_dir(args);
   if (!args.write_models.empty()) o.write_models_dir = args.write_models;
   return o;
 }
@@ -196,43 +211,58 @@ void run_spamm(const TuneArgs& args) {
   run_spamm_tune(config, tuning_store());
 }
 
+void run_spgemm(const TuneArgs& args) {
+  SpgemmTuneConfig config = spgemm_tune_config(matrices_dir(args), args.quick, parse_dtypes(args.dtypes));
+  if (!args.write_models.empty()) config.write_models_dir = args.write_models;
+  config.seed = args.seed;
+  config.quiet = args.quiet;
+  run_spgemm_tune(config, tuning_store());
+}
+
 }  // namespace
 
 void add_tune_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("tune", "Measure this GPU's kernel variants, store tuning records and train tuned models");
   static TuneArgs args;
-  static TuneOptionGroups groups;
+  static std::vector<ScopedOption> scoped;
+  const auto scope = [&](CLI::Option* option, const std::vector<std::string>& ops) {
+    scoped.push_back({option, ops});
+    return option;
+  };
   cmd->add_option("--op", args.op,
-                  "Operation to tune: spmm, sddmm (measured on training matrices), or spamm (the tile kernels against cuBLAS "
-                  "on decay inputs: the crossover share per precision; --precompile: spmm and sddmm unless given)")
-      ->check(CLI::IsMember({"spmm", "sddmm", "spamm"}));
-  groups.matrices.push_back(cmd->add_option("--matrices", args.matrices, "Directory of .mtx/.smtx[.gz] files to add to the generated matrices (default: ../shared/matrices or "
-                                      "shared/matrices, the first that exists; none with --quick)"));
-  groups.matrices.push_back(cmd->add_flag("--generated-only", args.generated_only, "Use the generated matrices only"));
-  groups.matrices.push_back(cmd->add_flag("--quick", args.quick, "Three tiny generated matrices and short timing (a smoke test)"));
-  auto* resume = cmd->add_flag("--resume", args.resume, "Skip candidates this device already has records for (the default)");
-  auto* restart = cmd->add_flag("--restart", args.restart, "Measure everything again (earlier records stay, newer ones win)")->excludes(resume);
-  groups.matrices.push_back(resume);
-  groups.matrices.push_back(restart);
-  groups.matrices.push_back(
-      cmd->add_option("-k,--k", args.ks, "Widths K to tune, comma separated (default: spmm 32,128,512; sddmm 32,64,128)")->delimiter(','));
-  groups.matrices.push_back(
-      cmd->add_option("--dtype", args.dtypes, "Value types to tune, comma separated (f32, f64)")->delimiter(',')->capture_default_str());
+                  "Operation to tune: spmm, sddmm (measured on training matrices), spgemm (every variant the planner offers, "
+                  "timed on matrices and generated inputs: its cost constants refitted), or spamm (the tile kernels against "
+                  "cuBLAS on decay inputs: the crossover share per precision); --precompile: spmm and sddmm unless given")
+      ->check(CLI::IsMember({"spmm", "sddmm", "spgemm", "spamm"}));
+  scope(cmd->add_option("--matrices", args.matrices, "Directory of .mtx/.smtx[.gz] files (searched recursively) to add to the generated "
+                                                     "matrices (default: ../shared/matrices or shared/matrices, the first that exists; "
+                                                     "none with --quick)"),
+        kMatrixOps);
+  scope(cmd->add_flag("--generated-only", args.generated_only, "Use the generated matrices only"), kMatrixOps);
+  scope(cmd->add_flag("--quick", args.quick, "Three tiny generated matrices and short timing (a smoke test)"), kMatrixOps);
+  auto* resume = scope(cmd->add_flag("--resume", args.resume, "Skip candidates this device already has records for (the default)"), kTrainingOps);
+  scope(cmd->add_flag("--restart", args.restart, "Measure everything again (earlier records stay, newer ones win)")->excludes(resume), kTrainingOps);
+  scope(cmd->add_option("-k,--k", args.ks, "Widths K to tune, comma separated (default: spmm 32,128,512; sddmm 32,64,128)")->delimiter(','),
+        kTrainingOps);
+  scope(cmd->add_option("--dtype", args.dtypes, "Value types to tune, comma separated (f32, f64)")->delimiter(',')->capture_default_str(),
+        kMatrixOps);
   cmd->add_option("--write-models", args.write_models, "Also write the tuned model as DIR/<op>.json (to ship as a default)");
-  groups.matrices.push_back(cmd->add_option("--seed", args.seed, "Seed of the generated matrices and values")->capture_default_str());
-  groups.spamm.push_back(cmd->add_option("--sizes", args.sizes, "--op spamm: N of the N×N algebraic decay inputs, comma separated (default 4096,8192)")
-                             ->delimiter(','));
-  groups.spamm.push_back(cmd->add_option("--precisions", args.precisions,
-                                         "--op spamm: precisions to time, comma separated: full, tf32, fp16, bf16 (default: all)")
-                             ->delimiter(','));
-  groups.spamm.push_back(cmd->add_option("--shares", args.shares,
-                                         "--op spamm: kept shares of tile products to time, fractions in (0, 1], comma separated "
-                                         "(default 0.01,0.05,0.1,0.25,0.5)")
-                             ->delimiter(','));
-  auto* from_records = cmd->add_flag("--from-records", args.from_records,
-                                     "Measure nothing: retrain the tuned model from this GPU's stored records (tune's and "
-                                     "measured selections'); kept only when it predicts held-out patterns better");
-  groups.matrices.push_back(from_records);
+  scope(cmd->add_option("--seed", args.seed, "Seed of the generated matrices and values")->capture_default_str(), kMatrixOps);
+  scope(cmd->add_option("--sizes", args.sizes, "--op spamm: N of the N×N algebraic decay inputs, comma separated (default 4096,8192)")
+            ->delimiter(','),
+        kSpammOps);
+  scope(cmd->add_option("--precisions", args.precisions, "--op spamm: precisions to time, comma separated: full, tf32, fp16, bf16 (default: all)")
+            ->delimiter(','),
+        kSpammOps);
+  scope(cmd->add_option("--shares", args.shares,
+                        "--op spamm: kept shares of tile products to time, fractions in (0, 1], comma separated "
+                        "(default 0.01,0.05,0.1,0.25,0.5)")
+            ->delimiter(','),
+        kSpammOps);
+  auto* from_records = scope(cmd->add_flag("--from-records", args.from_records,
+                                           "Measure nothing: retrain the tuned model from this GPU's stored records (tune's and "
+                                           "measured selections'); kept only when it predicts held-out patterns better"),
+                             kTrainingOps);
   cmd->add_option("--held-out", args.held_out_file,
                   "--from-records: write the held-out patterns' fingerprints to FILE, one a line (bench records name "
                   "their pattern's)")
@@ -248,9 +278,10 @@ void add_tune_command(CLI::App& app) {
       ->needs(precompile);
   cmd->callback([] {
     if (args.precompile) return run_precompile(args);
-    if (args.op.empty()) throw InvalidInputError("tune: --op spmm|sddmm|spamm is required");
-    refuse_other_options(args.op, groups);
+    if (args.op.empty()) throw InvalidInputError("tune: --op spmm|sddmm|spgemm|spamm is required");
+    refuse_other_options(args.op, scoped);
     if (args.op == "spamm") return run_spamm(args);
+    if (args.op == "spgemm") return run_spgemm(args);
     if (args.from_records) return run_from_records(args);
     const tuner::TuneOptions options = to_options(args);
     cache::CacheStore& store = tuning_store();

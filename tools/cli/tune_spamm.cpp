@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 
+#include "cli/one_line.hpp"
 #include "cli/progress.hpp"
 #include "cli/spamm_baseline.hpp"
 #include "cli/spamm_input.hpp"
@@ -175,7 +176,7 @@ std::string measure_share(CaseRun& r, double share) {
       at.tiles.push_back(*t);
       line += " " + variant + " " + format("%.4g", t->ms) + " ms";
     } else {
-      line += " " + variant + " left out (" + failure.substr(0, failure.find('\n')) + ")";
+      line += " " + variant + " left out (" + first_line(failure) + ")";
     }
   }
   if (!at.tiles.empty()) r.times.shares.push_back(std::move(at));
