@@ -424,10 +424,10 @@ TEST(SpgemmExplain, CompilesTheChosenKernelsWithoutAGpu) {
   EXPECT_EQ(none.kernel_origin, KernelOrigin::None);
 }
 
-// bitmap_tc: full precision unless a caller asks for TF32 (f32 only), never searched at
+// bitmap_tc: full precision unless a caller asks for TF32, fp16 or bf16 (f32 only), never searched at
 // reduced precision, priced by its tile products, and passed over on parts without f64 and
 // TF32 mma.
-TEST(SpgemmPlan, BitmapTcRunsAtFullPrecisionUnlessTf32IsAskedFor) {
+TEST(SpgemmPlan, BitmapTcRunsAtFullPrecisionUnlessReducedIsAskedFor) {
   Options o;
   o.variant = "bitmap_tc";
   Decision d = plan(small_a(), small_b(), o);
@@ -437,8 +437,13 @@ TEST(SpgemmPlan, BitmapTcRunsAtFullPrecisionUnlessTf32IsAskedFor) {
   o.params = {{"precision", "tf32"}};
   EXPECT_EQ(plan(small_a(), small_b(), o).params.at("precision"), "tf32");
   expect_error_naming<InvalidInputError>([&] { plan(small_a(), small_b(), o, DType::F64); }, "precision = \"tf32\" applies to f32");
-  o.params = {{"precision", "fp16"}};
-  expect_error_naming<InvalidInputError>([&] { plan(small_a(), small_b(), o); }, "precision = \"fp16\" must be");
+  o.params = {{"precision", "int8"}};
+  expect_error_naming<InvalidInputError>([&] { plan(small_a(), small_b(), o); }, "precision = \"int8\" must be");
+  for (const char* reduced : {"fp16", "bf16"}) {
+    o.params = {{"precision", reduced}};
+    EXPECT_EQ(plan(small_a(), small_b(), o).params.at("precision"), reduced);
+    expect_error_naming<InvalidInputError>([&] { plan(small_a(), small_b(), o, DType::F64); }, "applies to f32 values");
+  }
   for (const auto& [variant, params] : plan::spgemm_search_space(f, problem_of(small_a(), small_b(), DType::F32), {}))
     if (variant == "bitmap_tc") {
       EXPECT_EQ(params.at("precision"), "full");

@@ -239,13 +239,15 @@ TEST(SpgemmTemplates, PositionKernelsCompileForSm80AndSm90) {
     }
 }
 
-// bitmap_tc's six passes, for f64 and for f32 at both precisions, compile for sm_80 and sm_90;
-// the f32 multiply pass splits into three TF32 products only at full precision.
+// bitmap_tc's six passes, for f64 and for f32 at every precision, compile for sm_80 and sm_90;
+// the f32 multiply pass splits into three TF32 products only at full precision, and multiplies
+// f16 or bf16 operands where those are asked for.
 TEST(SpgemmTemplates, BitmapTcKernelsCompileForEveryPrecision) {
   SpgemmFeatures f = every_bin();
   f.a_tiles = f.b_tiles = 1000;
   f.tile_products = 5000;
-  for (const auto& [dtype, precision] : {std::pair{DType::F64, "full"}, std::pair{DType::F32, "full"}, std::pair{DType::F32, "tf32"}}) {
+  for (const auto& [dtype, precision] : {std::pair{DType::F64, "full"}, std::pair{DType::F32, "full"}, std::pair{DType::F32, "tf32"},
+                                         std::pair{DType::F32, "fp16"}, std::pair{DType::F32, "bf16"}}) {
     const plan::SpgemmProblem problem{dtype, 100000, 100000, 100000};
     Options o;
     o.variant = "bitmap_tc";
@@ -263,6 +265,8 @@ TEST(SpgemmTemplates, BitmapTcKernelsCompileForEveryPrecision) {
       };
       if (spec.kernel_name.find("multiply_f32") != std::string::npos) {
         EXPECT_EQ(tf32_products(), std::string(precision) == "full" ? 3u : 1u) << spec.kernel_name;
+        const std::string half = std::string(precision) == "fp16" ? ".f16.f16.f32" : std::string(precision) == "bf16" ? ".bf16.bf16.f32" : ".tf32.tf32.f32";
+        EXPECT_NE(source.find("m16n8k8.row.col.f32" + half), std::string::npos) << spec.kernel_name;
       }
     }
   }

@@ -223,26 +223,29 @@ TEST_F(SpgemmGpu, UnsortedRowsWithDuplicatesAddUp) {
   }
 }
 
-// bitmap_tc with precision = "tf32" (reduced precision a caller asks for): the pattern exact,
-// the values within TF32's rounding (inputs rounded to 10 stored mantissa bits, 2^-11), far
+// bitmap_tc at a reduced precision a caller asks for: the pattern exact, the values within the
+// precision's rounding (tf32 and fp16 keep 10 stored mantissa bits, 2^-11; bf16 7, 2^-8), far
 // outside f32's: the full-precision path is what keeps f32 accuracy.
-TEST_F(SpgemmGpu, BitmapTcTf32IsReducedPrecisionOnlyWhenAskedFor) {
+TEST_F(SpgemmGpu, BitmapTcReducedPrecisionOnlyWhenAskedFor) {
   const Csr<double> pattern = generate::from_spec("blockdiag:2000:16:3", next_seed());
   const uint64_t seed = next_seed();
   const Csr<float> a = with_values<float>(pattern, seed), b = with_values<float>(pattern, seed + 1);
   const Csr<float> want = reference::spgemm(a, b);
   const DeviceCsr<float> da(rt().context(), a), db(rt().context(), b);
-  Options o;
-  o.variant = "bitmap_tc";
-  o.params = {{"precision", "tf32"}};
-  CallInfo info;
-  const Csr<float> got = rt().spgemm(da, db, o, &info).download();
-  EXPECT_EQ(info.decision->params.at("precision"), "tf32");
-  ASSERT_EQ(got.row_ptr, want.row_ptr);
-  ASSERT_EQ(got.col_idx, want.col_idx);
-  const double error = test::relative_error(test::as_double(got.values), test::as_double(want.values));
-  EXPECT_LE(error, 2e-3);
-  EXPECT_GT(error, test::gpu_tolerance<float>()) << "TF32 agreed with f32 to f32 rounding: was it used?";
+  for (const auto& [precision, limit] : {std::pair{"tf32", 2e-3}, std::pair{"fp16", 2e-3}, std::pair{"bf16", 2e-2}}) {
+    SCOPED_TRACE(precision);
+    Options o;
+    o.variant = "bitmap_tc";
+    o.params = {{"precision", precision}};
+    CallInfo info;
+    const Csr<float> got = rt().spgemm(da, db, o, &info).download();
+    EXPECT_EQ(info.decision->params.at("precision"), precision);
+    ASSERT_EQ(got.row_ptr, want.row_ptr);
+    ASSERT_EQ(got.col_idx, want.col_idx);
+    const double error = test::relative_error(test::as_double(got.values), test::as_double(want.values));
+    EXPECT_LE(error, limit);
+    EXPECT_GT(error, test::gpu_tolerance<float>()) << "agreed with f32 to f32 rounding: was the reduced precision used?";
+  }
 }
 
 // A product that cancels: A = [1 1], B = [[1], [-1]] gives C = [0], kept as an explicit zero.

@@ -12,8 +12,9 @@
 //   sync        the one synchronization: NNZ(C) and the tile count; C's arrays allocated
 //   positions   where each tile's rows start in C (tiles in column order: rows come out sorted)
 //   multiply    a warp per 4 consecutive tiles of C sums their tile products on tensor cores (f64: DMMA; f32:
-//               TF32 with the 3xTF32 split for f32 accuracy, or one TF32 product with
-//               precision = "tf32", reduced precision that only a caller asks for) and
+//               TF32 with the 3xTF32 split for f32 accuracy; reduced precision only a caller
+//               asks for: precision = "tf32", one TF32 product, or "fp16" / "bf16", the values
+//               rounded to them with f32 sums) and
 //               writes the tile's columns and sums
 // Every slot the patterns reach is kept, a sum that cancels to zero included (the reference's
 // structural product). Against the paper: C's tile pattern comes from one sort instead of a
@@ -124,12 +125,22 @@ int64_t tile_pos_bytes(int64_t c_tiles) { return 32 * c_tiles; }
 
 bool is_f64(DType dtype) { return dtype == DType::F64; }
 
+// The f32 precisions the multiply pass offers: "full" (3xTF32) and, reduced and opt-in, "tf32",
+// "fp16", "bf16".
+bool is_half(const std::string& precision) { return precision == "fp16" || precision == "bf16"; }
+
 jit::KernelSpec pass_spec(Pass pass, DType dtype, const std::string& precision) {
-  const bool split3 = !is_f64(dtype) && precision == "full";
-  std::string name = std::string("sj_spgemm_bitmap_") + kPasses[pass] + (is_f64(dtype) ? "_f64" : "_f32");
-  if (pass == kMultiply && !is_f64(dtype)) name += split3 ? "_3xtf32" : "_tf32";
-  nlohmann::json params = {{"value_t", is_f64(dtype) ? "double" : "float"}, {"f64", is_f64(dtype)}, {"split3", split3},
-                           {"block_threads", kBlock}, {"tiles_per_warp", kTilesPerWarp}};
+  const bool f64 = is_f64(dtype), half = !f64 && is_half(precision);
+  std::string name = std::string("sj_spgemm_bitmap_") + kPasses[pass] + (f64 ? "_f64" : "_f32");
+  if (pass == kMultiply && !f64) name += precision == "full" ? "_3xtf32" : "_" + precision;
+  nlohmann::json params = {{"value_t", f64 ? "double" : "float"},
+                           {"f64", f64},
+                           {"tf32", !f64 && !half},
+                           {"split3", !f64 && precision == "full"},
+                           {"half", half},
+                           {"half_type", half ? (precision == "fp16" ? "f16" : "bf16") : ""},
+                           {"block_threads", kBlock},
+                           {"tiles_per_warp", kTilesPerWarp}};
   for (int p = 0; p < kPassCount; ++p) params[kPasses[p]] = p == pass;
   return {"spgemm_bitmap_tc.cu", name, params, {}};
 }
@@ -330,17 +341,18 @@ class BitmapTc final : public SpgemmVariantOf<BitmapTc> {
     return "";
   }
 
-  // precision: "full" (f64 in f64, f32 at f32 accuracy by the 3xTF32 split) or, for f32 only,
-  // "tf32" (one TF32 product per pair: reduced precision, only when asked for).
+  // precision: "full" (f64 in f64, f32 at f32 accuracy by the 3xTF32 split) or, for f32 only and
+  // only when asked for, reduced: "tf32" (one TF32 product per pair), "fp16" or "bf16" (the
+  // values rounded to them, f32 sums).
   nlohmann::json defaults(const SpgemmPlanInputs&, std::vector<DecisionStep>&) const override { return {{"precision", "full"}}; }
 
   void check(const plan::SpgemmProblem& problem, const plan::DeviceTarget&, const nlohmann::json& params) const override {
     const nlohmann::json& precision = params.at("precision");
-    const bool known = precision.is_string() && (precision == "full" || precision == "tf32");
+    const bool known = precision.is_string() && (precision == "full" || precision == "tf32" || is_half(precision));
     if (!known)
-      throw InvalidInputError("bitmap_tc: precision = " + precision.dump() + " must be \"full\" or, for f32, \"tf32\"");
-    if (precision == "tf32" && is_f64(problem.dtype))
-      throw InvalidInputError("bitmap_tc: precision = \"tf32\" applies to f32 values; f64 runs in f64 (\"full\")");
+      throw InvalidInputError("bitmap_tc: precision = " + precision.dump() + " must be \"full\" or, for f32, \"tf32\", \"fp16\" or \"bf16\"");
+    if (precision != "full" && is_f64(problem.dtype))
+      throw InvalidInputError("bitmap_tc: precision = " + precision.dump() + " applies to f32 values; f64 runs in f64 (\"full\")");
   }
 
   // launch: kernels, memsets and CUB's passes (about 16); sync: the one synchronization;
