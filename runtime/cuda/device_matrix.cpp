@@ -182,6 +182,18 @@ void DeviceDense<T>::upload(const Dense<T>& host) {
 }
 
 template <class T>
+void DeviceDense<T>::clear_async(CUstream stream) {
+  if (rows_ == 0 || cols_ == 0) return;
+  context_.make_current();
+  const std::size_t row_bytes = std::size_t(cols_) * sizeof(T);
+  if (ld_ == cols_) {  // one run; the storage may reach past it (a borrowed array's)
+    SPARSEJIT_CU(cuMemsetD8Async, buffer_.ptr(), 0, row_bytes * std::size_t(rows_), stream);
+  } else {
+    SPARSEJIT_CU(cuMemsetD2D8Async, buffer_.ptr(), std::size_t(ld_) * sizeof(T), 0, row_bytes, std::size_t(rows_), stream);
+  }
+}
+
+template <class T>
 Dense<T> DeviceDense<T>::download() const {
   Dense<T> host(rows_, cols_);
   cuda::copy_rows_to_host(context_, host.data.data(), std::size_t(cols_) * sizeof(T), buffer_.ptr(),

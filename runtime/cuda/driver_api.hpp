@@ -26,7 +26,7 @@ namespace sparsejit::cuda {
   X(cuMemAlloc_v2) X(cuMemFree_v2) X(cuMemAllocHost_v2) X(cuMemFreeHost)                 \
   X(cuMemcpyHtoDAsync_v2) X(cuMemcpyDtoHAsync_v2) X(cuMemcpyDtoDAsync_v2)                \
   X(cuMemcpy2DAsync_v2)                                                                  \
-  X(cuMemsetD8Async) X(cuMemsetD32Async)                                                 \
+  X(cuMemsetD8Async) X(cuMemsetD32Async) X(cuMemsetD2D8Async)                           \
   X(cuStreamCreate) X(cuStreamDestroy_v2) X(cuStreamSynchronize) X(cuStreamIsCapturing)    \
   X(cuStreamWaitEvent)                                                                   \
   X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime_v2)       \

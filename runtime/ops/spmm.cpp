@@ -88,7 +88,7 @@ template <class T>
 void run_prepared(detail::RuntimeState& rt, PreparedSpmm<T>& p, const DeviceCsr<T>& a, const DeviceDense<T>& b,
                   DeviceDense<T>& c, CUstream stream, bool early) {
   if (a.nnz() == 0 && c.rows() > 0) {  // nothing to multiply: C = 0
-    c.buffer().fill_bytes_async(0, stream);
+    c.clear_async(stream);
   } else if (p.execution) {
     p.execution->run(rt, variants::SpmmOperands<T>{a, b, c, stream, early});
   }

@@ -2,9 +2,10 @@
 // arrays in): a borrowed buffer is never freed, a DeviceCsr over borrowed arrays multiplies
 // like an uploaded one, follows values the caller rewrites (values_changed) or replaces
 // (use_values), and refuses arrays whose sizes or pattern are wrong; a DeviceDense over a
-// borrowed strided array reads only its rows×cols elements.
+// borrowed strided array reads only its rows×cols elements and, as C, writes only them.
 #include <gtest/gtest.h>
 
+#include "plan/planner.hpp"
 #include "sparsejit/error.hpp"
 #include "sparsejit/generate.hpp"
 #include "sparsejit/reference.hpp"
@@ -154,6 +155,44 @@ TEST_F(BorrowedGpu, DenseOverAStridedBorrowedArrayReadsOnlyItsElements) {
   expect_throw_containing<InvalidInputError>(
       [&] { DeviceDense<float>(rt().context(), DeviceBuffer::borrow(rt().context(), dwide.buffer().ptr(), extent - 4), 200, 24, 40); },
       "needs " + std::to_string(extent) + " bytes, its storage has " + std::to_string(extent - 4));
+}
+
+// C as a view of a wider array (leading dimension 40, 24 columns): every SpMM variant, A·B and
+// Aᵀ·B (which clear C before adding into it), writes the product and leaves the array's other
+// columns as they were.
+TEST_F(BorrowedGpu, SpmmIntoAStridedOutputLeavesTheOtherColumns) {
+  const Csr<float> a = random_matrix(120, 120, 9);
+  const DeviceCsr<float> da(rt().context(), a);
+  Dense<float> b(120, 24), wide(120, 40);
+  generate::fill_random(b, next_seed());
+  generate::fill_random(wide, next_seed());
+  const DeviceDense<float> db(rt().context(), b);
+  for (const std::string& variant : plan::spmm_variants()) {
+    for (const bool transpose : {false, true}) {
+      SCOPED_TRACE(variant + (transpose ? " Aᵀ·B" : " A·B"));
+      Dense<float> expected;
+      reference::spmm(a, b, expected, transpose);
+      const DeviceDense<float> dwide(rt().context(), wide);
+      DeviceDense<float> dc(rt().context(), DeviceBuffer::borrow(rt().context(), dwide.buffer().ptr(), (119 * 40 + 24) * sizeof(float)),
+                            120, 24, 40);
+      Options options;
+      options.variant = variant;
+      options.transpose_a = transpose;
+      try {
+        rt().spmm(da, db, dc, options);
+      } catch (const UnsupportedError&) {
+        continue;  // a variant that does not take this problem (e.g. no transposed kernel)
+      }
+      const Dense<float> after = dwide.download();
+      Dense<float> got(120, 24);
+      for (int32_t r = 0; r < 120; ++r)
+        for (int32_t c = 0; c < 40; ++c) {
+          if (c < 24) got.at(r, c) = after.at(r, c);
+          else ASSERT_EQ(after.at(r, c), wide.at(r, c)) << "row " << r << ", column " << c << " past C's 24 was written";
+        }
+      EXPECT_LT(test::relative_error(test::as_double(got.data), test::as_double(expected.data)), 1e-5);
+    }
+  }
 }
 
 TEST_F(BorrowedGpu, SddmmWritesIntoABorrowedOutput) {

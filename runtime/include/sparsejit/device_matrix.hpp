@@ -142,7 +142,8 @@ class DeviceDense {
   DeviceDense(const Context& context, const Dense<T>& host);
   // A matrix over `storage` (usually borrowed: the caller's array), which must hold its
   // (rows - 1)·ld + cols elements (InvalidInputError naming both sizes otherwise). As an
-  // output (C) its whole extent may be written, the elements between cols and ld included.
+  // output (C) only its rows×cols elements are written: the elements between cols and ld (the
+  // caller's other columns, for a view of a wider array) keep their values.
   DeviceDense(const Context& context, DeviceBuffer storage, int32_t rows, int32_t cols, int64_t ld = 0);
 
   int32_t rows() const { return rows_; }
@@ -155,6 +156,8 @@ class DeviceDense {
   // Blocking copies of the rows×cols elements; `host` must have the same shape.
   void upload(const Dense<T>& host);
   Dense<T> download() const;
+  // Sets the rows×cols elements to zero on `stream`; the elements between cols and ld keep theirs.
+  void clear_async(CUstream stream);
 
  private:
   Context context_;

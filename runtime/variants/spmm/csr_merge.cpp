@@ -48,7 +48,7 @@ class MergeExecution final : public SpmmExecution<T> {
   MergeExecution(Launch launch, std::shared_ptr<const DeviceBuffer> coo_rows)
       : launch_(std::move(launch)), coo_rows_(std::move(coo_rows)) {}
   void run(detail::RuntimeState&, const SpmmOperands<T>& o) override {
-    o.c.buffer().fill_bytes_async(0, o.stream);
+    o.c.clear_async(o.stream);
     long long nnz = o.a.nnz(), ldb = o.b.ld(), ldc = o.c.ld();
     int k = o.b.cols();
     CUdeviceptr row_idx = coo_rows_->ptr(), col_idx = o.a.col_idx().ptr(), values = o.a.values().ptr();

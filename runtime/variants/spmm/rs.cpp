@@ -168,7 +168,7 @@ class RsExecution final : public SpmmExecution<T> {
   // A·B: the light kernel covers every row with plain stores (so no memset and no light
   // atomics), then the heavy kernel adds the heavy segments (skipped when there are none).
   void run(detail::RuntimeState&, const SpmmOperands<T>& o) override {
-    if (transpose_) o.c.buffer().fill_bytes_async(0, o.stream);
+    if (transpose_) o.c.clear_async(o.stream);
     const std::shared_ptr<const DeviceRowSegments<T>> s = split_->current(o.a);
     int k = o.b.cols();
     long long ldb = o.b.ld(), ldc = o.c.ld();

@@ -110,7 +110,7 @@ class CsrKernelExecution final : public SpmmExecution<T> {
  public:
   CsrKernelExecution(Launch launch, bool clear_c) : launch_(std::move(launch)), clear_c_(clear_c) {}
   void run(detail::RuntimeState&, const SpmmOperands<T>& o) override {
-    if (clear_c_) o.c.buffer().fill_bytes_async(0, o.stream);
+    if (clear_c_) o.c.clear_async(o.stream);
     launch_csr(launch_, o.a.rows(), o.b.cols(), o.a.row_ptr().ptr(), o.a.col_idx().ptr(), o.a.values().ptr(),
                o.b.buffer().ptr(), o.b.ld(), o.c.buffer().ptr(), o.c.ld(), o.stream, o.early);
   }
