@@ -115,10 +115,10 @@ TEST(SpgemmTemplates, TheDenseSpanDefaultsToTheWidestRowWithinSharedMemory) {
   Decision d = plan::plan_spgemm(f, problem, {}, o);
   EXPECT_EQ(d.params.at("dense_span"), 50176);
   EXPECT_EQ(d.params.at("dense_window"), 50176);
-  // Wider: windows of what fits beside the span's bitmap, up to 4. 100000 columns in f32: 2
+  // Wider: windows of what fits beside the span's bitmap, up to 8. 100000 columns in f32: 2
   // windows of 51200; 60000 in f64 (8 bytes a value): 3 windows of 25600, priced for the 2 extra
-  // passes; 100000 in f64 would take 5: one window of the widest that fits, 25600, as without
-  // windows (the rows past it stay hashed).
+  // passes; 100000 in f64: 5 windows of 24576; 300000 in f64 would take 12: one window of the widest that
+  // fits, 25600, as without windows (the rows past it stay hashed).
   f.max_row_span = 100000;
   d = plan::plan_spgemm(f, problem, {}, o);
   EXPECT_EQ(d.params.at("dense_span"), 100352);
@@ -133,18 +133,22 @@ TEST(SpgemmTemplates, TheDenseSpanDefaultsToTheWidestRowWithinSharedMemory) {
   EXPECT_GT(row_hash->terms.at("dense_window_products").get<double>(), 0.0) << "2 windows past the first";
   f.max_row_span = 100000;
   d = plan::plan_spgemm(f, f64_problem, {}, o);
+  EXPECT_EQ(d.params.at("dense_span"), 100352);
+  EXPECT_EQ(d.params.at("dense_window"), 24576);  // the wider span's bitmap takes a granule
+  f.max_row_span = 300000;
+  d = plan::plan_spgemm(f, f64_problem, {}, o);
   EXPECT_EQ(d.params.at("dense_span"), 25600);
   EXPECT_EQ(d.params.at("dense_window"), 25600);
   f.b_sorted = false;  // the span is read from B's row ends
   EXPECT_EQ(plan::plan_spgemm(f, problem, {}, o).params.at("dense_span"), 0);
 }
 
-// A window that is not a multiple of 32, or so narrow that the span takes more than 4 windows,
+// A window that is not a multiple of 32, or so narrow that the span takes more than 8 windows,
 // or wider than fits beside the span's bitmap, is refused naming it; 0 means the whole span.
 TEST(SpgemmTemplates, ADenseWindowOutsideItsRangeIsRefusedNamingIt) {
   const SpgemmFeatures f = every_bin();
   const plan::SpgemmProblem problem{DType::F64, 100000, 100000, 100000};
-  for (const auto& [span, window] : {std::pair<int, int>{8192, 100}, {8192, 1024}, {60416, 30720}}) {
+  for (const auto& [span, window] : {std::pair<int, int>{8192, 100}, {8192, 512}, {60416, 30720}}) {
     Options o;
     o.variant = "row_hash";
     o.params = {{"dense_span", span}, {"dense_window", window}};
@@ -164,7 +168,7 @@ TEST(SpgemmTemplates, ADenseWindowOutsideItsRangeIsRefusedNamingIt) {
 TEST(SpgemmTemplates, ADenseSpanOutsideItsRangeIsRefusedNamingIt) {
   const SpgemmFeatures f = every_bin();
   const plan::SpgemmProblem problem{DType::F64, 100000, 100000, 100000};
-  for (int span : {16, 3000, 99328}) {
+  for (int span : {16, 3000, 300032}) {
     Options o;
     o.variant = "row_hash";
     o.params = {{"dense_span", span}};
