@@ -104,6 +104,7 @@ TEST(SpgemmBitmapTiles, TheFeaturesCountTilesAndTileProducts) {
   EXPECT_EQ(f.tile_products, tile_products);
   EXPECT_DOUBLE_EQ(f.a_tile_density, double(a.nnz()) / (64.0 * double(ta.tiles())));
   EXPECT_DOUBLE_EQ(f.b_tile_density, double(b.nnz()) / (64.0 * double(tb.tiles())));
+  EXPECT_DOUBLE_EQ(to_json(f).at("products_per_tile_product").get<double>(), double(f.products) / double(tile_products));
 }
 
 }  // namespace

@@ -130,6 +130,7 @@ nlohmann::json to_json(const SpgemmFeatures& f) {
   j["a_tiles"] = f.a_tiles;
   j["b_tiles"] = f.b_tiles;
   j["tile_products"] = f.tile_products;
+  j["products_per_tile_product"] = f.tile_products > 0 ? double(f.products) / double(f.tile_products) : 0.0;
   j["a_tile_density"] = f.a_tile_density;
   j["b_tile_density"] = f.b_tile_density;
   int last = 0;

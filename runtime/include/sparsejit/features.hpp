@@ -159,7 +159,7 @@ int64_t rows_with_products_up_to(const SpgemmFeatures& features, int64_t limit);
 int64_t products_of_rows_up_to(const SpgemmFeatures& features, int64_t limit);
 // Flat keys: rows_a cols_a nnz_a row_a (RowA) row_a_max rows_b cols_b nnz_b row_b row_b_max
 // products max_row_products product_rows max_row_span products_per_row a_sorted b_sorted a_tiles b_tiles
-// tile_products a_tile_density b_tile_density, and the arrays
+// tile_products products_per_tile_product a_tile_density b_tile_density, and the arrays
 // rows_by_products and products_by_bucket (up to the last non-empty bucket).
 nlohmann::json to_json(const SpgemmFeatures& features);
 
