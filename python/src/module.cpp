@@ -184,42 +184,42 @@ Options on_stream(const CallConfig& config, Op op, uintptr_t stream) {
   return options;
 }
 
-// C = A·B (Aᵀ·B) on the caller's arrays. The GIL is released for the product alone (it may
-// plan and compile) and held again to keep what it reported on the handle.
+// Runs product(runtime, handle of its value type) with the GIL released (it may plan and
+// compile), then keeps what it reported on the handle, the GIL held again.
+template <class Product>
+void run_product(CsrHandle& handle, Product&& product) {
+  CallInfo info;
+  {
+    nb::gil_scoped_release unlocked;
+    Runtime& rt = handle.runtime();
+    info = handle.visit([&](auto& h) { return product(rt, h); });
+  }
+  handle.set_last_call(std::move(info));
+}
+
+// C = A·B (Aᵀ·B) on the caller's arrays (run_product: the GIL, what it reported).
 void spmm(CsrHandle& a, const CallConfig& config, uintptr_t b, int32_t b_rows, int32_t b_cols, int64_t b_ld, uintptr_t c,
           int32_t c_rows, int32_t c_cols, int64_t c_ld, uintptr_t stream) {
   const Options options = on_stream(config, Op::SpMM, stream);
-  CallInfo info;
-  {
-    nb::gil_scoped_release unlocked;
-    Runtime& rt = a.runtime();
-    info = a.visit([&](auto& h) {
-      using T = value_t<decltype(h)>;
-      const DeviceDense<T> db = dense_view<T>(rt.context(), b, b_rows, b_cols, b_ld);
-      DeviceDense<T> dc = dense_view<T>(rt.context(), c, c_rows, c_cols, c_ld);
-      return rt.spmm(h, db, dc, options);
-    });
-  }
-  a.set_last_call(std::move(info));
+  run_product(a, [&](Runtime& rt, auto& h) {
+    using T = value_t<decltype(h)>;
+    const DeviceDense<T> db = dense_view<T>(rt.context(), b, b_rows, b_cols, b_ld);
+    DeviceDense<T> dc = dense_view<T>(rt.context(), c, c_rows, c_cols, c_ld);
+    return rt.spmm(h, db, dc, options);
+  });
 }
 
-// P = S ∘ (A·Bᵀ) into the nnz values at `p`, as spmm (GIL, what it reported).
+// P = S ∘ (A·Bᵀ) into the nnz values at `p`, as spmm.
 void sddmm(CsrHandle& s, const CallConfig& config, uintptr_t a, int32_t a_rows, int32_t a_cols, int64_t a_ld, uintptr_t b,
            int32_t b_rows, int32_t b_cols, int64_t b_ld, uintptr_t p, uintptr_t stream) {
   const Options options = on_stream(config, Op::SDDMM, stream);
-  CallInfo info;
-  {
-    nb::gil_scoped_release unlocked;
-    Runtime& rt = s.runtime();
-    info = s.visit([&](auto& h) {
-      using T = value_t<decltype(h)>;
-      const DeviceDense<T> da = dense_view<T>(rt.context(), a, a_rows, a_cols, a_ld);
-      const DeviceDense<T> db = dense_view<T>(rt.context(), b, b_rows, b_cols, b_ld);
-      DeviceBuffer dp = DeviceBuffer::borrow(rt.context(), p, std::size_t(h.nnz()) * sizeof(T));
-      return rt.sddmm(h, da, db, dp, options);
-    });
-  }
-  s.set_last_call(std::move(info));
+  run_product(s, [&](Runtime& rt, auto& h) {
+    using T = value_t<decltype(h)>;
+    const DeviceDense<T> da = dense_view<T>(rt.context(), a, a_rows, a_cols, a_ld);
+    const DeviceDense<T> db = dense_view<T>(rt.context(), b, b_rows, b_cols, b_ld);
+    DeviceBuffer dp = DeviceBuffer::borrow(rt.context(), p, std::size_t(h.nnz()) * sizeof(T));
+    return rt.sddmm(h, da, db, dp, options);
+  });
 }
 
 // A 1-D device array owned here (one of a product's CSR arrays), lent to PyTorch or CuPy

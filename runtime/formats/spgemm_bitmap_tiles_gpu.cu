@@ -10,52 +10,13 @@
 #include <utility>
 
 #include "cuda/runtime_check.hpp"
+#include "formats/gpu_build.cuh"
 #include "sparsejit/error.hpp"
 
 namespace sparsejit::formats {
 namespace {
 
-constexpr int kThreads = 256;
-constexpr int64_t kMaxBlocks = int64_t(1) << 20;  // grid-stride loops cover the rest
-
-// Stream-ordered device memory for the build, freed in stream order when it goes away.
-template <class U>
-class Temporary {
- public:
-  Temporary(int64_t count, cudaStream_t stream) : stream_(stream) {
-    const std::size_t bytes = std::size_t(std::max<int64_t>(count, 1)) * sizeof(U);
-    cuda::check_runtime(cudaMallocAsync(reinterpret_cast<void**>(&data_), bytes, stream),
-                        "cudaMallocAsync(" + std::to_string(bytes) + " bytes) for bitmap tiles");
-  }
-  ~Temporary() { cudaFreeAsync(data_, stream_); }  // a destructor cannot report
-  Temporary(const Temporary&) = delete;
-  Temporary& operator=(const Temporary&) = delete;
-  U* get() const { return data_; }
-
- private:
-  U* data_ = nullptr;
-  cudaStream_t stream_;
-};
-
-// One CUB algorithm: call(temp, bytes) sizes, then runs.
-template <class Call>
-void run_cub(const char* name, cudaStream_t stream, const Call& call) {
-  std::size_t bytes = 0;
-  cuda::check_runtime(call(nullptr, bytes), name);
-  const Temporary<unsigned char> temp(int64_t(bytes), stream);
-  cuda::check_runtime(call(temp.get(), bytes), name);
-}
-
-template <class Kernel, class... Args>
-void launch(const char* name, int64_t count, cudaStream_t stream, Kernel kernel, Args... args) {
-  if (count <= 0) return;
-  const int64_t blocks = std::min<int64_t>((count + kThreads - 1) / kThreads, kMaxBlocks);
-  kernel<<<unsigned(blocks), kThreads, 0, stream>>>(args...);
-  cuda::check_runtime(cudaGetLastError(), std::string("launch of ") + name);
-}
-
-__device__ int64_t first_index() { return int64_t(blockIdx.x) * blockDim.x + threadIdx.x; }
-__device__ int64_t grid_stride() { return int64_t(gridDim.x) * blockDim.x; }
+using namespace gpu_build;
 
 // The row of entry e: the last row whose first entry is at most e.
 __device__ int32_t row_of(const int32_t* row_ptr, int32_t rows, int64_t e) {
@@ -147,10 +108,10 @@ DeviceBitmapTiles build_bitmap_tiles_gpu(const Context& context, int32_t rows, i
   const int items = int(nnz);  // a CSR's entries are int32-indexed
   const auto* offsets = reinterpret_cast<const int32_t*>(row_ptr);
   const auto* columns = reinterpret_cast<const int32_t*>(col_idx);
-  const Temporary<uint64_t> keys(nnz, s), sorted_keys(nnz, s), tile_keys(nnz, s);
-  const Temporary<int32_t> ids(nnz, s), sorted_ids(nnz, s), run_length(nnz + 1, s), run_start(nnz + 1, s), runs(1, s),
+  const Scratch<uint64_t> keys(nnz, s), sorted_keys(nnz, s), tile_keys(nnz, s);
+  const Scratch<int32_t> ids(nnz, s), sorted_ids(nnz, s), run_length(nnz + 1, s), run_start(nnz + 1, s), runs(1, s),
       counts(tiles + 1, s);
-  const Temporary<uint8_t> bit(nnz, s);
+  const Scratch<uint8_t> bit(nnz, s);
   launch("entry_keys", nnz, s, entry_keys, rows, nnz, offsets, columns, int64_t(t.tile_cols), keys.get(), ids.get(), bit.get());
   const int end_bit = key_bits(t.tile_rows, t.tile_cols);
   run_cub("cub::DeviceRadixSort::SortPairs (bitmap tiles)", s, [&](void* temp, std::size_t& bytes) {

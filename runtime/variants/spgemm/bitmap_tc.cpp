@@ -193,14 +193,9 @@ class BitmapExecution final : public SpgemmExecution<T> {
     return c;  // the scratch blocks are freed on the stream after the kernels above
   }
 
-  // The whole call again into a fresh C, whose values are copied into c's (same pattern, same
-  // order).
+  // No numeric phase of its own (the call's sorted products are not kept on C): the whole call again.
   void recompute(detail::RuntimeState& rt, const SpgemmOperands<T>& o, const SpgemmTarget& c) const override {
-    const SpgemmOutput fresh = run(rt, o);
-    if (fresh.nnz != c.nnz)
-      throw InvalidInputError("spgemm_numeric: C has " + std::to_string(c.nnz) + " entries but A·B has " + std::to_string(fresh.nnz));
-    SPARSEJIT_CU(cuMemcpyDtoDAsync_v2, c.values, fresh.values.ptr(), std::size_t(c.nnz) * sizeof(T), o.stream);
-    SPARSEJIT_CU(cuStreamSynchronize, o.stream);  // before fresh's arrays are freed
+    recompute_by_running(*this, rt, o, c);
   }
 
  private:

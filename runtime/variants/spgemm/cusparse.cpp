@@ -59,11 +59,7 @@ class VendorExecution final : public SpgemmExecution<T> {
   // The whole call again, its values copied into c (the same pattern, so the same order): what
   // a caller of the one-call API would pay; cusparseSpGEMMreuse is the bench's baseline.
   void recompute(detail::RuntimeState& rt, const SpgemmOperands<T>& o, const SpgemmTarget& c) const override {
-    const SpgemmOutput fresh = run(rt, o);
-    if (fresh.nnz != c.nnz)
-      throw InvalidInputError("spgemm_numeric: C has " + std::to_string(c.nnz) + " entries but A·B has " + std::to_string(fresh.nnz));
-    SPARSEJIT_CU(cuMemcpyDtoDAsync_v2, c.values, fresh.values.ptr(), std::size_t(c.nnz) * sizeof(T), o.stream);
-    SPARSEJIT_CU(cuStreamSynchronize, o.stream);  // before fresh's arrays are freed
+    recompute_by_running(*this, rt, o, c);
   }
 
  private:

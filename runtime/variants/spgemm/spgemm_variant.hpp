@@ -19,6 +19,7 @@
 #include "plan/planner.hpp"
 #include "sparsejit/decision.hpp"
 #include "sparsejit/device_matrix.hpp"
+#include "sparsejit/error.hpp"
 #include "sparsejit/features.hpp"
 #include "variants/registry.hpp"
 
@@ -79,6 +80,19 @@ class SpgemmExecution {
   // values) until that work completes.
   virtual void recompute(detail::RuntimeState& rt, const SpgemmOperands<T>& operands, const SpgemmTarget& c) const = 0;
 };
+
+// recompute for a variant without a numeric phase of its own: the whole call again into a fresh
+// C, whose values are copied into c's (the same pattern, so the same order); the stream is
+// synchronized before the fresh arrays go.
+template <class T>
+void recompute_by_running(const SpgemmExecution<T>& execution, detail::RuntimeState& rt, const SpgemmOperands<T>& o,
+                          const SpgemmTarget& c) {
+  const SpgemmOutput fresh = execution.run(rt, o);
+  if (fresh.nnz != c.nnz)
+    throw InvalidInputError("spgemm_numeric: C has " + std::to_string(c.nnz) + " entries but A·B has " + std::to_string(fresh.nnz));
+  SPARSEJIT_CU(cuMemcpyDtoDAsync_v2, c.values, fresh.values.ptr(), std::size_t(c.nnz) * sizeof(T), o.stream);
+  SPARSEJIT_CU(cuStreamSynchronize, o.stream);
+}
 
 // What preparing an execution gets: the runtime, both handles (their caches may hold formats),
 // the features and problem, and the decision (kernel origin and compile times go into it).
