@@ -4,18 +4,18 @@
 // synchronization; kept on the handle); one call:
 //   pack        A's and B's values scattered into their tiles' packed arrays
 //   expand      every tile product (tile (I, K) of A times each tile of B's tile row K) gets
-//               the key of C's tile (I, J) and its boolean product (which slots it reaches)
+//               the key of C's tile (I, J) and the pair of tiles it multiplies
 //   sort        CUB's radix sort of the products by key, then the runs of equal keys: C's tiles
-//   tiles       each tile of C's bitmap (the OR of its products') and its rows' entries
-//               counted into C's row counts; CUB's scans make C's row offsets and the tile
-//               rows' first tiles
+//   tiles       each tile of C's bitmap (the OR of its products' boolean products: which slots
+//               they reach) and its rows' entries counted into C's row counts; CUB's scans
+//               make C's row offsets and the tile rows' first tiles
 //   sync        the one synchronization: NNZ(C) and the tile count; C's arrays allocated
 //   positions   where each tile's rows start in C (tiles in column order: rows come out sorted)
-//   multiply    a warp per 4 consecutive tiles of C sums their tile products on tensor cores (f64: DMMA; f32:
-//               TF32 with the 3xTF32 split for f32 accuracy; reduced precision only a caller
-//               asks for: precision = "tf32", one TF32 product, or "fp16" / "bf16", the values
-//               rounded to them with f32 sums) and
-//               writes the tile's columns and sums
+//   multiply    a warp per 4 consecutive tiles of C sums their tile products on tensor cores
+//               (f64: DMMA; f32: TF32 with the 3xTF32 split for f32 accuracy; reduced precision
+//               only a caller asks for: precision = "tf32", one TF32 product, or "fp16" /
+//               "bf16", the values rounded to them with f32 sums) and writes the tiles'
+//               columns and sums
 // Every slot the patterns reach is kept, a sum that cancels to zero included (the reference's
 // structural product). Against the paper: C's tile pattern comes from one sort instead of a
 // counting kernel on tensor cores, and C is CSR, not a tile format.
@@ -39,7 +39,6 @@ namespace sparsejit::variants::spgemm {
 namespace {
 
 constexpr int kBlock = 256;
-constexpr int kWarpsPerBlock = kBlock / 32;
 constexpr std::size_t kAlign = 256;
 constexpr const char* kPasses[] = {"pack", "count", "expand", "tiles", "positions", "multiply"};
 enum Pass { kPack, kCount, kExpand, kTiles, kPositions, kMultiply, kPassCount };
@@ -122,6 +121,11 @@ std::size_t temp_bytes_bound(int64_t items) { return std::size_t(items) / 4 + (s
 
 // tile_pos: 8 int32 per tile of C (allocated after the synchronization, at the exact count).
 int64_t tile_pos_bytes(int64_t c_tiles) { return 32 * c_tiles; }
+
+// The tiles of an operand of `nnz` entries, at most: built once per handle and kept there (20
+// bytes a tile, a tile per entry at most, and 4 bytes an entry for the slots), and the
+// build's own scratch meanwhile (formats/spgemm_bitmap_tiles_gpu: about 41 bytes an entry).
+int64_t tile_format_bytes(int64_t nnz) { return (20 + 4 + 41) * nnz; }
 
 bool is_f64(DType dtype) { return dtype == DType::F64; }
 
@@ -362,11 +366,13 @@ class BitmapTc final : public SpgemmVariantOf<BitmapTc> {
             {"rows", double(in.problem.m)}};
   }
 
-  // The call's scratch (layout_for) and the tile positions at one tile of C per product at
-  // most; the tiles of A and B themselves live on their handles.
+  // The call's scratch (layout_for), the tile positions at one tile of C per product at most,
+  // and the tiles of A and B with their build (the first call on a handle makes them; they
+  // stay on the handle).
   int64_t workspace_bytes(const SpgemmPlanInputs& in, const nlohmann::json&) const override {
     const Sizes s = sizes_of(in.features, in.problem);
-    return int64_t(layout_for(s, size_of(in.problem.dtype), planned_temp_bytes(s)).total) + tile_pos_bytes(s.products);
+    return int64_t(layout_for(s, size_of(in.problem.dtype), planned_temp_bytes(s)).total) + tile_pos_bytes(s.products) +
+           tile_format_bytes(in.features.a.nnz) + tile_format_bytes(in.features.b.nnz);
   }
 
   std::vector<nlohmann::json> search_space(const SpgemmPlanInputs&) const override { return {{{"precision", "full"}}}; }
