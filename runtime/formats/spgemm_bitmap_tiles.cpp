@@ -15,11 +15,20 @@ int32_t rank_below(uint64_t bits, uint64_t bit) { return __builtin_popcountll(bi
 
 }  // namespace
 
+int64_t tiles_across(int64_t extent) { return (extent + kEdge - 1) / kEdge; }
+
+int tile_key_bits(int64_t tile_rows, int64_t tile_cols) {
+  const uint64_t keys = uint64_t(std::max<int64_t>(tile_rows, 1)) * uint64_t(std::max<int64_t>(tile_cols, 1));
+  int bits = 1;
+  while (bits < 64 && (uint64_t{1} << bits) < keys) ++bits;
+  return bits;
+}
+
 BitmapTiles build_bitmap_tiles(PatternView p) {
   validate(p, /*require_sorted=*/false);
   BitmapTiles t;
-  t.tile_rows = int32_t((int64_t(p.rows) + kEdge - 1) / kEdge);
-  t.tile_cols = int32_t((int64_t(p.cols) + kEdge - 1) / kEdge);
+  t.tile_rows = int32_t(tiles_across(p.rows));
+  t.tile_cols = int32_t(tiles_across(p.cols));
   t.row_ptr.reserve(std::size_t(t.tile_rows) + 1);
   t.row_ptr.push_back(0);
   t.offset.push_back(0);

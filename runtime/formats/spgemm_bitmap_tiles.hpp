@@ -43,6 +43,13 @@ struct BitmapTiles {
   int64_t packed() const { return offset.empty() ? 0 : int64_t(offset.back()); }
 };
 
+// The tiles covering `extent` rows or columns: ceil(extent / 8).
+int64_t tiles_across(int64_t extent);
+
+// The bits of a tile key, tile row x tile_cols + tile column (< tile_rows x tile_cols), that a
+// radix sort by tile must look at.
+int tile_key_bits(int64_t tile_rows, int64_t tile_cols);
+
 // O(nnz + tiles log tiles of a tile row). Throws InvalidInputError (via validate) naming the
 // first malformed index of the pattern.
 BitmapTiles build_bitmap_tiles(PatternView pattern);

@@ -76,13 +76,6 @@ __global__ void tile_row_starts(int32_t tile_rows, int64_t tiles, const uint64_t
   }
 }
 
-int key_bits(int64_t tile_rows, int64_t tile_cols) {
-  const uint64_t keys = uint64_t(std::max<int64_t>(tile_rows, 1)) * uint64_t(std::max<int64_t>(tile_cols, 1));
-  int bits = 1;
-  while (bits < 64 && (uint64_t(1) << bits) < keys) ++bits;
-  return bits;
-}
-
 }  // namespace
 
 DeviceBitmapTiles build_bitmap_tiles_gpu(const Context& context, int32_t rows, int32_t cols, int64_t nnz, CUdeviceptr row_ptr,
@@ -90,8 +83,8 @@ DeviceBitmapTiles build_bitmap_tiles_gpu(const Context& context, int32_t rows, i
   context.make_current();
   const auto s = static_cast<cudaStream_t>(stream);
   DeviceBitmapTiles t;
-  t.tile_rows = int32_t((int64_t(rows) + kBitmapTileEdge - 1) / kBitmapTileEdge);
-  t.tile_cols = int32_t((int64_t(cols) + kBitmapTileEdge - 1) / kBitmapTileEdge);
+  t.tile_rows = int32_t(tiles_across(rows));
+  t.tile_cols = int32_t(tiles_across(cols));
   t.tiles = tiles;
   t.row_ptr = DeviceBuffer(context, (std::size_t(t.tile_rows) + 1) * 4);
   t.tile_row = DeviceBuffer(context, std::size_t(tiles) * 4);
@@ -113,7 +106,7 @@ DeviceBitmapTiles build_bitmap_tiles_gpu(const Context& context, int32_t rows, i
       counts(tiles + 1, s);
   const Scratch<uint8_t> bit(nnz, s);
   launch("entry_keys", nnz, s, entry_keys, rows, nnz, offsets, columns, int64_t(t.tile_cols), keys.get(), ids.get(), bit.get());
-  const int end_bit = key_bits(t.tile_rows, t.tile_cols);
+  const int end_bit = tile_key_bits(t.tile_rows, t.tile_cols);
   run_cub("cub::DeviceRadixSort::SortPairs (bitmap tiles)", s, [&](void* temp, std::size_t& bytes) {
     return cub::DeviceRadixSort::SortPairs(temp, bytes, keys.get(), sorted_keys.get(), ids.get(), sorted_ids.get(), items, 0, end_bit, s);
   });

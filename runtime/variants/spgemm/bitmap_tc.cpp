@@ -62,15 +62,8 @@ std::shared_ptr<DeviceBitmapTiles> tiles_of(const Context& context, const Device
   });
 }
 
-// The key bits a product's C tile needs: I * (B's tile columns) + J < tile rows x tile columns.
-int key_bits(int64_t tile_rows, int64_t tile_cols) {
-  const uint64_t keys = uint64_t(std::max<int64_t>(tile_rows, 1)) * uint64_t(std::max<int64_t>(tile_cols, 1));
-  int bits = 1;
-  while (bits < 64 && (uint64_t{1} << bits) < keys) ++bits;
-  return bits;
-}
-
-int64_t tile_rows_of(int64_t rows) { return (rows + 7) / 8; }
+using formats::tile_key_bits;
+using formats::tiles_across;
 
 // What sizes a call's scratch: the tile products, A's tiles, C's rows and the packed values
 // (at most each operand's entries).
@@ -105,8 +98,8 @@ Layout layout_for(const Sizes& s, std::size_t value_bytes, std::size_t temp_byte
   l.runs = take(1, 4);
   l.c_bits = take(s.products, 8);
   l.row_counts = take(s.m + 1, 4);
-  l.tile_row_counts = take(tile_rows_of(s.m) + 1, 4);
-  l.tile_row_ptr = take(tile_rows_of(s.m) + 1, 4);
+  l.tile_row_counts = take(tiles_across(s.m) + 1, 4);
+  l.tile_row_ptr = take(tiles_across(s.m) + 1, 4);
   l.temp_bytes = temp_bytes;
   l.temp = cursor.take(temp_bytes);
   l.total = cursor.total();
@@ -262,7 +255,7 @@ class BitmapExecution final : public SpgemmExecution<T> {
   template <class At>
   void count_rows(const Tiles& tiles, const At& at, CUdeviceptr c_row_ptr, int m, CUstream stream, bool early) const {
     CUdeviceptr row_counts = at(layout_.row_counts), tile_row_counts = at(layout_.tile_row_counts);
-    const int64_t tile_rows = tile_rows_of(m);
+    const int64_t tile_rows = tiles_across(m);
     SPARSEJIT_CU(cuMemsetD32Async, row_counts, 0, std::size_t(m) + 1, stream);
     SPARSEJIT_CU(cuMemsetD32Async, tile_row_counts, 0, std::size_t(tile_rows) + 1, stream);
     long long b_tile_cols = tiles.b->tile_cols;
@@ -285,7 +278,7 @@ class BitmapExecution final : public SpgemmExecution<T> {
   void write(const SpgemmOperands<T>& o, const Tiles& tiles, const At& at, CUdeviceptr b_packed, int c_tiles, const SpgemmOutput& c,
              CUdeviceptr tile_pos, CUstream stream) const {
     const DeviceBitmapTiles &a = *tiles.a, &b = *tiles.b;
-    int m = o.a.rows(), tile_rows = int(tile_rows_of(m));
+    int m = o.a.rows(), tile_rows = int(tiles_across(m));
     long long b_tile_cols = b.tile_cols;
     CUdeviceptr tile_row_ptr = at(layout_.tile_row_ptr), tile_keys = at(layout_.tile_keys), c_bits = at(layout_.c_bits);
     CUdeviceptr c_row_ptr = c.row_ptr.ptr(), c_col = c.col_idx.ptr(), c_val = c.values.ptr();
@@ -312,7 +305,7 @@ Sizes sizes_of(const SpgemmFeatures& f, const plan::SpgemmProblem& p) {
   s.m = p.m;
   s.a_packed = f.a.nnz;
   s.b_packed = f.b.nnz;
-  s.end_bit = key_bits(tile_rows_of(p.m), tile_rows_of(p.n));
+  s.end_bit = tile_key_bits(tiles_across(p.m), tiles_across(p.n));  // C's tile keys
   return s;
 }
 
