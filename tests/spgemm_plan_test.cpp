@@ -452,6 +452,10 @@ TEST(SpgemmPlan, BitmapTcRunsAtFullPrecisionUnlessReducedIsAskedFor) {
   turing.sm = 75;
   const Decision old = plan::plan_spgemm(f, problem_of(small_a(), small_b(), DType::F32), turing, {});
   EXPECT_NE(candidate(old, "bitmap_tc")->rejected_because.find("sm_80 or later"), std::string::npos);
+  SpgemmFeatures huge = f;  // more tile products than its int32 indices address
+  huge.tile_products = 3000000000LL;
+  const Decision d64 = plan::plan_spgemm(huge, problem_of(small_a(), small_b(), DType::F32), {}, {});
+  EXPECT_NE(candidate(d64, "bitmap_tc")->rejected_because.find("3000000000 tile products"), std::string::npos);
 }
 
 }  // namespace
