@@ -142,8 +142,13 @@ void compile_merge(DType dtype) {
       for (const MergeShape& s : {MergeShape{8, 1, 8, 32}, MergeShape{16, 2, 4, 64}, MergeShape{32, 4, 1, 256}, MergeShape{32, 1, 2, 5}}) {
         const Decision d = forced_merge(dtype, 128, transpose, vec_width, s);
         const auto specs = kernel_specs(d, dtype, transpose);
-        ASSERT_EQ(specs.size(), 1u);
+        // A·B clears the rows it does not store whole first; Aᵀ·B clears all of C with a memset.
+        ASSERT_EQ(specs.size(), transpose ? 1u : 2u);
         EXPECT_EQ(specs[0].template_name, transpose ? "spmm_csr_merge_t.cu" : "spmm_csr_merge.cu");
+        if (!transpose) {
+          EXPECT_EQ(specs[1].template_name, "spmm_clear_rows.cu");
+          expect_compiles(specs[1], std::string(to_string(dtype)) + " csr_merge clear rows vec=" + std::to_string(vec_width));
+        }
         expect_compiles(specs[0], std::string(to_string(dtype)) + (transpose ? " Aᵀ·B" : " A·B") + " csr_merge vec=" +
                                       std::to_string(vec_width) + " lanes=" + std::to_string(s.lanes) + " cf=" + std::to_string(s.cf) +
                                       " unroll=" + std::to_string(s.unroll) + " range=" + std::to_string(s.nnz_per_group));
@@ -154,7 +159,7 @@ void compile_merge(DType dtype) {
 
 TEST(MergeTemplates, BothTemplatesAreKnown) {
   const auto names = jit::template_names();
-  for (const char* expected : {"spmm_csr_merge.cu", "spmm_csr_merge_t.cu"})
+  for (const char* expected : {"spmm_csr_merge.cu", "spmm_csr_merge_t.cu", "spmm_clear_rows.cu"})
     EXPECT_NE(std::find(names.begin(), names.end(), expected), names.end()) << expected;
 }
 

@@ -1,8 +1,12 @@
 // csr_merge: nonzero-balanced. Every lane group takes nnz_per_group consecutive nonzeros
 // (rows from the COO row array cached on the handle, shared with SDDMM's coo_flat), so no
-// group waits on the longest row; C is cleared first, rows split between groups are added
-// atomically and the others stored (Aᵀ·B: every product added atomically).
+// group waits on the longest row. A·B: rows inside one group's range are stored, rows split
+// between groups are added atomically; only those and the empty rows are cleared first (a list
+// cached on the handle per range), so the rest of C is written once. Aᵀ·B: C cleared, then
+// every product added atomically.
 #include <algorithm>
+#include <optional>
+#include <string>
 
 #include "formats/coo_rows.hpp"
 #include "ops/call_common.hpp"
@@ -34,6 +38,9 @@ int merge_slice(const nlohmann::json& params) {
   return params.at("lanes").get<int>() * params.at("vec_width").get<int>() * params.at("cf").get<int>();
 }
 
+// Threads of a block of the clearing kernel.
+constexpr int kClearThreads = 256;
+
 jit::KernelSpec merge_spec(const nlohmann::json& params, DType dtype, bool transpose) {
   nlohmann::json p = vector_types(params, dtype);
   for (const char* key : {"lanes", "cf", "nnz_per_group", "unroll", "block_threads"}) p[key] = params.at(key).get<int>();
@@ -41,25 +48,57 @@ jit::KernelSpec merge_spec(const nlohmann::json& params, DType dtype, bool trans
   return {"spmm_csr_merge.cu", "sj_spmm_csr_merge", p, {}};
 }
 
-// The memset of C, then one group of `lanes` lanes per nnz_per_group nonzeros and K slice.
+// A·B's clearing of the rows the merge kernel does not store whole.
+jit::KernelSpec clear_rows_spec(const nlohmann::json& params, DType dtype) {
+  nlohmann::json p = vector_types(params, dtype);
+  p["block_threads"] = kClearThreads;
+  return {"spmm_clear_rows.cu", "sj_spmm_clear_rows", p, {}};
+}
+
+// The rows of C cleared before an A·B merge launch, on the device (count 0: none).
+struct ClearedRows {
+  DeviceBuffer rows;
+  long long count = 0;
+};
+
+// A·B: the listed rows cleared, then one group of `lanes` lanes per nnz_per_group nonzeros and
+// K slice. Aᵀ·B: the memset of C, then the merge kernel.
 template <class T>
 class MergeExecution final : public SpmmExecution<T> {
  public:
-  MergeExecution(Launch launch, std::shared_ptr<const DeviceBuffer> coo_rows)
-      : launch_(std::move(launch)), coo_rows_(std::move(coo_rows)) {}
+  MergeExecution(Launch launch, std::shared_ptr<const DeviceBuffer> coo_rows, std::optional<Launch> clear,
+                 std::shared_ptr<const ClearedRows> cleared, int vec_width)
+      : launch_(std::move(launch)),
+        coo_rows_(std::move(coo_rows)),
+        clear_(std::move(clear)),
+        cleared_(std::move(cleared)),
+        vec_width_(vec_width) {}
   void run(detail::RuntimeState&, const SpmmOperands<T>& o) override {
-    o.c.clear_async(o.stream);
     long long nnz = o.a.nnz(), ldb = o.b.ld(), ldc = o.c.ld();
     int k = o.b.cols();
-    CUdeviceptr row_idx = coo_rows_->ptr(), col_idx = o.a.col_idx().ptr(), values = o.a.values().ptr();
     CUdeviceptr b = o.b.buffer().ptr(), c = o.c.buffer().ptr();
+    if (!clear_) {
+      o.c.clear_async(o.stream);
+    } else if (cleared_->count > 0) {
+      long long count = cleared_->count;
+      CUdeviceptr rows = cleared_->rows.ptr();
+      void* args[] = {&count, &rows, &k, &c, &ldc};
+      const long long vectors = count * (k / vec_width_);
+      const long long blocks = std::min<long long>((vectors + kClearThreads - 1) / kClearThreads, kMaxClearBlocks);
+      clear_->kernel.launch({unsigned(blocks), 1, 1}, clear_->block, 0, o.stream, args, o.early);
+    }
+    CUdeviceptr row_idx = coo_rows_->ptr(), col_idx = o.a.col_idx().ptr(), values = o.a.values().ptr();
     void* args[] = {&nnz, &k, &row_idx, &col_idx, &values, &b, &ldb, &c, &ldc};
     launch_.kernel.launch(launch_.grid, launch_.block, launch_.shared_bytes, o.stream, args, o.early);
   }
-
  private:
+  // The clearing kernel's grid-stride loop covers any count; more blocks than this only queue.
+  static constexpr long long kMaxClearBlocks = 65535;
   Launch launch_;
   std::shared_ptr<const DeviceBuffer> coo_rows_;
+  std::optional<Launch> clear_;
+  std::shared_ptr<const ClearedRows> cleared_;
+  int vec_width_;
 };
 
 }  // namespace
@@ -87,10 +126,11 @@ class CsrMerge final : public SpmmVariantOf<CsrMerge> {
     check_vector_width(name, params, problem);
   }
 
-  // The memset of C and one kernel; (row, column, value) per nonzero and K slice; A·B: B rows
-  // per nonzero, C written twice (memset, then stores or atomics), at most the two boundary
-  // rows of each range added atomically; Aᵀ·B: every product added atomically. No group waits
-  // on a long row: its round trips are its range's B loads (indices come ahead).
+  // Two launches; (row, column, value) per nonzero and K slice; A·B: B rows per nonzero, C
+  // written once, plus the cleared rows (empty ones, and a boundary row of each range) written
+  // twice, at most the two boundary rows of each range added atomically; Aᵀ·B: C cleared, then
+  // every product added atomically. No group waits on a long row: its round trips are its
+  // range's B loads (indices come ahead).
   nlohmann::json cost_terms(const SpmmPlanInputs& in, const nlohmann::json& params) const override {
     const Features& f = in.features;
     const plan::SpmmProblem& p = in.problem;
@@ -107,7 +147,8 @@ class CsrMerge final : public SpmmVariantOf<CsrMerge> {
     if (p.transpose_a) {
       t["atomic_bytes"] = nnz * row_bytes;
     } else {
-      t["output_bytes"] = 2.0 * f.basic.rows * row_bytes;
+      const double cleared = double(f.basic.empty_rows) + std::min(groups, double(f.basic.rows - f.basic.empty_rows));
+      t["output_bytes"] = (f.basic.rows + cleared) * row_bytes;
       t["atomic_bytes"] = std::min(2.0 * groups, double(f.basic.rows) + groups) * row_bytes;
     }
     return t;
@@ -139,7 +180,8 @@ class CsrMerge final : public SpmmVariantOf<CsrMerge> {
   }
 
   std::vector<jit::KernelSpec> kernel_specs(const Decision& d, const plan::SpmmProblem& problem) const override {
-    return {merge_spec(d.params, problem.dtype, problem.transpose_a)};
+    if (problem.transpose_a) return {merge_spec(d.params, problem.dtype, true)};
+    return {merge_spec(d.params, problem.dtype, false), clear_rows_spec(d.params, problem.dtype)};
   }
 
   template <class T>
@@ -156,7 +198,15 @@ class CsrMerge final : public SpmmVariantOf<CsrMerge> {
     auto coo_rows = p.a.template get_or_create<DeviceBuffer>("coo_rows", [&] {
       return std::make_shared<DeviceBuffer>(DeviceBuffer::from_host(p.rt.context, formats::coo_row_indices(p.a.host_pattern())));
     });
-    return std::make_unique<MergeExecution<T>>(std::move(launch), std::move(coo_rows));
+    if (p.problem.transpose_a) return std::make_unique<MergeExecution<T>>(std::move(launch), std::move(coo_rows), std::nullopt, nullptr, 1);
+    const ops::LoadedKernel clear = load(p.rt, d, clear_rows_spec(d.params, p.problem.dtype));
+    auto cleared = p.a.template get_or_create<ClearedRows>("csr_merge_cleared_rows:" + std::to_string(range), [&] {
+      const std::vector<int32_t> rows = formats::rows_cleared_before_merge(p.a.host_pattern(), range);
+      return std::make_shared<ClearedRows>(ClearedRows{DeviceBuffer::from_host(p.rt.context, rows), (long long)rows.size()});
+    });
+    return std::make_unique<MergeExecution<T>>(std::move(launch), std::move(coo_rows),
+                                               Launch{clear.kernel, {1, 1, 1}, {unsigned(kClearThreads), 1, 1}, 0},
+                                               std::move(cleared), d.params.at("vec_width").template get<int>());
   }
 };
 
