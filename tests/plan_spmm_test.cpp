@@ -228,7 +228,7 @@ TEST(PlanMerge, DefaultsFollowKAndTheRangeGrowsWithTheMatrix) {
   EXPECT_EQ(params["vec_width"], 4);
   EXPECT_EQ(params["lanes"], 8);  // 8 float4 cover K = 32
   EXPECT_EQ(params["cf"], 1);
-  EXPECT_EQ(params["unroll"], 8);
+  EXPECT_EQ(params["unroll"], 4);  // 4 / cf: four vectors in flight keep 8 blocks per SM
   EXPECT_EQ(params["block_threads"], 128);
   // The range balances the boundary atomics (one pair per range) against the round trips of
   // one range: it grows with the matrix.
@@ -321,11 +321,11 @@ TEST(PlanCost, CandidatesCarryTheirTermsAndForcedOnesArePricedAtTheirParams) {
     ADD_FAILURE() << variant;
     return Candidate{};
   };
-  // csr_merge walks its range: ceil(256 / unroll 8) + 1 round trips (K = 128: 32 lanes of one
-  // 4-wide vector, cf 1, unroll 8 / cf).
+  // csr_merge walks its range: ceil(256 / unroll 4) + 1 round trips (K = 128: 32 lanes of one
+  // 4-wide vector, cf 1, unroll 4 / cf).
   const Candidate merge = forced_entry("csr_merge", {{"nnz_per_group", 256}});
-  EXPECT_EQ(merge.params["unroll"], 8);
-  EXPECT_DOUBLE_EQ(merge.terms["critical_loads"].get<double>(), 33.0);
+  EXPECT_EQ(merge.params["unroll"], 4);
+  EXPECT_DOUBLE_EQ(merge.terms["critical_loads"].get<double>(), 65.0);
   EXPECT_DOUBLE_EQ(forced_entry("csr_merge", {{"nnz_per_group", 256}, {"unroll", 2}}).terms["critical_loads"].get<double>(), 129.0);
   // rs at another threshold: the split statistics of that threshold price it.
   const Candidate rs2 = forced_entry("rs", {{"threshold", 2}});
