@@ -57,24 +57,29 @@ jit::KernelSpec clear_rows_spec(const nlohmann::json& params, DType dtype) {
   return {"spmm_clear_rows.cu", "sj_spmm_clear_rows", p, {}};
 }
 
-// The rows of C cleared before an A·B merge launch, on the device (count 0: none).
+// The rows of C cleared before an A·B merge launch, on the device.
 struct ClearedRows {
   DeviceBuffer rows;
   long long count = 0;
 };
 
-// A·B: the listed rows cleared, then one group of `lanes` lanes per nnz_per_group nonzeros and
-// K slice. Aᵀ·B: the memset of C, then the merge kernel.
+// The clearing kernel's launch over `count` rows of K columns: a thread per vector, at most
+// 65535 blocks (its grid-stride loop covers the rest).
+Launch clear_launch(cuda::Kernel kernel, long long count, int32_t k, int vec_width) {
+  const long long vectors = count * (k / vec_width);
+  const long long blocks = std::clamp<long long>((vectors + kClearThreads - 1) / kClearThreads, 1, 65535);
+  return {std::move(kernel), {unsigned(blocks), 1, 1}, {unsigned(kClearThreads), 1, 1}, 0};
+}
+
+// A·B: the listed rows cleared (none listed: no launch), then one group of `lanes` lanes per
+// nnz_per_group nonzeros and K slice. Aᵀ·B (no clearing launch): the memset of C, then the
+// merge kernel.
 template <class T>
 class MergeExecution final : public SpmmExecution<T> {
  public:
   MergeExecution(Launch launch, std::shared_ptr<const DeviceBuffer> coo_rows, std::optional<Launch> clear,
-                 std::shared_ptr<const ClearedRows> cleared, int vec_width)
-      : launch_(std::move(launch)),
-        coo_rows_(std::move(coo_rows)),
-        clear_(std::move(clear)),
-        cleared_(std::move(cleared)),
-        vec_width_(vec_width) {}
+                 std::shared_ptr<const ClearedRows> cleared)
+      : launch_(std::move(launch)), coo_rows_(std::move(coo_rows)), clear_(std::move(clear)), cleared_(std::move(cleared)) {}
   void run(detail::RuntimeState&, const SpmmOperands<T>& o) override {
     long long nnz = o.a.nnz(), ldb = o.b.ld(), ldc = o.c.ld();
     int k = o.b.cols();
@@ -85,22 +90,18 @@ class MergeExecution final : public SpmmExecution<T> {
       long long count = cleared_->count;
       CUdeviceptr rows = cleared_->rows.ptr();
       void* args[] = {&count, &rows, &k, &c, &ldc};
-      const long long vectors = count * (k / vec_width_);
-      const long long blocks = std::min<long long>((vectors + kClearThreads - 1) / kClearThreads, kMaxClearBlocks);
-      clear_->kernel.launch({unsigned(blocks), 1, 1}, clear_->block, 0, o.stream, args, o.early);
+      clear_->kernel.launch(clear_->grid, clear_->block, clear_->shared_bytes, o.stream, args, o.early);
     }
     CUdeviceptr row_idx = coo_rows_->ptr(), col_idx = o.a.col_idx().ptr(), values = o.a.values().ptr();
     void* args[] = {&nnz, &k, &row_idx, &col_idx, &values, &b, &ldb, &c, &ldc};
     launch_.kernel.launch(launch_.grid, launch_.block, launch_.shared_bytes, o.stream, args, o.early);
   }
+
  private:
-  // The clearing kernel's grid-stride loop covers any count; more blocks than this only queue.
-  static constexpr long long kMaxClearBlocks = 65535;
   Launch launch_;
   std::shared_ptr<const DeviceBuffer> coo_rows_;
   std::optional<Launch> clear_;
   std::shared_ptr<const ClearedRows> cleared_;
-  int vec_width_;
 };
 
 }  // namespace
@@ -200,15 +201,14 @@ class CsrMerge final : public SpmmVariantOf<CsrMerge> {
     auto coo_rows = p.a.template get_or_create<DeviceBuffer>("coo_rows", [&] {
       return std::make_shared<DeviceBuffer>(DeviceBuffer::from_host(p.rt.context, formats::coo_row_indices(p.a.host_pattern())));
     });
-    if (p.problem.transpose_a) return std::make_unique<MergeExecution<T>>(std::move(launch), std::move(coo_rows), std::nullopt, nullptr, 1);
+    if (p.problem.transpose_a) return std::make_unique<MergeExecution<T>>(std::move(launch), std::move(coo_rows), std::nullopt, nullptr);
     const ops::LoadedKernel clear = load(p.rt, d, clear_rows_spec(d.params, p.problem.dtype));
     auto cleared = p.a.template get_or_create<ClearedRows>("csr_merge_cleared_rows:" + std::to_string(range), [&] {
       const std::vector<int32_t> rows = formats::rows_cleared_before_merge(p.a.host_pattern(), range);
       return std::make_shared<ClearedRows>(ClearedRows{DeviceBuffer::from_host(p.rt.context, rows), (long long)rows.size()});
     });
-    return std::make_unique<MergeExecution<T>>(std::move(launch), std::move(coo_rows),
-                                               Launch{clear.kernel, {1, 1, 1}, {unsigned(kClearThreads), 1, 1}, 0},
-                                               std::move(cleared), d.params.at("vec_width").template get<int>());
+    Launch clearing = clear_launch(clear.kernel, cleared->count, p.problem.k, d.params.at("vec_width").template get<int>());
+    return std::make_unique<MergeExecution<T>>(std::move(launch), std::move(coo_rows), std::move(clearing), std::move(cleared));
   }
 };
 
