@@ -1,6 +1,7 @@
 // Build here (no GPU needed), run on the device:
 //   nvcc -O3 -arch=sm_90 -std=c++17 -o gather_ceiling bench/gather_ceiling.cu -lcusparse -lz
-//   ./gather_ceiling GRAPH.smtx.gz K        (K a multiple of 128; DLMC .smtx, gzip)
+//   ./gather_ceiling GRAPH.smtx.gz K        (K a multiple of 128; DLMC .smtx, gzip; a malformed
+//   argument or file is one line on stderr and exit status 1: tests/gather_ceiling_bad_input.sh)
 // Prints cuSPARSE's CSR_ALG3 time, a plain store of C, the gather kernel at 2 and 4 chunks of
 // 32 nonzeros per warp step, and the same gathers with uniform random columns (no locality).
 // The gather ceiling of SpMM on a graph (issue 25's roofline; not part of the library). A kernel
@@ -18,7 +19,15 @@
 #include <cusparse.h>
 using namespace std;
 #define CK(x) do{auto e=(x); if(e!=cudaSuccess){printf("cuda %s line %d\n",cudaGetErrorString(e),__LINE__); exit(1);}}while(0)
-static string gz(const char* p){ gzFile f=gzopen(p,"rb"); string s; char buf[1<<16]; int n; while((n=gzread(f,buf,sizeof buf))>0) s.append(buf,n); gzclose(f); return s;}
+[[noreturn]] static void fail(const string& why) { fprintf(stderr, "gather_ceiling: %s\n", why.c_str()); exit(1); }
+static string gz(const char* p) {
+  gzFile f = gzopen(p, "rb");
+  if (!f) fail(string("cannot open '") + p + "'");
+  string s; char buf[1 << 16]; int n;
+  while ((n = gzread(f, buf, sizeof buf)) > 0) s.append(buf, n);
+  gzclose(f);
+  return s;
+}
 
 // Each warp takes 32*U consecutive nonzeros per step; lane l reads float4 l of each B row (K = 128 slice).
 template <int U>
@@ -47,11 +56,24 @@ __global__ void __launch_bounds__(256) gather(long long nnz, int k, const int* _
 __global__ void store(long long n4, float4* c) { for (long long i = blockIdx.x * 256LL + threadIdx.x; i < n4; i += gridDim.x * 256LL) c[i] = make_float4(1, 2, 3, 4); }
 
 int main(int argc, char** argv) {
-  int k = atoi(argv[2]);
+  if (argc != 3) fail("usage: gather_ceiling GRAPH.smtx.gz K");
+  char* end;
+  const long k_arg = strtol(argv[2], &end, 10);
+  if (*end != '\0' || k_arg < 128 || k_arg % 128 != 0 || k_arg > 65536)
+    fail(string("K = '") + argv[2] + "' must be a multiple of 128 in [128, 65536]");
+  const int k = int(k_arg);
   string s = gz(argv[1]); const char* q = s.c_str(); char* e;
-  long rows = strtol(q, &e, 10); q = e + 1; long cols = strtol(q, &e, 10); q = e + 1; long nnz = strtol(q, &e, 10); q = e;
-  vector<int> rp(rows + 1); for (long i = 0; i <= rows; i++) { rp[i] = strtol(q, &e, 10); q = e; }
-  vector<int> ci(nnz); for (long i = 0; i < nnz; i++) { ci[i] = strtol(q, &e, 10); q = e; }
+  // DLMC .smtx: "rows, cols, nnz", then the row offsets, then the column indices.
+  long rows = strtol(q, &e, 10); q = *e ? e + 1 : e; long cols = strtol(q, &e, 10); q = *e ? e + 1 : e; long nnz = strtol(q, &e, 10); q = e;
+  if (rows < 1 || cols < 1 || nnz < 1 || rows > INT32_MAX || cols > INT32_MAX || nnz > INT32_MAX)
+    fail(string("'") + argv[1] + "' does not start with a .smtx header (rows, cols, nnz >= 1), read " + to_string(rows) + ", " +
+         to_string(cols) + ", " + to_string(nnz));
+  vector<int> rp(rows + 1); for (long i = 0; i <= rows; i++) { rp[i] = strtol(q, &e, 10); if (e == q) fail(string("'") + argv[1] + "': row offset " + to_string(i) + " missing"); q = e; }
+  vector<int> ci(nnz); for (long i = 0; i < nnz; i++) { ci[i] = strtol(q, &e, 10); if (e == q) fail(string("'") + argv[1] + "': column index " + to_string(i) + " missing"); q = e; }
+  if (rp[0] != 0 || rp[rows] != nnz || !is_sorted(rp.begin(), rp.end()))
+    fail(string("'") + argv[1] + "': row offsets must rise from 0 to nnz = " + to_string(nnz));
+  for (long i = 0; i < nnz; i++)
+    if (ci[i] < 0 || ci[i] >= cols) fail(string("'") + argv[1] + "': column index " + to_string(ci[i]) + " outside [0, " + to_string(cols) + ")");
   vector<float> v(nnz); srand(1); for (auto& x : v) x = rand() / (float)RAND_MAX - 0.5f;
   int *d_rp, *d_ci; float *d_v, *d_b, *d_c;
   CK(cudaMalloc(&d_rp, 4 * (rows + 1))); CK(cudaMalloc(&d_ci, 4 * nnz)); CK(cudaMalloc(&d_v, 4 * nnz));
