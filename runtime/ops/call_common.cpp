@@ -7,17 +7,23 @@
 
 namespace sparsejit::ops {
 
+// Built on every call (the plan cache's lookup): one string, reserved once, appended to.
 std::string problem_key(Op op, DType dtype, int32_t k, bool transpose, const Options& options) {
-  std::string key = std::string("plan:") + to_string(op) + ":" + to_string(dtype) + ":k" + std::to_string(k) +
-                    (transpose ? ":t" : ":n");
-  if (options.forces_variant()) key += ":force=" + options.variant + options.params.dump();
-  if (!options.measure) key += ":unmeasured";
-  if (const char* env = std::getenv("SPARSEJIT_FORCE"); env != nullptr && *env != '\0') key += ":env=" + std::string(env);
+  std::string key;
+  key.reserve(96);
+  key.append("plan:").append(to_string(op)).append(":").append(to_string(dtype)).append(":k").append(std::to_string(k));
+  key.append(transpose ? ":t" : ":n");
+  if (options.forces_variant()) key.append(":force=").append(options.variant).append(options.params.dump());
+  if (!options.measure) key.append(":unmeasured");
+  if (const char* env = std::getenv("SPARSEJIT_FORCE"); env != nullptr && *env != '\0') key.append(":env=").append(env);
   return key;
 }
 
 std::string handle_key(const std::string& problem_key, uint64_t runtime_id) {
-  return problem_key + ":rt" + std::to_string(runtime_id);
+  std::string key;
+  key.reserve(problem_key.size() + 24);
+  key.append(problem_key).append(":rt").append(std::to_string(runtime_id));
+  return key;
 }
 
 std::string plan_key(Op op, DType dtype, int32_t k, bool transpose, const Options& options, uint64_t runtime_id) {

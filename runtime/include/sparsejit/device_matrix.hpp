@@ -23,7 +23,6 @@
 //     between threads for lookups and attachments.
 #pragma once
 #include <cstdint>
-#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -87,8 +86,10 @@ class DeviceCsr {
   // cache lock, so it may itself use this cache (a plan's preparation attaches formats);
   // when two threads build the same key at once, the first to finish is kept and returned
   // to both.
-  template <class V>
-  std::shared_ptr<V> get_or_create(const std::string& key, const std::function<std::shared_ptr<V>()>& make) const {
+  // Make: a callable returning std::shared_ptr<V> (a template, not std::function: a call that
+  // finds its entry, every call after the first, builds nothing).
+  template <class V, class Make>
+  std::shared_ptr<V> get_or_create(const std::string& key, Make&& make) const {
     {
       std::lock_guard<std::mutex> lock(cache_->mutex);
       const auto it = cache_->entries.find(key);
