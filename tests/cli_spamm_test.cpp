@@ -71,6 +71,15 @@ TEST(CliSpamm, ExplainTakesForcedParameters) {
   EXPECT_EQ(j.at("params").at("stages"), 2);
 }
 
+// Without --devices the bench runs on one GPU: its options are accepted, and here, without a
+// driver, the one refusal is that there is nothing to measure on.
+TEST(CliSpamm, BenchWithoutDevicesIsOneGpu) {
+  const Result r = run_cli("bench --op spamm --sizes 512 --ratios 10 --precisions full --paths auto --repeat 1");
+  if (r.status == 0) return;  // a GPU is present and the bench ran
+  EXPECT_EQ(r.out.find("--devices"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("nothing to measure"), std::string::npos) << r.out;
+}
+
 TEST(CliSpamm, BadArgumentsGiveOneLine) {
   expect_one_line_error("explain algebraic:x --op spamm", {"'x' is not a number"});
   expect_one_line_error("explain cubic:64 --op spamm", {"cubic:64", "algebraic:N"});

@@ -415,7 +415,7 @@ SpammConfig spamm_config(const std::string& sizes, const std::string& decays, co
   c.timing = timing;
   if (devices == "all") {
     c.devices = {-1};
-  } else {
+  } else if (!devices.empty()) {  // unset: one GPU, no spread over devices
     for (const std::string& item : items_of(devices)) {
       const double d = number("--devices", item);
       if (d < 0 || d != std::floor(d) || d > 1024) throw InvalidInputError("bench: --devices " + item + " is not a GPU ordinal (or use all)");
