@@ -3,17 +3,20 @@ sparsejit.sddmm timed alone, next to the whole call and to PyTorch's own calls, 
 small enough that the GPU never holds the host back (the launch queue stays short).
 
 Each line is the median over `--batches` batches of the wall time of `--repeat` calls made
-back to back without waiting for the GPU, divided by `--repeat`, in µs per call:
+back to back without waiting for the GPU, divided by `--repeat`, in µs per call (the steps
+take turns, batch by batch: per_call_us):
 
     alloc      the result's allocation as the call makes it (PyTorch's caching allocator)
-    read       the operands' reading (pointer, shape, stream) in Python
-    c++        the C++ module's call alone, as the package makes it (the handle's product
+    c++        the C++ module's product on pointers and shapes alone (the handle's product
                with the Matrix's parsed config: plan lookup, argument checks, the launches)
+    plain      the C++ module's product on the tensors, as the package makes it: their
+               reading, the result's allocation and the product, no Python code between
     call       the whole call as a user makes it (sparsejit.spmm(m, b))
     call-out   the call into a kept result (sparsejit.spmm(m, b, out=c)): no allocation
     torch      torch.sparse.mm / torch.sparse.sampled_addmm on the same CSR tensor
     torch-op   one PyTorch elementwise op that allocates its result (torch.mul(b, 2.0)):
                what a single launched kernel costs from Python with PyTorch's own machinery
+    call/op    call over torch-op: the call's host time in units of PyTorch's own
 
     python python/benchmarks/host_overhead.py gen:uniform:20000:8 -k 32
 """
@@ -29,19 +32,24 @@ import sparsejit
 from sparsejit import _sparsejit
 
 
-def per_call_us(call, repeat, batches):
-    """Median over batches of the host time of `repeat` calls of `call`, per call."""
-    for _ in range(20):
-        call()
-    torch.cuda.synchronize()
-    samples = []
-    for _ in range(batches):
-        begin = time.perf_counter()
-        for _ in range(repeat):
+def per_call_us(steps, repeat, batches):
+    """{step: median over batches of the host time of `repeat` calls, per call}. The steps take
+    turns batch by batch, so that each sees the same spells of a host whose speed drifts (the
+    device's varies by about half between spells): their differences and ratios hold where
+    steps timed one after the other would not."""
+    for call in steps.values():
+        for _ in range(20):
             call()
-        samples.append((time.perf_counter() - begin) * 1e6 / repeat)
-        torch.cuda.synchronize()
-    return statistics.median(samples)
+    torch.cuda.synchronize()
+    samples = {name: [] for name in steps}
+    for _ in range(batches):
+        for name, call in steps.items():
+            begin = time.perf_counter()
+            for _ in range(repeat):
+                call()
+            samples[name].append((time.perf_counter() - begin) * 1e6 / repeat)
+            torch.cuda.synchronize()
+    return {name: statistics.median(times) for name, times in samples.items()}
 
 
 def csr_tensor(source):
@@ -62,9 +70,9 @@ def spmm_steps(a, m, k):
         m._handle.spmm(config, b.data_ptr(), b.shape[0], cols, cols, c.data_ptr(), rows, cols, cols, stream)
 
     return {
-        "alloc": lambda: b.new_empty((rows, cols)),
-        "read": (lambda: m._read_plain(b)) if hasattr(m, "_read_plain") else None,
+        "alloc": lambda: b.new_empty(rows, cols),
         "c++": cxx,
+        "plain": lambda: m._handle.spmm_plain(config, b, None),
         "call": lambda: sparsejit.spmm(m, b),
         "call-out": lambda: sparsejit.spmm(m, b, out=c),
         "torch": lambda: torch.sparse.mm(a, b),
@@ -82,15 +90,11 @@ def sddmm_steps(a, m, k):
     def cxx():
         m._handle.sddmm(config, x.data_ptr(), x.shape[0], k, k, y.data_ptr(), y.shape[0], k, k, p.data_ptr(), stream)
 
-    def read():
-        m._read_plain(x)
-        m._read_plain(y)
-
     yt = y.t()
     return {
-        "alloc": lambda: x.new_empty((m.nnz,)),
-        "read": read if hasattr(m, "_read_plain") else None,
+        "alloc": lambda: x.new_empty(m.nnz),
         "c++": cxx,
+        "plain": lambda: m._handle.sddmm_plain(config, x, y, None),
         "call": lambda: sparsejit.sddmm(m, x, y),
         "call-out": lambda: sparsejit.sddmm(m, x, y, out=p),
         "torch": lambda: torch.sparse.sampled_addmm(a, x, yt, beta=0.0),
@@ -110,9 +114,12 @@ def main(argv=None):
     print(f"sparsejit {sparsejit.__version__} ({sparsejit.__file__}), torch {torch.__version__}, "
           f"{torch.cuda.get_device_name()}, {args.matrix}, K = {args.k}; µs per call")  # fmt: skip
     for op, steps in (("spmm", spmm_steps(a, m, args.k)), ("sddmm", sddmm_steps(a, m, args.k))):
-        for name, call in steps.items():
-            if call is not None:
-                print(f"{op:6} {name:9} {per_call_us(call, args.repeat, args.batches):7.2f}", flush=True)
+        # An older package (compared against this one) has no plain product: that step is left out.
+        steps = {name: call for name, call in steps.items() if name != "plain" or hasattr(m._handle, "spmm_plain")}
+        times = per_call_us(steps, args.repeat, args.batches)
+        for name, us in times.items():
+            print(f"{op:6} {name:9} {us:7.2f}", flush=True)
+        print(f"{op:6} call/op   {times['call'] / times['torch-op']:7.2f}", flush=True)
         print(f"{op:6} variant   {m.last_decision['variant']}", flush=True)
     return 0
 

@@ -1,7 +1,9 @@
 """The caller's arrays as the C++ module takes them: a device pointer with its shape, leading
 dimension, dtype and device. PyTorch tensors and CuPy arrays are read through their own
 attributes (a few hundred nanoseconds, where a DLPack capsule costs microseconds per call);
-any other producer of DLPack GPU arrays goes through __dlpack__. Results are allocated by the
+any other producer of DLPack GPU arrays goes through __dlpack__. (A product's common case,
+contiguous PyTorch tensors of the matrix's dtype and device, the C++ handle reads itself:
+tensor_reading.) Results are allocated by the
 caller's library (PyTorch or CuPy), on the operand's device, and the call runs on that
 library's current stream. Only argument conversion lives here: the checks that depend on the
 operation (shapes that must agree) are the C++ library's, with its messages."""
@@ -82,32 +84,16 @@ class _Torch:
         return Dense(x.data_ptr(), rows, cols, ld, _Torch.dtype_name(x), x.device.index, _Torch)
 
     @staticmethod
-    def plain_reader(like):
-        """A function giving (data pointer, rows, cols, stream) of x when x is what nearly every
-        call passes: a contiguous 2-D CUDA tensor of like's dtype and device; else None, and
-        the general path (dense) reads x and says what is wrong with it. Its checks are a few
-        attribute reads (about 1 µs) where dense's reading costs several: this is most of a
-        call's host time in Python."""
+    def tensor_reading(like):
+        """(dtype, device, current stream function) with which the C++ handle reads operands of
+        like's dtype and device itself (python/src/tensor_reader.hpp: nearly every call's
+        operands, read without running Python code); None where this PyTorch has no raw stream
+        call, and every operand takes the general path (dense)."""
         torch = sys.modules["torch"]
-        tensor, strided, dtype, device = torch.Tensor, torch.strided, like.dtype, like.get_device()
+        # The raw handle without the torch.cuda.Stream object current_stream() builds (about 2 µs
+        # a call); the same call PyTorch's own fast paths make.
         raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-        if raw_stream is None:
-            return lambda x: None
-
-        limit = _INT32_MAX  # a local: the checks below are the whole of a call's reading
-
-        def read(x):
-            if not isinstance(x, tensor) or x.layout is not strided or x.dtype is not dtype or x.get_device() != device:
-                return None
-            shape = x.shape
-            if len(shape) != 2 or not x.is_contiguous():
-                return None
-            rows, cols = shape
-            if rows > limit or cols > limit:
-                return None
-            return x.data_ptr(), rows, cols, raw_stream(device)
-
-        return read
+        return None if raw_stream is None else (like.dtype, like.get_device(), raw_stream)
 
     @staticmethod
     def vector(x, name):
@@ -191,9 +177,9 @@ class _Cupy:
         return Dense(x.data.ptr, rows, cols, ld, x.dtype.name, x.device.id, _Cupy)
 
     @staticmethod
-    def plain_reader(like):
+    def tensor_reading(like):
         """CuPy arrays take the general path (dense)."""
-        return lambda x: None
+        return None
 
     @staticmethod
     def vector(x, name):

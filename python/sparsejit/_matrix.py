@@ -83,7 +83,9 @@ class Matrix:
         )
         self._values_stamp = self._stamp(data)
         self._ones = None
-        self._read_plain = lib.plain_reader(data)
+        reading = lib.tensor_reading(data)
+        if reading is not None:
+            self._handle.read_tensors(*reading)
 
     def __repr__(self):
         return f"sparsejit.Matrix(shape={self.shape}, nnz={self.nnz}, dtype={self.dtype}, device=cuda:{self.device})"
@@ -151,28 +153,14 @@ class Matrix:
 
     def _spmm(self, b, transpose_a, variant, reuse, out=None):
         """C = A·B or Aᵀ·B into `out`, else into a new array of b's library (the matrix's for
-        other DLPack arrays). The first lines are the path of nearly every call (a contiguous
-        PyTorch b, no out), kept to the fewest Python steps: its host time is the call's."""
-        plain = self._read_plain(b)
-        if plain is None or out is not None:
-            return self._spmm_into(b, transpose_a, variant, reuse, out, plain)
-        ptr, b_rows, cols, stream = plain
-        rows = self.shape[1] if transpose_a else self.shape[0]
-        out = b.new_empty((rows, cols))
-        config = self._ready("spmm", transpose_a, variant, reuse)
-        self._handle.spmm(config, ptr, b_rows, cols, cols, out.data_ptr(), rows, cols, cols, stream)
-        return out
-
-    def _spmm_into(self, b, transpose_a, variant, reuse, out, plain):
-        """_spmm with `out`, or with operands the plain reader does not take (`plain` None)."""
-        rows = self.shape[1] if transpose_a else self.shape[0]
-        into = None if out is None else self._read_plain(out)
-        if plain is None or into is None:
+        other DLPack arrays). The handle reads b and out itself when they are contiguous PyTorch
+        tensors of the matrix's dtype and device (nearly every call: its host time is the
+        call's); anything else takes the general path."""
+        c = self._handle.spmm_plain(self._ready("spmm", transpose_a, variant, reuse), b, out)
+        if c is None:
+            rows = self.shape[1] if transpose_a else self.shape[0]
             return self._spmm_general(b, rows, transpose_a, variant, reuse, out)
-        ptr, b_rows, cols, stream = plain
-        c, c_rows, c_cols, _ = into
-        self._call("spmm", (ptr, b_rows, cols, cols, c, c_rows, c_cols, c_cols), transpose_a, variant, reuse, stream)
-        return out
+        return c
 
     def _spmm_general(self, b, rows, transpose_a, variant, reuse, out):
         stream, lib = self._stream_and_result_library(b)
@@ -185,20 +173,9 @@ class Matrix:
 
     def _sddmm(self, a, b, variant, reuse, out=None):
         """The values of S ∘ (A·Bᵀ), S this matrix, into `out`, else into a new 1-D array of a's
-        library."""
-        plain_a, plain_b = self._read_plain(a), self._read_plain(b)
-        if plain_a is None or plain_b is None:
-            return self._sddmm_general(a, b, variant, reuse, out)
-        a_ptr, a_rows, a_cols, stream = plain_a
-        b_ptr, b_rows, b_cols, _ = plain_b
-        if out is None:
-            out = a.new_empty((self.nnz,))
-            p = out.data_ptr()
-        else:
-            p = self._values_out(out)
-        config = self._ready("sddmm", False, variant, reuse)
-        self._handle.sddmm(config, a_ptr, a_rows, a_cols, a_cols, b_ptr, b_rows, b_cols, b_cols, p, stream)
-        return out
+        library (read as _spmm reads its operands)."""
+        p = self._handle.sddmm_plain(self._ready("sddmm", False, variant, reuse), a, b, out)
+        return self._sddmm_general(a, b, variant, reuse, out) if p is None else p
 
     def _sddmm_general(self, a, b, variant, reuse, out):
         stream, lib = self._stream_and_result_library(a)

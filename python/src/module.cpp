@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -21,6 +22,7 @@
 #include "sparsejit/generate.hpp"
 #include "sparsejit/io.hpp"
 #include "sparsejit/runtime.hpp"
+#include "tensor_reader.hpp"
 #include "variants/catalog.hpp"
 
 namespace nb = nanobind;
@@ -128,6 +130,12 @@ class CsrHandle {
     });
   }
   PatternView host_pattern() { return visit([](auto& h) { return h.host_pattern(); }); }
+  // The reader of the PyTorch operands of this matrix's dtype and device (the products' fast
+  // path); none for other libraries.
+  void read_tensors(nb::object dtype, int device, nb::object current_stream) {
+    reader_.emplace(std::move(dtype), device, std::move(current_stream));
+  }
+  const python::TensorReader* tensor_reader() const { return reader_ ? &*reader_ : nullptr; }
   template <class T>
   DeviceCsr<T>* get_if() { return std::get_if<DeviceCsr<T>>(&handle_); }
 
@@ -152,6 +160,7 @@ class CsrHandle {
   Runtime* rt_;  // the Python binding keeps the runtime alive as long as the handle
   Handle handle_;
   std::optional<Call> last_;
+  std::optional<python::TensorReader> reader_;
 };
 
 // A row-major dense operand over the caller's array: rows×cols, leading dimension ld.
@@ -220,6 +229,49 @@ void sddmm(CsrHandle& s, const CallConfig& config, uintptr_t a, int32_t a_rows, 
     DeviceBuffer dp = DeviceBuffer::borrow(rt.context(), p, std::size_t(h.nnz()) * sizeof(T));
     return rt.sddmm(h, da, db, dp, options);
   });
+}
+
+// The products on PyTorch tensors the handle's reader takes (nearly every call): b (and `out`
+// when given) read here, C allocated as b.new_empty when `out` is None; returns C, or None
+// when an operand is not such a tensor and the package's general path must read it.
+nb::object spmm_plain(CsrHandle& a, const CallConfig& config, nb::handle b, nb::handle out) {
+  const python::TensorReader* reader = a.tensor_reader();
+  const std::optional<python::PlainTensor> pb = reader ? reader->matrix(b) : std::nullopt;
+  if (!pb) return nb::none();
+  const int64_t rows = config.options.transpose_a ? a.cols() : a.rows();
+  nb::object c;
+  python::PlainTensor pc{0, rows, pb->cols};
+  if (out.is_none()) {
+    std::tie(c, pc.ptr) = reader->new_empty(b, rows, pb->cols);
+  } else {
+    const std::optional<python::PlainTensor> given = reader->matrix(out);
+    if (!given) return nb::none();
+    c = nb::borrow(out), pc = *given;
+  }
+  spmm(a, config, pb->ptr, int32_t(pb->rows), int32_t(pb->cols), pb->cols, pc.ptr, int32_t(pc.rows), int32_t(pc.cols), pc.cols,
+       reader->stream());
+  return c;
+}
+
+// The values of S ∘ (A·Bᵀ) as spmm_plain: into a new vector of a's kind, or `out`, a vector of
+// nnz entries (another length goes to the general path, which names it).
+nb::object sddmm_plain(CsrHandle& s, const CallConfig& config, nb::handle a, nb::handle b, nb::handle out) {
+  const python::TensorReader* reader = s.tensor_reader();
+  const std::optional<python::PlainTensor> pa = reader ? reader->matrix(a) : std::nullopt;
+  const std::optional<python::PlainTensor> pb = pa ? reader->matrix(b) : std::nullopt;
+  if (!pb) return nb::none();
+  nb::object p;
+  uintptr_t values = 0;
+  if (out.is_none()) {
+    std::tie(p, values) = reader->new_empty(a, s.nnz());
+  } else {
+    const std::optional<python::PlainTensor> given = reader->vector(out);
+    if (!given || given->rows != s.nnz()) return nb::none();
+    p = nb::borrow(out), values = given->ptr;
+  }
+  sddmm(s, config, pa->ptr, int32_t(pa->rows), int32_t(pa->cols), pa->cols, pb->ptr, int32_t(pb->rows), int32_t(pb->cols),
+        pb->cols, values, reader->stream());
+  return p;
 }
 
 // A 1-D device array owned here (one of a product's CSR arrays), lent to PyTorch or CuPy
@@ -423,7 +475,10 @@ NB_MODULE(_sparsejit, m) {
       .def_prop_ro("last_call", [](const CsrHandle& h) { return h.last_call(); })
       // The products, as methods: the handle carries the runtime, the config the settings.
       .def("spmm", &spmm)
-      .def("sddmm", &sddmm);
+      .def("sddmm", &sddmm)
+      .def("read_tensors", &CsrHandle::read_tensors)
+      .def("spmm_plain", &spmm_plain, nb::arg("config"), nb::arg("b"), nb::arg("out").none())
+      .def("sddmm_plain", &sddmm_plain, nb::arg("config"), nb::arg("a"), nb::arg("b"), nb::arg("out").none());
 
   nb::class_<Call>(m, "Call")
       .def_prop_ro("plan_reused", [](const Call& c) { return c.info.plan_reused; })

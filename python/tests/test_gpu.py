@@ -193,6 +193,26 @@ def test_errors_are_python_exceptions_with_the_library_messages():
         sparsejit.sddmm(a, torch.randn(30, 8, device="cuda"), torch.randn(20, 9, device="cuda"))
 
 
+def test_operands_the_fast_reading_refuses_get_the_general_paths_messages():
+    # The C++ reading takes contiguous 2-D tensors of the matrix's dtype and device; every
+    # other operand must reach the general path and its message, not a crash or a wrong read.
+    a = random_csr(30, 20, 3)
+    m = sparsejit.Matrix(a)
+    dense = torch.randn(20, 4, device="cuda")
+    with pytest.raises(ValueError, match="b is a sparse tensor"):
+        sparsejit.spmm(m, dense.to_sparse_csr())
+    with pytest.raises(ValueError, match="b must be a 2-D array; it has shape \\(20,\\)"):
+        sparsejit.spmm(m, dense[:, 0].contiguous())
+    with pytest.raises(TypeError, match="b is a builtins.list, not an array"):
+        sparsejit.spmm(m, dense.tolist())
+    x, y = torch.randn(30, 8, device="cuda"), torch.randn(20, 8, device="cuda")
+    with pytest.raises(ValueError, match="out has dtype float64"):
+        sparsejit.sddmm(m, x, y, out=torch.empty(m.nnz, dtype=torch.float64, device="cuda"))
+    with pytest.raises(ValueError, match="a has dtype float64"):
+        sparsejit.sddmm(m, x.double(), y)
+    assert relative_error(sparsejit.spmm(m, dense), torch.sparse.mm(a, dense)) < 1e-5  # and still takes plain ones
+
+
 class ForeignArray:
     """A DLPack producer that is neither PyTorch nor CuPy (as JAX or Numba arrays are)."""
 
