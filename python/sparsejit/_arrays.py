@@ -89,11 +89,15 @@ class _Torch:
         like's dtype and device itself (python/src/tensor_reader.hpp: nearly every call's
         operands, read without running Python code); None where this PyTorch has no raw stream
         call, and every operand takes the general path (dense)."""
-        torch = sys.modules["torch"]
-        # The raw handle without the torch.cuda.Stream object current_stream() builds (about 2 µs
-        # a call); the same call PyTorch's own fast paths make.
-        raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        raw_stream = _Torch.raw_stream_call()
         return None if raw_stream is None else (like.dtype, like.get_device(), raw_stream)
+
+    @staticmethod
+    def raw_stream_call():
+        """PyTorch's call giving a device's current stream as an integer, without the
+        torch.cuda.Stream object current_stream() builds (about 2 µs a call): the call PyTorch's
+        own fast paths make. None in versions without it."""
+        return getattr(sys.modules["torch"]._C, "_cuda_getCurrentRawStream", None)
 
     @staticmethod
     def vector(x, name):
@@ -121,11 +125,8 @@ class _Torch:
 
     @staticmethod
     def stream(device):
-        torch = sys.modules["torch"]
-        # The raw handle without the torch.cuda.Stream object current_stream() builds (about 2 µs
-        # a call); the same call PyTorch's own fast paths make. Older versions: the public one.
-        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-        return raw(device) if raw else torch.cuda.current_stream(device).cuda_stream
+        raw = _Torch.raw_stream_call()
+        return raw(device) if raw else sys.modules["torch"].cuda.current_stream(device).cuda_stream
 
     @staticmethod
     def csr_parts(a):

@@ -26,7 +26,7 @@ def spmm(a, b, *, transpose_a=False, variant=None, reuse=None, out=None):
     kernel ("rs", "cusparse", "rs:threshold=8"; see sparsejit.variants("spmm")); `reuse` is
     "once" or "many" (default: the Matrix's). With PyTorch, gradients flow to B and to the
     Matrix's values (sparsejit.autograd), without `out`."""
-    m = a if isinstance(a, Matrix) else _matrix(a)  # the test inline: this runs on every call
+    m = _matrix(a)
     # Only PyTorch tensors have requires_grad; a CuPy or DLPack b takes no gradient. Tested
     # here, not in a function of its own: this runs on every call.
     if m.lib is _Torch and (getattr(b, "requires_grad", False) or m.values.requires_grad) and sys.modules["torch"].is_grad_enabled():
