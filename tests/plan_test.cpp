@@ -343,54 +343,119 @@ TEST(MeasurePolicy, MarginIsTheRunnerUpOverTheChoice) {
   EXPECT_FALSE(plan::model_margin(lone).has_value());
 }
 
-// Repeats: short calls repeat up to 2 ms (2 to 12 calls), a call of 2 ms or more is its own
-// measurement, and the budget left caps the repeats (each graph runs twice).
-TEST(MeasurePolicy, LongCallsRepeatLessAndTheBudgetCapsRepeats) {
-  const double plenty = 250;
-  EXPECT_EQ(plan::measure_repeats(0.005, plenty), 12);
-  EXPECT_EQ(plan::measure_repeats(0.1, plenty), 12);
-  EXPECT_EQ(plan::measure_repeats(0.25, plenty), 8);
-  EXPECT_EQ(plan::measure_repeats(0.9, plenty), 2);
-  EXPECT_EQ(plan::measure_repeats(1.5, plenty), 2);
-  EXPECT_EQ(plan::measure_repeats(2.0, plenty), 0);
-  EXPECT_EQ(plan::measure_repeats(40.0, plenty), 0);
-  EXPECT_EQ(plan::measure_repeats(0.1, 1.0), 5);   // 1 ms left: 5 graph calls twice
-  EXPECT_EQ(plan::measure_repeats(0.5, 1.5), 1);   // under the minimum: what the budget affords
-  EXPECT_EQ(plan::measure_repeats(0.5, 0.5), 0);   // nothing left: the probe is the time
-  EXPECT_EQ(plan::measure_repeats(0.5, -3.0), 0);
-  EXPECT_EQ(plan::measure_repeats(0.0, plenty), 12);
-}
+namespace {
 
-// The budget: another optional setting starts only when the average setting so far still fits.
-TEST(MeasurePolicy, BudgetAllowsTheNextSettingWhileTheAverageFits) {
-  EXPECT_TRUE(plan::budget_allows_next(0, 0, 250));
-  EXPECT_TRUE(plan::budget_allows_next(100, 2, 250));    // 150 after the next
-  EXPECT_TRUE(plan::budget_allows_next(125, 1, 250));    // exactly 250
-  EXPECT_FALSE(plan::budget_allows_next(130, 1, 250));   // 260
-  EXPECT_FALSE(plan::budget_allows_next(240, 10, 250));  // 264
-  EXPECT_FALSE(plan::budget_allows_next(300, 3, 250));
-}
+// SDDMM's host cost of formats a nonzero, 4 ns: the numbers below are worked out with it.
+constexpr double kPerNonzero = plan::kSddmmPrepareMsPerNonzero;
 
-// The budget in calls: 50 predicted calls of the choice, capped by the budget in ms; a choice
-// priced at microseconds leaves too little for the two settings always timed.
-TEST(MeasurePolicy, BudgetInCallsScalesWithThePredictedCall) {
+// A decision whose choice "a" is priced at `choice_ms` and the vendor at `vendor_ms`.
+Decision priced_decision(double choice_ms, double vendor_ms) {
   Decision d;
   d.variant = "a";
-  d.candidates = {{"a", {}, 0.4, ""}, {"b", {}, 0.5, ""}};
+  d.candidates = {{"a", {}, choice_ms, ""}, {"b", {}, 2 * choice_ms, ""}, {"cusparse", {}, vendor_ms, ""}};
+  return d;
+}
+
+}  // namespace
+
+// The limit: 50 calls of the choice's predicted time, capped by measure_budget_ms, then 50 of
+// the fastest call measured (what auto runs afterwards); unpriced, measure_budget_ms alone.
+TEST(MeasurePolicy, LimitCountsCallsOfThePredictedThenTheFastestMeasuredCall) {
   const Options defaults;
-  EXPECT_DOUBLE_EQ(plan::selection_budget_ms(d, defaults), 20.0);  // 50 x 0.4 ms
-  EXPECT_FALSE(plan::budget_skips_measuring(plan::selection_budget_ms(d, defaults)));
-  d.candidates[0].predicted_ms = 40;  // 2000 ms of calls: the 250 ms cap
-  EXPECT_DOUBLE_EQ(plan::selection_budget_ms(d, defaults), 250.0);
-  d.candidates[0].predicted_ms = 0.004;  // 0.2 ms: not two settings' cost
-  EXPECT_DOUBLE_EQ(plan::selection_budget_ms(d, defaults), 0.2);
-  EXPECT_TRUE(plan::budget_skips_measuring(plan::selection_budget_ms(d, defaults)));
-  EXPECT_FALSE(plan::budget_skips_measuring(2 * plan::kSettingCostMs));
+  plan::SelectionBudget budget(priced_decision(0.4, 0.6), "cusparse", defaults, 100000, kPerNonzero);
+  EXPECT_DOUBLE_EQ(budget.limit_ms(), 20.0);  // 50 x 0.4 ms
+  budget.note_setting(0.5, 0);
+  EXPECT_DOUBLE_EQ(budget.limit_ms(), 25.0);  // measured slower than priced
+  budget.note_setting(0.3, 1.0);
+  EXPECT_DOUBLE_EQ(budget.limit_ms(), 15.0);
+  budget.note_setting(std::numeric_limits<double>::infinity(), 0);  // a setting that failed
+  EXPECT_DOUBLE_EQ(budget.limit_ms(), 15.0);
+  EXPECT_DOUBLE_EQ(plan::SelectionBudget(priced_decision(40, 40), "cusparse", defaults, 1, kPerNonzero).limit_ms(), 250.0);
   Options unbounded;
   unbounded.measure_budget_calls = std::numeric_limits<double>::infinity();
-  EXPECT_DOUBLE_EQ(plan::selection_budget_ms(d, unbounded), 250.0);
-  d.candidates[0].predicted_ms = std::numeric_limits<double>::quiet_NaN();  // unpriced: the ms budget
-  EXPECT_DOUBLE_EQ(plan::selection_budget_ms(d, defaults), 250.0);
+  EXPECT_DOUBLE_EQ(plan::SelectionBudget(priced_decision(0.4, 0.6), "cusparse", unbounded, 1, kPerNonzero).limit_ms(), 250.0);
+  EXPECT_DOUBLE_EQ(plan::SelectionBudget(priced_decision(std::numeric_limits<double>::quiet_NaN(), 1), "cusparse", defaults, 1, kPerNonzero).limit_ms(),
+                   250.0);
+}
+
+// Nothing is timed where the choice and the vendor (a synchronization and preparation of
+// kSettingCostMs and four calls each) do not fit 50 calls of the choice: calls of microseconds.
+TEST(MeasurePolicy, SkipsWhereTheTwoRequiredSettingsDoNotFit) {
+  const Options defaults;
+  // 0.1 ms calls: 0.25 + 0.4 (choice) + 0.25 + 0.4 (vendor) = 1.3 <= 5 ms, on any pattern size.
+  EXPECT_FALSE(plan::SelectionBudget(priced_decision(0.1, 0.1), "cusparse", defaults, 100000, kPerNonzero).skips_measuring());
+  EXPECT_FALSE(plan::SelectionBudget(priced_decision(0.1, 0.1), "cusparse", defaults, 20000000, kPerNonzero).skips_measuring());
+  // 0.012 ms calls: 0.298 + 0.298 = 0.596 <= 0.6 ms; 0.011 ms: 0.594 > 0.55 ms.
+  EXPECT_FALSE(plan::SelectionBudget(priced_decision(0.012, 0.012), "cusparse", defaults, 100000, kPerNonzero).skips_measuring());
+  EXPECT_TRUE(plan::SelectionBudget(priced_decision(0.011, 0.011), "cusparse", defaults, 100000, kPerNonzero).skips_measuring());
+  // The vendor priced slower counts as slower: 0.73 + 0.25 + 5.2 > 6 ms.
+  EXPECT_TRUE(plan::SelectionBudget(priced_decision(0.12, 1.3), "cusparse", defaults, 100000, kPerNonzero).skips_measuring());
+  EXPECT_DOUBLE_EQ(plan::setting_prepare_ms(0, kPerNonzero), plan::kSettingCostMs);
+  EXPECT_DOUBLE_EQ(plan::setting_prepare_ms(1000000, kPerNonzero), plan::kSettingCostMs + 4.0);
+}
+
+// An optional setting starts while the larger of the preparation estimate and the slowest
+// preparation seen (doubled for a variant not prepared yet), plus four calls of the fastest so
+// far, fits what is left.
+TEST(MeasurePolicy, AnotherSettingStartsWhileItsPredictedCostFits) {
+  const Options defaults;
+  plan::SelectionBudget budget(priced_decision(0.2, 0.2), "cusparse", defaults, 100000, kPerNonzero);  // limit 10 ms
+  budget.note_setting(0.2, 0);
+  EXPECT_TRUE(budget.allows_next(8.5, false));   // 8.5 + 0.65 + 0.8 = 9.95
+  EXPECT_FALSE(budget.allows_next(8.6, false));  // 10.05
+  EXPECT_TRUE(budget.allows_next(7.8, true));    // 7.8 + 1.3 + 0.8 = 9.9
+  EXPECT_FALSE(budget.allows_next(8.0, true));   // 10.1
+  budget.note_setting(0.25, 3.0);                // a preparation of 3 ms seen
+  EXPECT_TRUE(budget.allows_next(6.1, false));   // 6.1 + 3 + 0.8 = 9.9
+  EXPECT_FALSE(budget.allows_next(6.3, false));  // 10.1
+  EXPECT_TRUE(budget.allows_next(3.1, true));    // 3.1 + 6 + 0.8 = 9.9
+  EXPECT_FALSE(budget.allows_next(3.3, true));
+}
+
+// One more of ours is timed whatever the budget only when the vendor, timed second, beat the
+// choice, timed first.
+TEST(MeasurePolicy, TheVendorBeatingTheChoiceTimesOneMoreOfOurs) {
+  const auto timed = [](double choice_ms, double vendor_ms) {
+    return std::vector<plan::TimedChoice>{{"a", {}, choice_ms}, {"cusparse", {}, vendor_ms}};
+  };
+  EXPECT_TRUE(plan::vendor_beat_the_choice(timed(0.02, 0.015), "cusparse"));
+  EXPECT_FALSE(plan::vendor_beat_the_choice(timed(0.015, 0.02), "cusparse"));
+  EXPECT_FALSE(plan::vendor_beat_the_choice(timed(0.02, 0.02), "cusparse"));
+  std::vector<plan::TimedChoice> three = timed(0.02, 0.015);
+  three.push_back({"b", {}, 0.01});
+  EXPECT_FALSE(plan::vendor_beat_the_choice(three, "cusparse"));  // the one more is timed already
+  EXPECT_FALSE(plan::vendor_beat_the_choice({{"a", {}, 0.02}}, "cusparse"));
+  EXPECT_FALSE(plan::vendor_beat_the_choice({{"cusparse", {}, 0.02}, {"cusparse", {}, 0.01}}, "cusparse"));
+}
+
+// Repeats: short calls repeat until about 2 ms (2 to 12 calls); a call of 2 ms or more, or a
+// probe clearly slower than the fastest setting, is its own measurement; the limit left and a
+// third of the limit cap the repeats.
+TEST(MeasurePolicy, RepeatsFollowTheProbeAndTheLimit) {
+  Options roomy;
+  roomy.measure_budget_calls = std::numeric_limits<double>::infinity();  // 250 ms
+  plan::SelectionBudget budget(priced_decision(0.1, 0.1), "cusparse", roomy, 1000, kPerNonzero);
+  EXPECT_EQ(budget.repeats(0.005, 0), 12);
+  EXPECT_EQ(budget.repeats(0.1, 0), 12);
+  EXPECT_EQ(budget.repeats(0.25, 0), 8);
+  EXPECT_EQ(budget.repeats(0.9, 0), 2);
+  EXPECT_EQ(budget.repeats(1.5, 0), 2);
+  EXPECT_EQ(budget.repeats(2.0, 0), 0);
+  EXPECT_EQ(budget.repeats(40.0, 0), 0);
+  EXPECT_EQ(budget.repeats(0.0, 0), 12);
+  EXPECT_EQ(budget.repeats(0.1, 249.5), 5);   // 0.5 ms left
+  EXPECT_EQ(budget.repeats(0.5, 249.25), 1);  // under the minimum: what the limit affords
+  EXPECT_EQ(budget.repeats(0.5, 250), 0);     // nothing left: the probe is the time
+  EXPECT_EQ(budget.repeats(0.5, 300), 0);
+  budget.note_setting(0.1, 0);
+  EXPECT_EQ(budget.repeats(0.12, 0), 12);  // within 1.25x of the fastest: worth repeating
+  EXPECT_EQ(budget.repeats(0.13, 0), 0);   // cannot win
+  // Limit 50 x 0.1 ms: a probe of 0.1 ms repeats the 12 wanted (a third of 5 ms is 16 calls);
+  // one of 0.2 ms (priced too low) 8 of the 10 wanted.
+  const Options defaults;
+  plan::SelectionBudget fifty(priced_decision(0.1, 0.1), "cusparse", defaults, 1000, kPerNonzero);
+  EXPECT_EQ(fifty.repeats(0.1, 0), 12);
+  EXPECT_EQ(fifty.repeats(0.2, 0), 8);
 }
 
 TEST(MeasurePolicy, BadOptionsAreNamed) {

@@ -2,7 +2,6 @@
 
 #include <cstdlib>
 
-#include "plan/measure_policy.hpp"
 #include "sparsejit/error.hpp"
 
 namespace sparsejit::ops {
@@ -41,14 +40,15 @@ void record_kernel(Decision& decision, const LoadedKernel& loaded) {
 // another (a dropped SpGEMM result's release) and is invalidated by it; under the 8-thread soak
 // that crashed the process inside the driver. The launches' host time is part of what a
 // caller pays anyway.
-double time_device_calls(const Context& context, CUstream stream, const std::function<void()>& call, double budget_left_ms) {
+double time_device_calls(const Context& context, CUstream stream, const std::function<void()>& call,
+                         const std::function<int(double probe_ms)>& repeats_after) {
   call();
   const Event start(context), end(context);
   start.record(stream);
   call();
   end.record(stream);
   const double probe_ms = double(elapsed_ms(start, end));
-  const int repeats = plan::measure_repeats(probe_ms, budget_left_ms - probe_ms);
+  const int repeats = repeats_after(probe_ms);
   if (repeats == 0) return probe_ms;
   start.record(stream);
   for (int i = 0; i < repeats; ++i) call();

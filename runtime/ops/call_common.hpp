@@ -37,10 +37,11 @@ void record_kernel(Decision& decision, const LoadedKernel& loaded);
 
 // Device ms of one `call` (which enqueues on `stream`, a created stream): one untimed call
 // (what a plan builds lazily, such as cuSPARSE's per-operand preparation, happens there), one
-// probe call timed with events, then plan::measure_repeats(probe, budget_left_ms) calls
-// launched back to back between two events (no graph capture: see call_common.cpp); none when
-// the probe is long enough to be the measurement. Returns after the device has finished.
-double time_device_calls(const Context& context, CUstream stream, const std::function<void()>& call, double budget_left_ms);
+// probe call timed with events, then repeats_after(probe ms) calls launched back to back
+// between two events (no graph capture: see call_common.cpp); none when it answers 0 (the
+// probe is the measurement). Returns after the device has finished.
+double time_device_calls(const Context& context, CUstream stream, const std::function<void()>& call,
+                         const std::function<int(double probe_ms)>& repeats_after);
 
 // The value types the kernels and the vendor wrappers are built for; the planners reject the
 // others before anything is prepared.

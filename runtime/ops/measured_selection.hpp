@@ -6,8 +6,10 @@
 // supplies how to prepare a forced plan, how to run one and which settings neighbour a timed
 // one; what is timed, how much, and how times are read stay in plan/.
 #pragma once
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <functional>
 #include <limits>
 #include <memory>
@@ -93,6 +95,7 @@ template <class Plan>
 struct SelectionHooks {
   const char* op;
   double vendor_margin;  // plan::kSpmmVendorMargin, plan::kSddmmVendorMargin
+  double prepare_ms_per_nonzero;  // plan::kSpmmPrepareMsPerNonzero, plan::kSddmmPrepareMsPerNonzero
   // A plan forced to a timed setting (variant and params in the options).
   std::function<std::shared_ptr<Plan>(const Options& forced)> prepare_forced;
   // A new plan of the call's options that takes the fastest of `times`.
@@ -111,13 +114,17 @@ struct TimedPlan {
   std::shared_ptr<Plan> plan;
 };
 
-// Times `setting` (the planned plan for the first, a forced plan for the others); a setting
-// that fails to prepare or run gets infinity, with a warning.
+// Times `setting` (the planned plan for the first, a forced plan for the others) and reports
+// it to `budget`: its call time, and its host time besides the calls (the preparation, and
+// what the untimed first call does lazily, such as uploads and the vendor's analysis); a
+// setting that fails to prepare or run gets infinity, with a warning.
 template <class Plan>
 TimedPlan<Plan> time_setting(detail::RuntimeState& rt, const std::shared_ptr<Plan>& planned, const Options& options,
-                             plan::TimedChoice setting, bool first, CUstream stream, double budget_left_ms,
-                             const SelectionHooks<Plan>& hooks) {
+                             plan::TimedChoice setting, bool first, CUstream stream, plan::SelectionBudget& budget,
+                             const std::function<double()>& elapsed_ms, const SelectionHooks<Plan>& hooks) {
   std::shared_ptr<Plan> p = planned;
+  const double start_ms = elapsed_ms();
+  int repeats = 0;
   try {
     if (!first) {
       Options forced = options;
@@ -125,12 +132,17 @@ TimedPlan<Plan> time_setting(detail::RuntimeState& rt, const std::shared_ptr<Pla
       forced.params = setting.params;
       p = hooks.prepare_forced(forced);
     }
-    setting.ms = time_device_calls(rt.context, stream, [&] { hooks.run(*p, stream); }, budget_left_ms);
+    setting.ms = time_device_calls(rt.context, stream, [&] { hooks.run(*p, stream); }, [&](double probe_ms) {
+      repeats = budget.repeats(probe_ms, elapsed_ms());
+      return repeats;
+    });
   } catch (const Error& e) {
     log(LogLevel::Warn,
         std::string(hooks.op) + ": shortlisted " + setting.variant + " " + setting.params.dump() + " did not run: " + e.what());
     setting.ms = std::numeric_limits<double>::infinity();
   }
+  const double calls_ms = std::isfinite(setting.ms) ? (2 + repeats) * setting.ms : 0;
+  budget.note_setting(setting.ms, std::max(0.0, elapsed_ms() - start_ms - calls_ms));
   return {std::move(setting), std::move(p)};
 }
 
@@ -158,26 +170,30 @@ std::vector<plan::RecordedTiming> recorded_of(const std::vector<TimedPlan<Plan>>
   return out;
 }
 
-// Times the shortlist of `planned` and then plan::next_round's settings, within the
-// selection's budget (plan::selection_budget_ms, plan::budget_allows_next; the planner's
-// choice and the vendor are always timed), remembers the times for the pattern and `problem_key` in the runtime and
-// stores them in the cache database (ops/selection_records.hpp), and returns the fastest plan
-// (its decision: the planned one with the times marked, source measured, measure_ms the host
-// time this took), or nullptr when the model's margin makes timing pointless
-// (Options::measure_skip_margin) or the budget cannot cover two settings, there was nothing to choose between, or nothing ran.
+// Times the shortlist of `planned` (the planner's choice and the vendor first: both are always
+// timed) and then plan::next_round's settings, within the selection's plan::SelectionBudget,
+// remembers the times for the pattern and `problem_key` in the runtime and stores them in the
+// cache database (ops/selection_records.hpp), and returns the fastest plan (its decision: the
+// planned one with the times marked, source measured, measure_ms the host time this took), or
+// nullptr when the model's margin makes timing pointless (Options::measure_skip_margin), the
+// budget cannot cover the two settings always timed, there was nothing to choose between, or
+// nothing ran.
 template <class Plan>
 std::shared_ptr<Plan> measure_selection(detail::RuntimeState& rt, const std::shared_ptr<Plan>& planned, const Options& options,
                                         const Features& features, const std::string& problem_key,
                                         const SelectionHooks<Plan>& hooks) {
   const auto start = std::chrono::steady_clock::now();
-  const auto elapsed_ms = [&] { return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count(); };
+  const std::function<double()> elapsed_ms = [&] {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  };
   if (plan::margin_skips_measuring(*planned->decision, options.measure_skip_margin)) return nullptr;
-  const double budget_ms = plan::selection_budget_ms(*planned->decision, options);
-  if (plan::budget_skips_measuring(budget_ms)) return nullptr;
   // The op's vendor variant is always on the shortlist, and the selection's floor.
   const std::string vendor = variants::vendor_variant(planned->decision->op);
-  const std::vector<plan::TimedChoice> shortlist = plan::measured_shortlist(*planned->decision, vendor);
+  plan::SelectionBudget budget(*planned->decision, vendor, options, features.basic.nnz, hooks.prepare_ms_per_nonzero);
+  if (budget.skips_measuring()) return nullptr;
+  std::vector<plan::TimedChoice> shortlist = plan::measured_shortlist(*planned->decision, vendor);
   if (shortlist.empty()) return nullptr;
+  std::stable_partition(shortlist.begin() + 1, shortlist.end(), [&](const plan::TimedChoice& t) { return t.variant == vendor; });
   std::lock_guard<std::mutex> lock(rt.measuring);
   ++rt.shortlists_timed;
   Stream::wrap(rt.context, static_cast<CUstream>(options.stream)).synchronize();  // the caller's operands are ready
@@ -185,9 +201,16 @@ std::shared_ptr<Plan> measure_selection(detail::RuntimeState& rt, const std::sha
   std::vector<TimedPlan<Plan>> timed;
   const auto time_each = [&](const std::vector<plan::TimedChoice>& settings) {
     for (const plan::TimedChoice& setting : settings) {
-      const bool required = timed.empty() || setting.variant == vendor;
-      if (!required && !plan::budget_allows_next(elapsed_ms(), int(timed.size()), budget_ms)) continue;
-      timed.push_back(time_setting(rt, planned, options, setting, timed.empty(), stream, budget_ms - elapsed_ms(), hooks));
+      const auto timed_before = [&](const std::string& variant) {
+        return std::any_of(timed.begin(), timed.end(), [&](const TimedPlan<Plan>& t) { return t.choice.variant == variant; });
+      };
+      const bool seen = timed_before(setting.variant);
+      // The choice and the vendor's planned setting (the vendor's other algorithms are
+      // optional), and one more of ours when the vendor beat the choice.
+      const bool required = timed.empty() || (setting.variant == vendor && !seen) ||
+                            (setting.variant != vendor && plan::vendor_beat_the_choice(choices_of(timed), vendor));
+      if (!required && !budget.allows_next(elapsed_ms(), !seen)) continue;
+      timed.push_back(time_setting(rt, planned, options, setting, timed.empty(), stream, budget, elapsed_ms, hooks));
     }
   };
   time_each(shortlist);

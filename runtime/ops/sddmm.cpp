@@ -116,6 +116,7 @@ CallInfo Runtime::sddmm(const DeviceCsr<T>& s, const DeviceDense<T>& a, const De
     return ops::SelectionHooks<PreparedSddmm<T>>{
         "sddmm",
         plan::kSddmmVendorMargin,
+        plan::kSddmmPrepareMsPerNonzero,
         [&](const Options& forced) { return prepare_sddmm<T>(rt, s, *features, problem, forced); },
         [&](const std::vector<plan::TimedChoice>& times) {
           return prepare_sddmm<T>(rt, s, *features, problem, options, ops::EarlierTimes{times, DecisionSource::Measured});

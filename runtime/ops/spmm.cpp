@@ -121,6 +121,7 @@ CallInfo Runtime::spmm(const DeviceCsr<T>& a, const DeviceDense<T>& b, DeviceDen
     return ops::SelectionHooks<PreparedSpmm<T>>{
         "spmm",
         plan::kSpmmVendorMargin,
+        plan::kSpmmPrepareMsPerNonzero,
         [&](const Options& forced) { return prepare_spmm<T>(rt, a, *features, problem, forced); },
         [&](const std::vector<plan::TimedChoice>& times) {
           return prepare_spmm<T>(rt, a, *features, problem, options, ops::EarlierTimes{times, DecisionSource::Measured});

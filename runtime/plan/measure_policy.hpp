@@ -3,8 +3,12 @@
 // setting, and whether a selection's time budget allows another setting. The executor
 // (ops/measured_selection.hpp) asks these before each step and only runs and times.
 #pragma once
+#include <cstdint>
 #include <optional>
+#include <string>
+#include <vector>
 
+#include "plan/choose.hpp"
 #include "sparsejit/decision.hpp"
 #include "sparsejit/options.hpp"
 
@@ -23,35 +27,80 @@ std::optional<double> model_margin(const Decision& decision);
 // none of 62 SDDMM cases (every third shared matrix, K = 32 and 128; medians 1.18 and 1.05).
 bool margin_skips_measuring(const Decision& decision, double threshold);
 
-// Calls timed per setting: one captured graph replay of this many calls. A setting whose one
-// probe call (probe_ms, device time) takes kRepeatTargetMs or more is timed by that call alone
-// (0: the probe is the measurement; launches cost microseconds, noise is small next to it);
-// shorter calls repeat until about kRepeatTargetMs, between kMinMeasureCalls and
-// kMaxMeasureCalls, and no more than half of `budget_left_ms` allows (a graph runs twice:
-// once to upload it, once timed).
+// What one measured selection may spend and has spent, in host ms (pure arithmetic: the
+// executor, ops/measured_selection.hpp, reports each setting and asks before each step). The
+// limit is Options::measure_budget_ms, lowered to Options::measure_budget_calls calls of the
+// reference call: the model's predicted time of its choice until a setting has run, then the
+// fastest measured call, which is what auto runs afterwards, so "calls of auto" is what the
+// limit counts. A setting costs its preparation on the host (formats, kernels from the cache,
+// a synchronization) and its calls: one untimed, one probe, then repeats.
+class SelectionBudget {
+ public:
+  // vendor: the op's vendor variant, always timed; prepare_ms_per_nonzero: the op's host cost
+  // of formats a nonzero (kSpmmPrepareMsPerNonzero, kSddmmPrepareMsPerNonzero).
+  SelectionBudget(const Decision& decision, const std::string& vendor, const Options& options, int64_t nnz,
+                  double prepare_ms_per_nonzero);
+
+  // Whether the two settings every selection times (the choice and the vendor), each at
+  // kSettingCostMs and four calls, are predicted to cost more than the limit: then nothing is
+  // timed and the model's choice stands.
+  bool skips_measuring() const;
+  // Whether an optional setting may start after `elapsed_ms`: its predicted cost still fits
+  // the limit. That cost is its preparation (the larger of the estimate from the nonzeros and
+  // the largest overhead seen, doubled for a variant not prepared yet in this selection:
+  // formats differ by variant, and on a 10 M-nonzero R-MAT one unforeseen preparation took the
+  // selection to 270 ms) plus the untimed call, the probe and kMinMeasureCalls calls of the
+  // fastest so far.
+  bool allows_next(double elapsed_ms, bool new_variant) const;
+  // Calls timed after a setting's probe took `probe_ms`, with `elapsed_ms` spent so far: none
+  // when the probe is long enough to be the measurement (kRepeatTargetMs) or already
+  // kClearlySlower times the fastest setting (it cannot win, and a slow setting's repeats are
+  // what overran budgets); else enough to reach kRepeatTargetMs, between kMinMeasureCalls and
+  // kMaxMeasureCalls, within the limit left and within a kSharedSettings-th of the limit.
+  int repeats(double probe_ms, double elapsed_ms) const;
+  // Reports a setting: its time per call and the host ms it took besides its timed calls
+  // (its preparation and what its untimed first call did lazily).
+  void note_setting(double call_ms, double overhead_ms);
+
+  double limit_ms() const;
+
+ private:
+  double prepare_estimate_ms() const;
+
+  double cap_ms_;
+  double calls_;
+  double predicted_choice_ms_;  // NaN when the model did not price its choice
+  double predicted_vendor_ms_;  // NaN when the vendor is not priced
+  double prepare_floor_ms_;     // setting_prepare_ms(nnz, prepare_ms_per_nonzero)
+  double largest_overhead_ms_ = 0;
+  double fastest_call_ms_;      // infinity until a setting ran
+};
+
+// Repeats: short calls repeat until about kRepeatTargetMs of device time.
 inline constexpr double kRepeatTargetMs = 2.0;
 inline constexpr int kMinMeasureCalls = 2;
 inline constexpr int kMaxMeasureCalls = 12;
-int measure_repeats(double probe_ms, double budget_left_ms);
+// A probe this many times the fastest setting so far is the setting's time: no repeats.
+inline constexpr double kClearlySlower = 1.25;
+// The settings a selection usually times (the choice, one more of ours, the vendor): no
+// setting's repeats take more than this share of the limit.
+inline constexpr int kSharedSettings = 3;
 
-// Whether a selection that has spent `elapsed_ms` timing `settings_timed` settings may start
-// another optional one within `budget_ms` (Options::measure_budget_ms): the next is assumed to
-// cost what the ones before did on average. The planner's choice and the vendor are always
-// timed (the vendor is the floor), whatever the budget.
-bool budget_allows_next(double elapsed_ms, int settings_timed, double budget_ms);
+// Whether the vendor's setting, timed second, beat the model's choice, timed first: the model
+// is wrong here, so one more of ours (its next-cheapest) is timed whatever the budget. On the
+// H100's SDDMM set at K = 128 the budget left room for the choice and the vendor alone on most
+// patterns, and auto took cuSPARSE at 0.81-0.88x of its best run where ours were faster.
+bool vendor_beat_the_choice(const std::vector<TimedChoice>& timed, const std::string& vendor);
 
-// The host time one setting of a selection costs besides its runs, with a warm kernel cache:
-// its plan's preparation (kernels from the cache, formats) and a synchronization. Measured on
-// the H100 (2026-11-24, bench sets): 0.24-0.34 ms a setting where the calls take microseconds.
+// The host time one setting costs besides its runs, with a warm kernel cache: a plan's
+// preparation and a synchronization, plus the formats built on the host, per nonzero and op.
+// Measured on the H100 (2026-11-24 records run: measure_ms less the device time of each timed
+// setting): SpMM 0.2-0.8 ms a setting up to 1 M nonzeros, 6.5-25 ms at 10-13 M; SDDMM (dense
+// tiles and chunks are built on the host) 1.5-2.5 ms at 200-700 K, 15-66 ms at 10-12 M.
 inline constexpr double kSettingCostMs = 0.25;
-
-// The host time a selection of `decision` may spend: Options::measure_budget_ms, lowered to
-// Options::measure_budget_calls times the choice's predicted time where the model priced it.
-double selection_budget_ms(const Decision& decision, const Options& options);
-
-// Whether `budget_ms` is too small for the two settings every selection times (the choice and
-// the vendor): the selection is skipped, and the model's choice stands.
-bool budget_skips_measuring(double budget_ms);
+inline constexpr double kSpmmPrepareMsPerNonzero = 1e-6;
+inline constexpr double kSddmmPrepareMsPerNonzero = 4e-6;
+double setting_prepare_ms(int64_t nnz, double prepare_ms_per_nonzero);
 
 // InvalidInputError naming the value when Options::measure_skip_margin is below 1 or NaN, or
 // Options::measure_budget_ms or measure_budget_calls is not positive.
