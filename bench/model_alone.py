@@ -17,10 +17,11 @@ judged on matrices its training did not see.
 """
 
 import argparse
-import json
 import statistics
 import sys
 from collections import defaultdict
+
+import bench_lines
 
 WITHIN = 1.10
 
@@ -50,21 +51,8 @@ def measuring_line(records):
 
 
 def read_records(path):
-    """The JSON lines of `path`; SystemExit naming the file and line of one that is not a
-    bench record (a JSON object with k, auto and oracle)."""
-    records = []
-    with open(path) as f:
-        for number, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as e:
-                sys.exit(f"model_alone: {path}:{number}: not JSON ({e.msg})")
-            if not isinstance(record, dict) or not {"k", "auto", "oracle"} <= record.keys():
-                sys.exit(f"model_alone: {path}:{number}: not a sparsejit bench record (needs k, auto and oracle)")
-            records.append(record)
-    return records
+    """The bench records of `path` (JSON objects with k, auto and oracle)."""
+    return bench_lines.read_records(path, ["k", "auto", "oracle"], "model_alone", "a sparsejit bench record")
 
 
 def main(argv=None):

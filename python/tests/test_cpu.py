@@ -238,3 +238,48 @@ def test_spgemm_memory_limit_reaches_the_plan_and_bad_limits_are_value_errors():
         sparsejit.explain("gen:uniform:2000:8", op="spgemm", memory_limit=0)
     with pytest.raises(ValueError, match="memory_limit applies to spgemm only, not spmm"):
         sparsejit.explain("gen:uniform:2000:8", op="spmm", memory_limit=1 << 30)
+
+
+def _refit_costs_module():
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[2] / "bench" / "refit_costs.py"
+    sys.path.insert(0, str(path.parent))  # its shared reader, bench/bench_lines.py
+    spec = importlib.util.spec_from_file_location("refit_costs", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module, path
+
+
+def test_refit_costs_recovers_coefficients_and_judges_held_out_matrices(tmp_path):
+    refit, script = _refit_costs_module()
+    # Non-negative least squares: the unconstrained solution has a negative second entry.
+    a = np.array([[1.0, 1.0], [1.0, 2.0], [1.0, 3.0]])
+    x = refit.nonnegative_least_squares(a, np.array([3.0, 2.0, 1.0]))
+    assert x[1] == 0.0 and x[0] == pytest.approx(2.0)
+    # Two variants timed as their true coefficients say; the model prices "slow_start" too low.
+    truth = {"gather": {"launch": 0.001, "bytes": 2e-9}, "slow_start": {"launch": 0.05, "bytes": 1e-9}}
+    model = {"gather": {"launch": 0.001, "bytes": 1e-9}, "slow_start": {"launch": 0.05, "bytes": 1e-10}}
+    cases = []
+    for i, nbytes in enumerate([1e5, 3e5, 1e6, 3e6, 1e7, 3e7, 1e8, 3e8]):
+        terms = {v: {"launch": 1.0, "bytes": nbytes} for v in truth}
+        times = {v: refit.predicted(truth[v], terms[v]) for v in truth}
+        cases.append({"matrix": f"m{i}", "k": 32, "terms": terms, "times": times, "oracle": min(times.values())})
+    fitted = refit.fit_costs(model, cases, min_cases=4)
+    assert fitted["gather"]["bytes"] == pytest.approx(2e-9, rel=1e-6)
+    assert fitted["slow_start"]["launch"] == 0.05  # held
+    assert refit.fit_costs(model, cases, min_cases=20) == model  # too few cases: kept
+    picks = refit.cross_validated_picks(model, cases, folds=4, min_cases=4)
+    assert picks == [min(c["times"], key=c["times"].get) for c in cases]
+    assert "8/8 = 100% within 10% of the oracle" in refit.report("refit", cases, picks)
+    assert "within 10%" in refit.report("model", cases, [refit.cheapest(model, c) for c in cases])
+    # Bad input is named: a line that is not a bench record, and too few folds.
+    results = tmp_path / "r.jsonl"
+    results.write_text('{"k": 32}\n')
+    model_file = tmp_path / "m.json"
+    model_file.write_text(json.dumps({"op": "sddmm", "cost": model}))
+    bad = subprocess.run([sys.executable, str(script), str(results), "--model", str(model_file)], capture_output=True, text=True)
+    assert bad.returncode == 1 and f"{results}:1: not a `bench --variants all` record" in bad.stderr
+    folds = subprocess.run([sys.executable, str(script), str(results), "--model", str(model_file), "--folds", "1"],
+                           capture_output=True, text=True)  # fmt: skip
+    assert folds.returncode == 1 and "--folds 1 must be at least 2" in folds.stderr

@@ -101,9 +101,11 @@ Decision plan_spmm(const Features& features, const SpmmProblem& problem, const D
 // SDDMM's candidates are the registered variants (variants/sddmm/). sources.model may be a
 // tuned model of the shipped one's form ({"id", "version", "tree", "launch", "cost"}; "launch"
 // entries it lacks fall back to the shipped ones; the tuner passes its own). The variant is
-// the tree's leaf (features: those of to_json(Features) plus k, value_bytes and
-// pattern_reused, 1 when Options::reuse is Many or problem.pattern_seen, and tile_fill, see
-// sddmm_tile_fill, with the model's dense_tile tile); every candidate is still priced by "cost".
+// the cheapest candidate under "cost", or the leaf of the model's "tree" when it has one (the
+// shipped model has none; `sparsejit tune` trains one) and the leaf can run the problem
+// (features: those of to_json(Features) plus k, value_bytes and pattern_reused, 1 when
+// Options::reuse is Many or problem.pattern_seen, and tile_fill, see sddmm_tile_fill, with the
+// model's dense_tile tile).
 Decision plan_sddmm(const Features& features, const SddmmProblem& problem, const DeviceTarget& device, const Options& options,
                     const PlanSources& sources = {});
 

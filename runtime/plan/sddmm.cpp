@@ -1,10 +1,10 @@
 // SDDMM planner: P = S ∘ (A·Bᵀ). The candidates are the registered SDDMM variants
 // (runtime/variants/sddmm/: the GPU-Dynamic paper's variants, ours, the vendor), in the
 // registry's order. Order of precedence: a forced choice; else the tuning records' choice for
-// the feature bucket; else the model's decision tree picks the variant (the shipped
-// models/sddmm.json, or a tuned model passed in); the model's launch defaults give its
-// parameters. Every candidate is priced with the model's cost formulas for the Decision, and
-// when the tree's leaf cannot run the problem the cheapest eligible candidate is taken instead.
+// the feature bucket; else the model (the shipped models/sddmm.json, or a tuned model passed
+// in): its decision tree's leaf when it has a tree (tuned models do; the shipped one has none)
+// and the leaf can run the problem, else the cheapest eligible candidate under its cost
+// formulas; the model's launch defaults give the parameters.
 #include "models/decision_tree.hpp"
 #include "models/model_store.hpp"
 #include "plan/choose.hpp"

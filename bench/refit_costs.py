@@ -1,0 +1,196 @@
+#!/usr/bin/env python3
+"""Refits a model's cost coefficients from `sparsejit bench --variants all` JSON lines and
+judges the refit on matrices it did not see.
+
+For every (matrix, K) of the bench lines, `sparsejit explain --json` gives each candidate's cost
+terms (what the planner prices); the bench gives each variant's measured time (the vendor: its
+best algorithm). Per variant the coefficients are fitted as the runtime's tuner fits them
+(tuner/train.cpp calibrate_costs): non-negative least squares in relative error,
+sum ((predicted - t) / t)^2, here with `launch` held at the model's value (a constant per call
+that the timings cannot tell from the other intercepts). The pick is then the cheapest
+candidate, and the report gives, per K, the share of cases within 10% of the oracle (the fastest
+variant or vendor algorithm the bench ran) and the worst ratio:
+
+  model     the planner's own choice in the model as given (explain's variant)
+  refit     the cheapest under coefficients fitted on the other folds' matrices (k-fold
+            cross-validation by matrix: a matrix is never judged by a fit that saw it)
+
+With --out, the coefficients fitted on every case replace the model's and the result is written
+there (with --drop-tree, without the model's variant tree, so the cheapest candidate is the
+choice). Needs numpy.
+
+    python3 bench/refit_costs.py RESULTS/sddmm_f32.jsonl --model models/sddmm.json \\
+        --matrices ../shared/matrices [--out new.json --drop-tree]
+"""
+
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+import bench_lines
+
+WITHIN = 1.10
+HELD = "launch"
+
+
+def nonnegative_least_squares(a, b, iterations=500):
+    """argmin ||a x - b|| with x >= 0 (Lawson and Hanson's active-set method)."""
+    n = a.shape[1]
+    x = np.zeros(n)
+    passive = np.zeros(n, dtype=bool)
+    for _ in range(iterations):
+        gradient = a.T @ (b - a @ x)
+        candidates = np.where(~passive & (gradient > 1e-12))[0]
+        if candidates.size == 0:
+            break
+        passive[candidates[np.argmax(gradient[candidates])]] = True
+        while True:
+            z = np.zeros(n)
+            z[passive] = np.linalg.lstsq(a[:, passive], b, rcond=None)[0]
+            if np.all(z[passive] > 0):
+                x = z
+                break
+            negative = passive & (z <= 0)
+            step = np.min(x[negative] / (x[negative] - z[negative]))
+            x = x + step * (z - x)
+            passive &= x > 1e-15
+            x[~passive] = 0
+    return x
+
+
+def predicted(coefficients, terms):
+    return sum(c * terms.get(name, 0.0) for name, c in coefficients.items())
+
+
+def fit_variant(coefficients, cases, variant, min_cases):
+    """`variant`'s coefficients refitted on the cases that timed it; the model's own where the
+    cases are fewer than `min_cases` or than the terms they exercise plus three (the tuner's
+    rule): a handful of patterns of one shape fits terms it cannot tell apart."""
+    rows = [c for c in cases if variant in c["terms"]]
+    names = [n for n in sorted(coefficients) if n != HELD and any(c["terms"][variant].get(n, 0) for c in rows)]
+    if len(rows) < max(min_cases, len(names) + 3) or not names:
+        return dict(coefficients)
+    a = np.array([[c["terms"][variant].get(n, 0.0) / c["times"][variant] for n in names] for c in rows])
+    held = coefficients.get(HELD, 0.0)
+    b = np.array([1.0 - held * c["terms"][variant].get(HELD, 0.0) / c["times"][variant] for c in rows])
+    fitted = dict(coefficients)
+    for name, value in zip(names, nonnegative_least_squares(a, b)):
+        fitted[name] = float(value)
+    return fitted
+
+
+def fit_costs(cost, cases, min_cases):
+    return {variant: fit_variant(coefficients, cases, variant, min_cases) for variant, coefficients in cost.items()}
+
+
+def cheapest(cost, case):
+    priced = {v: predicted(cost[v], t) for v, t in case["terms"].items() if v in cost}
+    return min(priced, key=priced.get)
+
+
+def cross_validated_picks(cost, cases, folds, min_cases, seed=1):
+    """Each case's pick under coefficients fitted without its matrix."""
+    matrices = sorted({c["matrix"] for c in cases})
+    random.Random(seed).shuffle(matrices)
+    picks = {}
+    for fold in range(folds):
+        held_out = set(matrices[fold::folds])
+        fitted = fit_costs(cost, [c for c in cases if c["matrix"] not in held_out], min_cases)
+        for i, c in enumerate(cases):
+            if c["matrix"] in held_out:
+                picks[i] = cheapest(fitted, c)
+    return [picks[i] for i in range(len(cases))]
+
+
+def report(name, cases, picks):
+    lines = [name]
+    for k in sorted({c["k"] for c in cases}):
+        ratios = [c["times"][p] / c["oracle"] for c, p in zip(cases, picks) if c["k"] == k and p in c["times"]]
+        within = sum(r <= WITHIN for r in ratios)
+        geomean = float(np.exp(np.mean(np.log(ratios))))
+        lines.append(f"  K={k}: {within}/{len(ratios)} = {100.0 * within / len(ratios):.0f}% within 10% of the oracle, "
+                     f"worst {max(ratios):.2f}x, geomean over the oracle {geomean:.3f}")  # fmt: skip
+    return "\n".join(lines)
+
+
+def matrix_input(name, matrices):
+    if name.startswith("gen:"):
+        return name
+    for suffix in (".mtx.gz", ".smtx.gz", ".mtx", ".smtx"):
+        path = Path(matrices) / (name + suffix)
+        if path.exists():
+            return str(path)
+    sys.exit(f"refit_costs: no file for matrix '{name}' under {matrices}")
+
+
+def explain(cli, op, matrix, k):
+    out = subprocess.run([cli, "explain", "--json", "--op", op, "-k", str(k), matrix], capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit(f"refit_costs: explain of {matrix} at K = {k} failed: {out.stderr.strip()}")
+    return json.loads(out.stdout)
+
+
+def case_of(record, decision, vendor):
+    """Terms and times of the candidates both the bench timed and the planner priced."""
+    times = {v: t for v, t in record["variants"].items() if isinstance(t, (int, float))}
+    best_vendor = (record.get("vendor") or {}).get("best")
+    if isinstance(best_vendor, (int, float)):
+        times[vendor] = best_vendor
+    terms = {c["variant"]: c["terms"] for c in decision["candidates"]
+             if not c.get("rejected_because") and c["variant"] in times and c.get("terms")}  # fmt: skip
+    return {"matrix": record["matrix"], "k": record["k"], "terms": terms, "times": {v: times[v] for v in terms},
+            "oracle": record["oracle"]["ms"], "model_pick": decision["variant"]}  # fmt: skip
+
+
+def read_records(path):
+    """The `bench --variants all` records of `path`."""
+    return bench_lines.read_records(path, ["matrix", "k", "variants", "oracle"], "refit_costs", "a `bench --variants all` record")
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("results", help="bench JSON lines of one op, run with --variants all")
+    p.add_argument("--model", required=True, help="the model JSON whose costs are refitted: the one the CLI plans with (its shipped model, unless a tuned one is in its cache)")
+    p.add_argument("--matrices", default=".", help="folder the records' matrix names are relative to")
+    p.add_argument("--cli", default=os.environ.get("SPARSEJIT_CLI", "build/sparsejit"), help="the sparsejit binary")
+    p.add_argument("--vendor", default="cusparse", help="the op's vendor variant")
+    p.add_argument("--folds", type=int, default=5, help="cross-validation folds (by matrix), at least 2")
+    p.add_argument("--min-cases", type=int, default=20, help="a variant timed on fewer cases keeps its coefficients")
+    p.add_argument("--out", help="write the model with the coefficients fitted on every case here")
+    p.add_argument("--drop-tree", action="store_true", help="leave the model's variant tree out of --out")
+    args = p.parse_args(argv)
+    if args.folds < 2:
+        sys.exit(f"refit_costs: --folds {args.folds} must be at least 2")
+    with open(args.model) as f:
+        model = json.load(f)
+    records = read_records(args.results)
+    ops = {r.get("op", model["op"]) for r in records}
+    if ops != {model["op"]}:
+        sys.exit(f"refit_costs: {args.results} holds op {', '.join(sorted(ops))}, the model is for {model['op']}")
+    inputs = [(matrix_input(r["matrix"], args.matrices), r["k"]) for r in records]
+    with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+        decisions = list(pool.map(lambda mk: explain(args.cli, model["op"], *mk), inputs))
+    cases = [case_of(r, d, args.vendor) for r, d in zip(records, decisions)]
+    print(report("model as given (the planner's choice)", cases, [c["model_pick"] for c in cases]))
+    picks = cross_validated_picks(model["cost"], cases, args.folds, args.min_cases)
+    print(report(f"refit, the cheapest candidate ({args.folds}-fold cross-validation by matrix)", cases, picks))
+    if args.out:
+        refit = dict(model)
+        refit["cost"] = fit_costs(model["cost"], cases, args.min_cases)
+        if args.drop_tree:
+            refit.pop("tree", None)
+        with open(args.out, "w") as f:
+            json.dump(refit, f, indent=2, sort_keys=True)
+            f.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
