@@ -47,10 +47,9 @@ class SelectionBudget {
   bool skips_measuring() const;
   // Whether an optional setting may start after `elapsed_ms`: its predicted cost still fits
   // the limit. That cost is its preparation (the larger of the estimate from the nonzeros and
-  // the largest overhead seen, doubled for a variant not prepared yet in this selection:
-  // formats differ by variant, and on a 10 M-nonzero R-MAT one unforeseen preparation took the
-  // selection to 270 ms) plus the untimed call, the probe and kMinMeasureCalls calls of the
-  // fastest so far.
+  // the largest overhead seen, doubled for a variant not prepared yet in this selection: its
+  // formats are not built yet, and differ by variant) plus the untimed call, the probe and
+  // kMinMeasureCalls calls of the fastest so far.
   bool allows_next(double elapsed_ms, bool new_variant) const;
   // Calls timed after a setting's probe took `probe_ms`, with `elapsed_ms` spent so far: none
   // when the probe is long enough to be the measurement (kRepeatTargetMs) or already
