@@ -11,8 +11,9 @@ python/benchmarks/python_bench.py (sparsejit, PyTorch) and writes, beside the fi
                      compulsory bytes: A once, the dense operands once, the output once), under
                      the memory-bandwidth and compute ceilings given (H200 defaults);
   NAME-split.png     the baseline's time over ours against the feature the planner's decision
-                     tree splits on first (the root of `auto.path` in a bench line: SDDMM's
-                     variant tree, SpMM's rs threshold tree), one marker per K, the split's
+                     tree splits on first (the root of `auto.path` in a bench line: SpMM's rs
+                     threshold tree, or a tuned SDDMM model's variant tree; the shipped SDDMM
+                     model has none), one marker per K, the split's
                      threshold as a vertical line; a panel per (op, feature, threshold); log x
                      where the values span two decades or more. Written only when some line
                      carries a path (bench lines do; python_bench.py's do not).
