@@ -149,6 +149,19 @@ def case_of(record, decision, vendor):
             "oracle": record["oracle"]["ms"], "model_pick": decision["variant"]}  # fmt: skip
 
 
+def read_model(path):
+    """The model JSON of `path`; SystemExit naming the file when it is not JSON or lacks "op"
+    or a "cost" object."""
+    try:
+        with open(path) as f:
+            model = json.load(f)
+    except (OSError, json.JSONDecodeError) as e:
+        sys.exit(f"refit_costs: {path}: cannot read the model ({e})")
+    if not isinstance(model, dict) or "op" not in model or not isinstance(model.get("cost"), dict):
+        sys.exit(f"refit_costs: {path}: not a sparsejit model (needs \"op\" and a \"cost\" object)")
+    return model
+
+
 def read_records(path):
     """The `bench --variants all` records of `path`."""
     return bench_lines.read_records(path, ["matrix", "k", "variants", "oracle"], "refit_costs", "a `bench --variants all` record")
@@ -168,8 +181,9 @@ def main(argv=None):
     args = p.parse_args(argv)
     if args.folds < 2:
         sys.exit(f"refit_costs: --folds {args.folds} must be at least 2")
-    with open(args.model) as f:
-        model = json.load(f)
+    if args.min_cases < 1:
+        sys.exit(f"refit_costs: --min-cases {args.min_cases} must be at least 1")
+    model = read_model(args.model)
     records = read_records(args.results)
     ops = {r.get("op", model["op"]) for r in records}
     if ops != {model["op"]}:

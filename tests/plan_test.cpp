@@ -428,6 +428,23 @@ TEST(MeasurePolicy, TheVendorBeatingTheChoiceTimesOneMoreOfOurs) {
   EXPECT_FALSE(plan::vendor_beat_the_choice({{"cusparse", {}, 0.02}, {"cusparse", {}, 0.01}}, "cusparse"));
 }
 
+// Timed whatever the budget: the first setting, the vendor's first, and one of ours after a
+// vendor that beat the choice; nothing else.
+TEST(MeasurePolicy, TheChoiceTheVendorAndOneRescueAreAlwaysTimed) {
+  const plan::TimedChoice ours{"b", {}, 0.0}, vendor{"cusparse", {{"alg", 2}}, 0.0};
+  EXPECT_TRUE(plan::always_timed({}, ours, "cusparse"));
+  const std::vector<plan::TimedChoice> choice{{"a", {}, 0.02}};
+  EXPECT_TRUE(plan::always_timed(choice, vendor, "cusparse"));
+  EXPECT_FALSE(plan::always_timed(choice, ours, "cusparse"));
+  std::vector<plan::TimedChoice> lost = choice;
+  lost.push_back({"cusparse", {}, 0.015});
+  EXPECT_TRUE(plan::always_timed(lost, ours, "cusparse"));
+  EXPECT_FALSE(plan::always_timed(lost, vendor, "cusparse"));  // another algorithm: optional
+  std::vector<plan::TimedChoice> won = choice;
+  won.push_back({"cusparse", {}, 0.03});
+  EXPECT_FALSE(plan::always_timed(won, ours, "cusparse"));
+}
+
 // Repeats: short calls repeat until about 2 ms (2 to 12 calls); a call of 2 ms or more, or a
 // probe clearly slower than the fastest setting, is its own measurement; the limit left and a
 // third of the limit cap the repeats.

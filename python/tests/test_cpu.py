@@ -283,3 +283,15 @@ def test_refit_costs_recovers_coefficients_and_judges_held_out_matrices(tmp_path
     folds = subprocess.run([sys.executable, str(script), str(results), "--model", str(model_file), "--folds", "1"],
                            capture_output=True, text=True)  # fmt: skip
     assert folds.returncode == 1 and "--folds 1 must be at least 2" in folds.stderr
+    cases_arg = subprocess.run([sys.executable, str(script), str(results), "--model", str(model_file), "--min-cases", "0"],
+                               capture_output=True, text=True)  # fmt: skip
+    assert cases_arg.returncode == 1 and "--min-cases 0 must be at least 1" in cases_arg.stderr
+    not_a_model = tmp_path / "bad.json"
+    not_a_model.write_text('{"op": "sddmm"}')
+    bad_model = subprocess.run([sys.executable, str(script), str(results), "--model", str(not_a_model)], capture_output=True, text=True)
+    assert bad_model.returncode == 1 and f"{not_a_model}: not a sparsejit model" in bad_model.stderr
+    record = {"matrix": "missing", "k": 32, "variants": {}, "oracle": {"ms": 1.0}}
+    results.write_text(json.dumps(record) + "\n")
+    missing = subprocess.run([sys.executable, str(script), str(results), "--model", str(model_file), "--matrices", str(tmp_path)],
+                             capture_output=True, text=True)  # fmt: skip
+    assert missing.returncode == 1 and "no file for matrix 'missing'" in missing.stderr

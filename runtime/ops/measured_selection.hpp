@@ -201,15 +201,10 @@ std::shared_ptr<Plan> measure_selection(detail::RuntimeState& rt, const std::sha
   std::vector<TimedPlan<Plan>> timed;
   const auto time_each = [&](const std::vector<plan::TimedChoice>& settings) {
     for (const plan::TimedChoice& setting : settings) {
-      const auto timed_before = [&](const std::string& variant) {
-        return std::any_of(timed.begin(), timed.end(), [&](const TimedPlan<Plan>& t) { return t.choice.variant == variant; });
-      };
-      const bool seen = timed_before(setting.variant);
-      // The choice and the vendor's planned setting (the vendor's other algorithms are
-      // optional), and one more of ours when the vendor beat the choice.
-      const bool required = timed.empty() || (setting.variant == vendor && !seen) ||
-                            (setting.variant != vendor && plan::vendor_beat_the_choice(choices_of(timed), vendor));
-      if (!required && !budget.allows_next(elapsed_ms(), !seen)) continue;
+      const std::vector<plan::TimedChoice> so_far = choices_of(timed);
+      const bool new_variant =
+          std::none_of(so_far.begin(), so_far.end(), [&](const plan::TimedChoice& t) { return t.variant == setting.variant; });
+      if (!plan::always_timed(so_far, setting, vendor) && !budget.allows_next(elapsed_ms(), new_variant)) continue;
       timed.push_back(time_setting(rt, planned, options, setting, timed.empty(), stream, budget, elapsed_ms, hooks));
     }
   };

@@ -105,6 +105,12 @@ bool vendor_beat_the_choice(const std::vector<TimedChoice>& timed, const std::st
   return timed.size() == 2 && timed[0].variant != vendor && timed[1].variant == vendor && timed[1].ms < timed[0].ms;
 }
 
+bool always_timed(const std::vector<TimedChoice>& timed, const TimedChoice& setting, const std::string& vendor) {
+  if (timed.empty()) return true;
+  if (setting.variant != vendor) return vendor_beat_the_choice(timed, vendor);
+  return std::none_of(timed.begin(), timed.end(), [&](const TimedChoice& t) { return t.variant == vendor; });
+}
+
 void check_measure_options(const Options& options) {
   const auto refuse = [](const char* field, double value, const char* expected) {
     std::ostringstream text;

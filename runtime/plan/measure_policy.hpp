@@ -91,6 +91,11 @@ inline constexpr int kSharedSettings = 3;
 // patterns, and auto took cuSPARSE at 0.81-0.88x of its best run where ours were faster.
 bool vendor_beat_the_choice(const std::vector<TimedChoice>& timed, const std::string& vendor);
 
+// Whether `setting` is timed whatever the budget, after the settings `timed` so far: the first
+// (the model's choice), the vendor's planned setting (its other algorithms are optional), and
+// one more of ours when vendor_beat_the_choice.
+bool always_timed(const std::vector<TimedChoice>& timed, const TimedChoice& setting, const std::string& vendor);
+
 // The host time one setting costs besides its runs, with a warm kernel cache: a plan's
 // preparation and a synchronization, plus the formats built on the host, per nonzero and op.
 // Measured on the H100 (2026-11-24 records run: measure_ms less the device time of each timed
