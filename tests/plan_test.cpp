@@ -119,6 +119,25 @@ TEST(Plan, DecisionJsonAndDescriptionNameTheChoice) {
   EXPECT_NE(text.find("spmm-default"), std::string::npos) << text;
 }
 
+TEST(Plan, DecisionShowsTheMeasureStepsInTheirOrder) {
+  Decision d = plan::plan_spmm(small_features(), {32, DType::F32, false}, {}, {});
+  EXPECT_TRUE(to_json(d)["measure_steps"].empty());
+  EXPECT_EQ(describe(d).find("timed, in order"), std::string::npos) << describe(d);
+  d.measure_steps = {{"csr_merge", {{"nnz_per_group", 128}}, 0.5, 6, 7.25},
+                     {"cusparse", {{"alg", 2}}, std::numeric_limits<double>::infinity(), 0, 40.5}};
+  const auto steps = to_json(d)["measure_steps"];
+  ASSERT_EQ(steps.size(), 2u);
+  EXPECT_EQ(steps[0]["variant"], "csr_merge");
+  EXPECT_EQ(steps[0]["calls"], 6);
+  EXPECT_EQ(steps[0]["host_ms"], 7.25);
+  EXPECT_EQ(steps[0]["call_ms"], 0.5);
+  EXPECT_TRUE(steps[1]["call_ms"].is_null());  // it failed: no time, not infinity
+  const std::string text = describe(d);
+  const auto first = text.find("csr_merge            {\"nnz_per_group\":128}: 7.25 ms, 6 calls");
+  EXPECT_NE(first, std::string::npos) << text;
+  EXPECT_GT(text.find("cusparse             {\"alg\":2}: 40.5 ms, 0 calls"), first) << text;
+}
+
 // A planned SpMM decision with hand-set predictions: "a" chosen at 1 ms, then "f" 1.2, "b"
 // 1.5, "c" 1.9, "d" 2.5 (past the shortlist's spread), "e" rejected, the vendor at 5.
 Decision priced_decision() {

@@ -5,6 +5,7 @@
 // is by pattern. Precompile compiles a small subset for sm_90 into a fresh cache once.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <random>
@@ -13,13 +14,18 @@
 
 #include "jit/compiler.hpp"
 #include "models/model_store.hpp"
+#include "plan/planner.hpp"
 #include "plan/tuned.hpp"
 #include "sparsejit/cache.hpp"
 #include "sparsejit/error.hpp"
+#include "sparsejit/features.hpp"
 #include "support/test_support.hpp"
 #include "tuner/from_records.hpp"
 #include "tuner/precompile.hpp"
+#include "tuner/search_space.hpp"
+#include "tuner/training_set.hpp"
 #include "tuner/train.hpp"
+#include "variants/spmm/spmm_variant.hpp"
 
 namespace sparsejit {
 namespace {
@@ -232,6 +238,49 @@ TEST(Precompile, CompilesASubsetOnceThenFindsItCached) {
   // The vendor variant compiles nothing.
   o.variants = {"cusparse"};
   EXPECT_EQ(tuner::precompile(again, o, progress).kernels, 0);
+  std::filesystem::remove_all(dir);
+}
+
+// What measured selection times, the planner's priced candidates and their neighbours (its
+// second round: csr_merge's nnz_per_group halved and doubled, outside the search space at
+// either end), is in the cache after precompiling: a warm cache means measuring never waits for
+// NVRTC.
+TEST(Precompile, CoversTheShortlistAndItsNeighbours) {
+  const std::filesystem::path dir = test::fresh_dir("precompile-neighbours");
+  tuner::PrecompileOptions o;
+  o.ops = {Op::SpMM};
+  o.ks = {32};
+  o.quick = true;
+  o.variants = {"csr_merge"};
+  std::ostringstream progress;
+  {
+    jit::Compiler compiler(dir.string());
+    ASSERT_TRUE(tuner::precompile(compiler, o, progress).failures.empty());
+  }
+  jit::Compiler again(dir.string());
+  const plan::SpmmProblem problem{32, DType::F32, false, 32, 32};
+  const auto expect_cached = [&](const Features& features, const std::string& variant, const json& params) {
+    Options forced;
+    forced.variant = variant;
+    forced.params = params;
+    const Decision d = plan::plan_spmm(features, problem, o.target, forced);
+    for (const jit::KernelSpec& spec : variants::SpmmRegistry::find(d.variant)->kernel_specs(d, problem))
+      EXPECT_NE(again.get_kernel(spec, o.target.sm).source, cache::KernelSource::Compiled) << variant << " " << d.params.dump();
+  };
+  int outside_the_space = 0;
+  for (const tuner::TrainingMatrix& m : tuner::generated_training_matrices(true, o.seed)) {
+    const Features features = inspect(m.matrix.pattern());
+    const std::vector<tuner::SearchCandidate> space = tuner::spmm_candidates(features, problem, o.target);
+    for (const Candidate& c : plan::plan_spmm(features, problem, o.target, {}).candidates) {
+      if (c.variant != "csr_merge" || !c.rejected_because.empty()) continue;
+      expect_cached(features, c.variant, c.params);
+      for (const plan::TimedChoice& n : plan::spmm_neighbors(c.variant, c.params, problem, o.target)) {
+        expect_cached(features, n.variant, n.params);
+        outside_the_space += std::none_of(space.begin(), space.end(), [&](const tuner::SearchCandidate& s) { return s.params == n.params; });
+      }
+    }
+  }
+  EXPECT_GT(outside_the_space, 0) << "every neighbour checked was in the search space: the test shows nothing";
   std::filesystem::remove_all(dir);
 }
 

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <utility>
 
@@ -56,16 +57,18 @@ bool wanted(const PrecompileOptions& o, const std::string& variant) {
 
 // The planner's own choice (no variant forced) and every setting of the search space, each as
 // the options that plan it; settings of unwanted variants are left out before planning.
+Options forced_setting(Op op, const std::string& variant, const nlohmann::json& params) {
+  Options forced;
+  forced.variant = variant;
+  forced.params = params;
+  forced.reuse = reuse_for(op, variant);
+  return forced;
+}
+
 std::vector<Options> settings_of(Op op, const std::vector<SearchCandidate>& space, const PrecompileOptions& o) {
   std::vector<Options> settings = {Options{}};
-  for (const SearchCandidate& c : space) {
-    if (!wanted(o, c.variant)) continue;
-    Options forced;
-    forced.variant = c.variant;
-    forced.params = c.params;
-    forced.reuse = reuse_for(op, c.variant);
-    settings.push_back(std::move(forced));
-  }
+  for (const SearchCandidate& c : space)
+    if (wanted(o, c.variant)) settings.push_back(forced_setting(op, c.variant, c.params));
   return settings;
 }
 
@@ -74,19 +77,50 @@ std::string setting_label(const Options& o, const PlanCase& c) {
          to_string(c.dtype);
 }
 
-// Plans every setting with `plan` and compiles the kernels `specs` names for each decision of a
-// wanted variant; a setting that fails is a failure line, not the end of the run.
+// What an op gives compile_settings: how to plan a setting, the kernels a decision needs, and
+// the settings next to one (what measured selection's second round times).
+struct OpPlanning {
+  Op op;
+  std::function<Decision(const Options&)> plan;
+  std::function<std::vector<jit::KernelSpec>(const Decision&)> specs;
+  std::function<std::vector<plan::TimedChoice>(const std::string& variant, const nlohmann::json& params)> neighbours;
+};
+
+// Plans every setting and compiles the kernels of each decision of a wanted variant, then what
+// measured selection times besides: the priced candidates of the planner's own choice (its
+// shortlist) and their neighbours (its second round; without them a neighbour's first timing
+// waited for NVRTC, 113 ms of a 215 ms selection on the H100). Neighbours of every setting of
+// the search space would be 1353 kernels in 765 s on two cores instead of 256 in 78 s.
+// A setting that fails is a failure line, not the end of the run.
 void compile_settings(const std::vector<Options>& settings, const PlanCase& c, KernelTally& tally, PrecompileSummary& summary,
-                      const std::function<Decision(const Options&)>& plan,
-                      const std::function<std::vector<jit::KernelSpec>(const Decision&)>& specs) {
-  for (const Options& o : settings) {
+                      const OpPlanning& op) {
+  std::set<std::string> planned;
+  std::vector<Options> shortlist, neighbours;
+  const auto compile = [&](const Options& o) -> std::optional<Decision> {
+    if (!planned.insert(o.variant + o.params.dump()).second) return std::nullopt;
     try {
-      const Decision d = plan(o);
-      if (wanted(c.options, d.variant)) tally.compile(specs(d));
+      Decision d = op.plan(o);
+      if (wanted(c.options, d.variant)) tally.compile(op.specs(d));
+      return d;  // the planner's choice of an unwanted variant still names wanted candidates
     } catch (const Error& e) {
       summary.failures.push_back(setting_label(o, c) + ": " + e.what());
+      return std::nullopt;
     }
+  };
+  for (const Options& o : settings) {
+    const std::optional<Decision> d = compile(o);
+    if (!d || o.forces_variant()) continue;
+    for (const Candidate& cand : d->candidates)
+      if (cand.rejected_because.empty() && wanted(c.options, cand.variant))
+        shortlist.push_back(forced_setting(op.op, cand.variant, cand.params));
   }
+  planned.clear();  // a shortlisted setting already compiled still has neighbours to compile
+  for (const Options& o : shortlist) {
+    const std::optional<Decision> d = compile(o);
+    if (!d || !wanted(c.options, d->variant)) continue;
+    for (const plan::TimedChoice& n : op.neighbours(d->variant, d->params)) neighbours.push_back(forced_setting(op.op, n.variant, n.params));
+  }
+  for (const Options& o : neighbours) compile(o);
 }
 
 void spmm_kernels(const PlanCase& c, KernelTally& tally, PrecompileSummary& summary) {
@@ -99,10 +133,10 @@ void spmm_kernels(const PlanCase& c, KernelTally& tally, PrecompileSummary& summ
     return it->second;
   };
   const plan::PlanSources sources = ops::plan_sources(Op::SpMM, target);
-  compile_settings(
-      settings_of(Op::SpMM, spmm_candidates(c.features, problem, target), c.options), c, tally, summary,
-      [&](const Options& o) { return plan::plan_spmm(c.features, problem, target, o, split, sources); },
-      [&](const Decision& d) { return variants::SpmmRegistry::find(d.variant)->kernel_specs(d, problem); });
+  compile_settings(settings_of(Op::SpMM, spmm_candidates(c.features, problem, target), c.options), c, tally, summary,
+                   {Op::SpMM, [&](const Options& o) { return plan::plan_spmm(c.features, problem, target, o, split, sources); },
+                    [&](const Decision& d) { return variants::SpmmRegistry::find(d.variant)->kernel_specs(d, problem); },
+                    [&](const std::string& v, const nlohmann::json& p) { return plan::spmm_neighbors(v, p, problem, target); }});
 }
 
 void sddmm_kernels(const PlanCase& c, KernelTally& tally, PrecompileSummary& summary) {
@@ -115,10 +149,10 @@ void sddmm_kernels(const PlanCase& c, KernelTally& tally, PrecompileSummary& sum
     return it->second;
   };
   const plan::PlanSources sources = ops::plan_sources(Op::SDDMM, target);
-  compile_settings(
-      settings_of(Op::SDDMM, sddmm_candidates(c.features, problem, target), c.options), c, tally, summary,
-      [&](const Options& o) { return plan::plan_sddmm(c.features, problem, target, o, sources); },
-      [&](const Decision& d) { return variants::sddmm_variant(d.variant).kernel_specs(d, problem, target); });
+  compile_settings(settings_of(Op::SDDMM, sddmm_candidates(c.features, problem, target), c.options), c, tally, summary,
+                   {Op::SDDMM, [&](const Options& o) { return plan::plan_sddmm(c.features, problem, target, o, sources); },
+                    [&](const Decision& d) { return variants::sddmm_variant(d.variant).kernel_specs(d, problem, target); },
+                    [&](const std::string& v, const nlohmann::json& p) { return plan::sddmm_neighbors(v, p, problem, target); }});
 }
 
 void check(const PrecompileOptions& o) {

@@ -5,9 +5,12 @@
 //
 // What "can pick" means here: for every matrix of the tuner's generated training set (the
 // quick set with `quick`), value type and K, every setting of the op's search space (what
-// forced, tuned, measured and neighbour choices draw from) and the planner's own choice, each
-// planned as a forced choice on the CPU; every kernel of each plan (the variant's
+// forced and tuned choices draw from), the planner's own choice, each priced candidate of that
+// choice (measured selection's shortlist) and each candidate's neighbours (its second round),
+// each planned as a forced choice on the CPU; every kernel of each plan (the variant's
 // kernel_specs) is compiled, once per distinct cache key. The vendor variants compile nothing.
+// Not covered: neighbours of a tuned choice outside the shortlist (every setting's neighbours
+// would be 1353 kernels instead of 307).
 #pragma once
 #include <cstdint>
 #include <ostream>

@@ -112,6 +112,7 @@ template <class Plan>
 struct TimedPlan {
   plan::TimedChoice choice;
   std::shared_ptr<Plan> plan;
+  MeasureStep step;
 };
 
 // Times `setting` (the planned plan for the first, a forced plan for the others) and reports
@@ -141,9 +142,11 @@ TimedPlan<Plan> time_setting(detail::RuntimeState& rt, const std::shared_ptr<Pla
         std::string(hooks.op) + ": shortlisted " + setting.variant + " " + setting.params.dump() + " did not run: " + e.what());
     setting.ms = std::numeric_limits<double>::infinity();
   }
-  const double calls_ms = std::isfinite(setting.ms) ? (2 + repeats) * setting.ms : 0;
-  budget.note_setting(setting.ms, std::max(0.0, elapsed_ms() - start_ms - calls_ms));
-  return {std::move(setting), std::move(p)};
+  const int calls = std::isfinite(setting.ms) ? 2 + repeats : 0;
+  const double host_ms = elapsed_ms() - start_ms;
+  budget.note_setting(setting.ms, std::max(0.0, host_ms - calls * setting.ms));
+  MeasureStep step{setting.variant, setting.params, setting.ms, calls, host_ms};
+  return {std::move(setting), std::move(p), std::move(step)};
 }
 
 template <class Plan>
@@ -222,6 +225,7 @@ std::shared_ptr<Plan> measure_selection(detail::RuntimeState& rt, const std::sha
   const std::shared_ptr<Plan> chosen = fastest == 0 ? hooks.prepare_measured(times) : timed[fastest].plan;
   d.kernel_origin = chosen->decision->kernel_origin;
   d.measure_ms = elapsed_ms();
+  for (const TimedPlan<Plan>& t : timed) d.measure_steps.push_back(t.step);
   chosen->decision = std::make_shared<const Decision>(std::move(d));
   chosen->settled = true;
   return chosen;

@@ -66,11 +66,17 @@ nlohmann::json to_json(const Decision& d) {
     else j["terms"] = c.terms;
     candidates.push_back(j);
   }
+  nlohmann::json steps = nlohmann::json::array();
+  for (const MeasureStep& s : d.measure_steps)
+    steps.push_back({{"variant", s.variant}, {"params", s.params},
+                     {"call_ms", std::isfinite(s.call_ms) ? nlohmann::json(s.call_ms) : nlohmann::json(nullptr)},
+                     {"calls", s.calls}, {"host_ms", s.host_ms}});
   return {{"op", to_string(d.op)}, {"variant", d.variant}, {"params", d.params},
           {"source", to_string(d.source)}, {"model_id", d.model_id}, {"model_version", d.model_version},
           {"features", d.features}, {"path", path}, {"candidates", candidates},
           {"device", d.device}, {"sm", d.sm}, {"kernel_origin", to_string(d.kernel_origin)},
-          {"compile_ms", d.compile_ms}, {"load_ms", d.load_ms}, {"measure_ms", d.measure_ms}};
+          {"compile_ms", d.compile_ms}, {"load_ms", d.load_ms}, {"measure_ms", d.measure_ms},
+          {"measure_steps", steps}};
 }
 
 std::string describe(const Decision& d) {
@@ -96,6 +102,10 @@ std::string describe(const Decision& d) {
     if (c.measured_ms >= 0) out << ", measured " << c.measured_ms << " ms";
     out << "\n";
   }
+  if (!d.measure_steps.empty()) out << "  timed, in order (host ms of each step, calls run):\n";
+  for (const MeasureStep& s : d.measure_steps)
+    out << "    " << std::left << std::setw(20) << s.variant << " " << s.params.dump() << ": " << s.host_ms << " ms, "
+        << s.calls << " calls\n";
   out << "  kernel: " << to_string(d.kernel_origin);
   if (d.kernel_origin == KernelOrigin::Compiled) out << " in " << d.compile_ms << " ms";
   if (d.kernel_origin == KernelOrigin::Disk || d.kernel_origin == KernelOrigin::Memory) out << ", loaded in " << d.load_ms << " ms";

@@ -146,6 +146,10 @@ void check_record(const json& r, const std::string& op, const std::string& matri
     const double measure_ms = r["auto"]["measure_ms"].get<double>();
     EXPECT_GT(measure_ms, 0);
     EXPECT_NEAR(r["auto"]["measure_calls"].get<double>(), measure_ms / auto_ms, 1e-9 * measure_ms / auto_ms);
+    double steps_ms = 0;  // the steps, in timing order, are what measure_ms was spent on
+    for (const auto& step : r["auto"]["measure_steps"]) steps_ms += step["host_ms"].get<double>();
+    EXPECT_FALSE(r["auto"]["measure_steps"].empty());
+    EXPECT_LE(steps_ms, measure_ms);
     const double model_ms = r["model"]["ms"].get<double>();
     EXPECT_GT(model_ms, 0);
     EXPECT_FALSE(r["model"]["variant"].get<std::string>().empty());

@@ -337,6 +337,7 @@ ordered_json measure_op(Runtime& rt, OpBench& bench, const Config& config, int64
     if (decision.source == DecisionSource::Measured) {  // a recorded choice cost no timing here
       record["auto"]["measure_ms"] = decision.measure_ms;
       record["auto"]["measure_calls"] = ratio(decision.measure_ms, auto_ms);
+      record["auto"]["measure_steps"] = ordered_json(to_json(decision).at("measure_steps"));
     }
     ordered_json timed = ordered_json::array();  // what the selection measured, in its order
     for (const Candidate& c : decision.candidates)

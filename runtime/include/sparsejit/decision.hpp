@@ -62,6 +62,15 @@ struct Candidate {
   double measured_ms = -1;
 };
 
+// One setting measured selection timed, in the order it timed them: what the setting cost.
+struct MeasureStep {
+  std::string variant;
+  nlohmann::json params = nlohmann::json::object();
+  double call_ms = 0;  // device ms of one call; infinity when it failed to prepare or run
+  int calls = 0;       // calls run: the untimed first, the probe and the repeats
+  double host_ms = 0;  // host ms of the whole step: preparing the plan, its calls, synchronizing
+};
+
 struct Decision {
   Op op = Op::SpMM;
   std::string variant;                               // the chosen candidate's name
@@ -80,6 +89,7 @@ struct Decision {
   // Host ms spent preparing and timing the shortlist (source Measured: in the plan of the
   // handle whose call timed it; 0 in plans that took times measured earlier or recorded).
   double measure_ms = 0;
+  std::vector<MeasureStep> measure_steps;  // what measure_ms was spent on, setting by setting
 };
 
 // What one call reports: the plan it ran (shared by every later call that reuses it, so a
