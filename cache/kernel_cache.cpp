@@ -18,6 +18,18 @@ size_t KernelCache::memory_entries() const {
   return memory_.size();
 }
 
+bool KernelCache::holds(const KernelKey& key) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (memory_.count(key) != 0 || in_flight_.count(key) != 0) return true;
+  }
+  std::optional<StoredKernel> stored = store_.find_kernel(key);
+  if (!stored) return false;
+  std::lock_guard<std::mutex> lock(mutex_);
+  memory_.emplace(key, std::make_shared<const std::vector<char>>(std::move(stored->cubin)));
+  return true;
+}
+
 CacheResult KernelCache::get_or_compile(const KernelKey& key, const std::function<CompiledBinary()>& compile) {
   const auto start = std::chrono::steady_clock::now();
   CacheResult result;

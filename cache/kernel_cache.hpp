@@ -42,6 +42,9 @@ class KernelCache {
   explicit KernelCache(const std::optional<std::string>& dir);
 
   CacheResult get_or_compile(const KernelKey& key, const std::function<CompiledBinary()>& compile);
+  // Whether get_or_compile would find `key` without compiling: in memory, being compiled, or in
+  // the database (then read into memory, so the call that follows is a memory hit).
+  bool holds(const KernelKey& key);
 
   CacheStore& store() { return store_; }
   size_t memory_entries() const;

@@ -99,6 +99,28 @@ TEST(KernelCache, CompiledThenMemoryThenDiskInANewCache) {
   fs::remove_all(dir);
 }
 
+// holds answers without compiling: false for a key never compiled, true once it is, and true in
+// a new cache over the same directory, whose next lookup is then a memory hit.
+TEST(KernelCache, HoldsSaysWhetherALookupWouldCompile) {
+  const fs::path dir = fresh_dir("holds");
+  FakeCompiler compiler;
+  const KernelKey key = test_key("source H");
+  {
+    KernelCache cache(dir.string());
+    EXPECT_FALSE(cache.holds(key));
+    cache.get_or_compile(key, compiler.returning("H"));
+    EXPECT_TRUE(cache.holds(key));
+    EXPECT_FALSE(cache.holds(test_key("source never compiled")));
+  }
+  KernelCache reopened(dir.string());
+  EXPECT_TRUE(reopened.holds(key));
+  const CacheResult found = reopened.get_or_compile(key, compiler.returning("H"));
+  EXPECT_EQ(found.source, KernelSource::Memory);
+  EXPECT_EQ(*found.cubin, elf_bytes("H"));
+  EXPECT_EQ(compiler.calls, 1);
+  fs::remove_all(dir);
+}
+
 TEST(KernelCache, EveryKeyColumnSeparatesEntries) {
   const fs::path dir = fresh_dir("columns");
   FakeCompiler compiler;

@@ -431,6 +431,17 @@ TEST(MeasurePolicy, AnotherSettingStartsWhileItsPredictedCostFits) {
   EXPECT_FALSE(budget.allows_next(3.3, true));
 }
 
+// A setting whose kernels are not in the cache costs an NVRTC compile (kCompileMs) besides.
+TEST(MeasurePolicy, ASettingThatCompilesCostsACompileMore) {
+  const Options defaults;
+  plan::SelectionBudget budget(priced_decision(5, 5), "cusparse", defaults, 100000, kPerNonzero);  // limit 250 ms
+  budget.note_setting(3.0, 0);  // limit 150 ms, a setting costs 0.65 ms + 4 calls of 3 ms
+  EXPECT_TRUE(budget.allows_next(137.3, false));       // 137.3 + 0.65 + 12 = 149.95
+  EXPECT_FALSE(budget.allows_next(137.4, false));      // 150.05
+  EXPECT_TRUE(budget.allows_next(37.3, false, true));  // + 100 for the compile = 149.95
+  EXPECT_FALSE(budget.allows_next(37.4, false, true));
+}
+
 // One more of ours is timed whatever the budget only when the vendor, timed second, beat the
 // choice, timed first.
 TEST(MeasurePolicy, TheVendorBeatingTheChoiceTimesOneMoreOfOurs) {

@@ -40,6 +40,20 @@ Compiler::Rendered Compiler::render_and_key(const KernelSpec& spec, int sm) {
 
 cache::KernelKey Compiler::key_for(const KernelSpec& spec, int sm) { return render_and_key(spec, sm).key; }
 
+bool Compiler::has_kernel(const KernelSpec& spec, int sm) { return cache_.holds(remembered_key(spec, sm)); }
+
+cache::KernelKey Compiler::remembered_key(const KernelSpec& spec, int sm) {
+  const std::string identity = spec_identity(spec, sm);
+  {
+    std::lock_guard<std::mutex> lock(keys_mutex_);
+    if (auto it = keys_.find(identity); it != keys_.end()) return it->second;
+  }
+  const cache::KernelKey key = render_and_key(spec, sm).key;
+  std::lock_guard<std::mutex> lock(keys_mutex_);
+  keys_.emplace(identity, key);
+  return key;
+}
+
 CompiledKernel Compiler::get_kernel(const KernelSpec& spec, int sm) {
   const auto start = std::chrono::steady_clock::now();
   const std::string identity = spec_identity(spec, sm);

@@ -38,6 +38,9 @@ class Compiler {
 
   CompiledKernel get_kernel(const KernelSpec& spec, int sm);
 
+  // Whether get_kernel would find the kernel without NVRTC (KernelCache::holds).
+  bool has_kernel(const KernelSpec& spec, int sm);
+
   // The key spec would have for sm (renders the template; compiles nothing).
   cache::KernelKey key_for(const KernelSpec& spec, int sm);
 
@@ -49,6 +52,8 @@ class Compiler {
     std::string source;
   };
   Rendered render_and_key(const KernelSpec& spec, int sm);
+  // The key of spec for sm, rendered once per spec identity.
+  cache::KernelKey remembered_key(const KernelSpec& spec, int sm);
 
   cache::KernelCache cache_;
   std::mutex keys_mutex_;

@@ -17,6 +17,12 @@ jit::CompiledKernel compile_only(const jit::KernelSpec& spec, int sm) {
   return jit::default_compiler().get_kernel(spec, sm);
 }
 
+bool kernels_cached(const std::vector<jit::KernelSpec>& specs, int sm) {
+  for (const jit::KernelSpec& spec : specs)
+    if (!jit::default_compiler().has_kernel(spec, sm)) return false;
+  return true;
+}
+
 LoadedKernel KernelLoader::load(const jit::KernelSpec& spec) {
   const jit::CompiledKernel compiled = jit::default_compiler().get_kernel(spec, context_.info().sm);
   const std::string key = compiled.key.to_string() + "|" + compiled.kernel_name;

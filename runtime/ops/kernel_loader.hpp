@@ -4,6 +4,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "cuda/module.hpp"
 #include "jit/compiler.hpp"
@@ -33,5 +34,7 @@ class KernelLoader {
 // The JIT's answer for `spec` on `sm` without loading it (for explain without a GPU).
 jit::CompiledKernel compile_only(const jit::KernelSpec& spec, int sm);
 KernelOrigin to_origin(cache::KernelSource source);
+// Whether every kernel of `specs` is in the JIT's cache for `sm` (loading them needs no NVRTC).
+bool kernels_cached(const std::vector<jit::KernelSpec>& specs, int sm);
 
 }  // namespace sparsejit::ops

@@ -104,6 +104,9 @@ struct SelectionHooks {
   std::function<void(Plan&, CUstream)> run;
   // The settings next to a timed one (may be empty).
   std::function<std::vector<plan::TimedChoice>(const plan::TimedChoice&)> neighbors;
+  // Whether preparing a forced setting would compile a kernel with NVRTC (its kernels are not
+  // in the cache): the budget then counts plan::kCompileMs for it.
+  std::function<bool(const Options& forced)> compiles;
 };
 
 // One setting timed by measure_selection: its time and the plan that ran it (the planned plan
@@ -119,6 +122,24 @@ struct TimedPlan {
 // it to `budget`: its call time, and its host time besides the calls (the preparation, and
 // what the untimed first call does lazily, such as uploads and the vendor's analysis); a
 // setting that fails to prepare or run gets infinity, with a warning.
+// The call's options forced to `setting`.
+inline Options forced_options(const Options& options, const plan::TimedChoice& setting) {
+  Options forced = options;
+  forced.variant = setting.variant;
+  forced.params = setting.params;
+  return forced;
+}
+
+// hooks.compiles, false when the setting does not plan (time_setting then reports its error).
+template <class Plan>
+bool would_compile(const SelectionHooks<Plan>& hooks, const Options& forced) {
+  try {
+    return hooks.compiles(forced);
+  } catch (const Error&) {
+    return false;
+  }
+}
+
 template <class Plan>
 TimedPlan<Plan> time_setting(detail::RuntimeState& rt, const std::shared_ptr<Plan>& planned, const Options& options,
                              plan::TimedChoice setting, bool first, CUstream stream, plan::SelectionBudget& budget,
@@ -127,12 +148,7 @@ TimedPlan<Plan> time_setting(detail::RuntimeState& rt, const std::shared_ptr<Pla
   const double start_ms = elapsed_ms();
   int repeats = 0;
   try {
-    if (!first) {
-      Options forced = options;
-      forced.variant = setting.variant;
-      forced.params = setting.params;
-      p = hooks.prepare_forced(forced);
-    }
+    if (!first) p = hooks.prepare_forced(forced_options(options, setting));
     setting.ms = time_device_calls(rt.context, stream, [&] { hooks.run(*p, stream); }, [&](double probe_ms) {
       repeats = budget.repeats(probe_ms, elapsed_ms());
       return repeats;
@@ -207,7 +223,12 @@ std::shared_ptr<Plan> measure_selection(detail::RuntimeState& rt, const std::sha
       const std::vector<plan::TimedChoice> so_far = choices_of(timed);
       const bool new_variant =
           std::none_of(so_far.begin(), so_far.end(), [&](const plan::TimedChoice& t) { return t.variant == setting.variant; });
-      if (!plan::always_timed(so_far, setting, vendor) && !budget.allows_next(elapsed_ms(), new_variant)) continue;
+      // Whether a setting compiles is asked only of one the budget admits otherwise: the
+      // question plans the setting and looks its kernels up (5 ms a selection when asked of all).
+      if (!plan::always_timed(so_far, setting, vendor) &&
+          (!budget.allows_next(elapsed_ms(), new_variant) ||
+           !budget.allows_next(elapsed_ms(), new_variant, would_compile(hooks, forced_options(options, setting)))))
+        continue;
       timed.push_back(time_setting(rt, planned, options, setting, timed.empty(), stream, budget, elapsed_ms, hooks));
     }
   };

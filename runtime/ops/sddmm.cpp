@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "formats/sddmm_dense_tiles.hpp"
+#include "ops/kernel_loader.hpp"
 #include "ops/call_common.hpp"
 #include "ops/measured_selection.hpp"
 #include "ops/plan_sources.hpp"
@@ -122,7 +123,11 @@ CallInfo Runtime::sddmm(const DeviceCsr<T>& s, const DeviceDense<T>& a, const De
           return prepare_sddmm<T>(rt, s, *features, problem, options, ops::EarlierTimes{times, DecisionSource::Measured});
         },
         [&](PreparedSddmm<T>& plan, CUstream stream) { run_prepared(rt, plan, s, a, b, p, stream, early); },
-        [&](const plan::TimedChoice& t) { return plan::sddmm_neighbors(t.variant, t.params, problem, rt.target); }};
+        [&](const plan::TimedChoice& t) { return plan::sddmm_neighbors(t.variant, t.params, problem, rt.target); },
+        [&](const Options& forced) {
+          const Decision d = plan::plan_sddmm(*features, problem, rt.target, forced, ops::plan_sources(Op::SDDMM, rt.target));
+          return !ops::kernels_cached(variants::sddmm_variant(d.variant).kernel_specs(d, problem, rt.target), rt.target.sm);
+        }};
   });
   run_prepared(rt, *prepared, s, a, b, p, static_cast<CUstream>(options.stream), early);
   return {prepared->decision, reused};

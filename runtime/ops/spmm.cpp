@@ -11,6 +11,7 @@
 // pattern fingerprint, so other handles of the pattern take the fastest without timing.
 #include <atomic>
 
+#include "ops/kernel_loader.hpp"
 #include "ops/call_common.hpp"
 #include "ops/measured_selection.hpp"
 #include "ops/plan_sources.hpp"
@@ -127,7 +128,12 @@ CallInfo Runtime::spmm(const DeviceCsr<T>& a, const DeviceDense<T>& b, DeviceDen
           return prepare_spmm<T>(rt, a, *features, problem, options, ops::EarlierTimes{times, DecisionSource::Measured});
         },
         [&](PreparedSpmm<T>& p, CUstream stream) { run_prepared(rt, p, a, b, c, stream, early); },
-        [&](const plan::TimedChoice& t) { return plan::spmm_neighbors(t.variant, t.params, problem, rt.target); }};
+        [&](const plan::TimedChoice& t) { return plan::spmm_neighbors(t.variant, t.params, problem, rt.target); },
+        [&](const Options& forced) {
+          const Decision d = plan::plan_spmm(*features, problem, rt.target, forced, cached_split_stats(a),
+                                             ops::plan_sources(Op::SpMM, rt.target));
+          return !ops::kernels_cached(variants::SpmmRegistry::find(d.variant)->kernel_specs(d, problem), rt.target.sm);
+        }};
   });
   run_prepared(rt, *prepared, a, b, c, static_cast<CUstream>(options.stream), early);
   return {prepared->decision, reused};

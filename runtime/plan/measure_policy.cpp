@@ -79,10 +79,10 @@ bool SelectionBudget::skips_measuring() const {
   return choice + vendor > limit_ms();
 }
 
-bool SelectionBudget::allows_next(double elapsed_ms, bool new_variant) const {
+bool SelectionBudget::allows_next(double elapsed_ms, bool new_variant, bool compiles) const {
   const double call = std::isfinite(fastest_call_ms_) ? fastest_call_ms_ : predicted_choice_ms_;
   const double calls = std::isnan(call) ? 0 : kLeastCallsASetting * call;
-  const double prepare = (new_variant ? 2 : 1) * prepare_estimate_ms();
+  const double prepare = (new_variant ? 2 : 1) * prepare_estimate_ms() + (compiles ? kCompileMs : 0);
   return elapsed_ms + prepare + calls <= limit_ms();
 }
 

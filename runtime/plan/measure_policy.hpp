@@ -50,7 +50,8 @@ class SelectionBudget {
   // the largest overhead seen, doubled for a variant not prepared yet in this selection: its
   // formats are not built yet, and differ by variant) plus the untimed call, the probe and
   // kMinMeasureCalls calls of the fastest so far.
-  bool allows_next(double elapsed_ms, bool new_variant) const;
+  // `compiles`: its kernels are not in the cache, so preparing it adds kCompileMs.
+  bool allows_next(double elapsed_ms, bool new_variant, bool compiles = false) const;
   // Calls timed after a setting's probe took `probe_ms`, with `elapsed_ms` spent so far: none
   // when the probe is long enough to be the measurement (kRepeatTargetMs) or already
   // kClearlySlower times the fastest setting (it cannot win, and a slow setting's repeats are
@@ -102,6 +103,10 @@ bool always_timed(const std::vector<TimedChoice>& timed, const TimedChoice& sett
 // setting): SpMM 0.2-0.8 ms a setting up to 1 M nonzeros, 6.5-25 ms at 10-13 M; SDDMM (dense
 // tiles and chunks are built on the host) 1.5-2.5 ms at 200-700 K, 15-66 ms at 10-12 M.
 inline constexpr double kSettingCostMs = 0.25;
+// One NVRTC compile of a kernel missing from the cache: 65 ms on the build machine, 113-281 ms
+// on the H100's host (2026-11-25: a csr_merge neighbour at nnz_per_group 512, outside what
+// `tune --precompile` compiled, took 281 ms of a 387 ms selection).
+inline constexpr double kCompileMs = 100;
 inline constexpr double kSpmmPrepareMsPerNonzero = 1e-6;
 inline constexpr double kSddmmPrepareMsPerNonzero = 4e-6;
 double setting_prepare_ms(int64_t nnz, double prepare_ms_per_nonzero);
