@@ -118,10 +118,6 @@ struct TimedPlan {
   MeasureStep step;
 };
 
-// Times `setting` (the planned plan for the first, a forced plan for the others) and reports
-// it to `budget`: its call time, and its host time besides the calls (the preparation, and
-// what the untimed first call does lazily, such as uploads and the vendor's analysis); a
-// setting that fails to prepare or run gets infinity, with a warning.
 // The call's options forced to `setting`.
 inline Options forced_options(const Options& options, const plan::TimedChoice& setting) {
   Options forced = options;
@@ -140,6 +136,10 @@ bool would_compile(const SelectionHooks<Plan>& hooks, const Options& forced) {
   }
 }
 
+// Times `setting` (the planned plan for the first, a forced plan for the others) and reports
+// it to `budget`: its call time, and its host time besides the calls (the preparation, and
+// what the untimed first call does lazily, such as uploads and the vendor's analysis); a
+// setting that fails to prepare or run gets infinity, with a warning, and its step (MeasureStep).
 template <class Plan>
 TimedPlan<Plan> time_setting(detail::RuntimeState& rt, const std::shared_ptr<Plan>& planned, const Options& options,
                              plan::TimedChoice setting, bool first, CUstream stream, plan::SelectionBudget& budget,
