@@ -56,27 +56,15 @@ cache::KernelKey Compiler::remembered_key(const KernelSpec& spec, int sm) {
 
 CompiledKernel Compiler::get_kernel(const KernelSpec& spec, int sm) {
   const auto start = std::chrono::steady_clock::now();
-  const std::string identity = spec_identity(spec, sm);
-  std::optional<cache::KernelKey> known;
-  {
-    std::lock_guard<std::mutex> lock(keys_mutex_);
-    if (auto it = keys_.find(identity); it != keys_.end()) known = it->second;
-  }
-  // The source is only needed to compile; a known key with a memory hit never renders.
-  std::optional<Rendered> rendered;
-  if (!known) {
-    rendered = render_and_key(spec, sm);
-    known = rendered->key;
-    std::lock_guard<std::mutex> lock(keys_mutex_);
-    keys_.emplace(identity, *known);
-  }
-  const std::vector<std::string> options = normalize_options(spec.extra_options);
+  const cache::KernelKey key = remembered_key(spec, sm);
+  // The source is only needed to compile: a known key with a cache hit never renders again.
   const auto compile = [&]() {
-    if (!rendered) rendered = render_and_key(spec, sm);
-    CompileResult result = compile_to_cubin(rendered->source, spec.template_name, sm, options, spec.arch_specific);
+    const Rendered rendered = render_and_key(spec, sm);
+    CompileResult result = compile_to_cubin(rendered.source, spec.template_name, sm, normalize_options(spec.extra_options),
+                                            spec.arch_specific);
     return cache::CompiledBinary{std::move(result.cubin), result.compile_ms};
   };
-  cache::CacheResult result = cache_.get_or_compile(*known, compile);
+  cache::CacheResult result = cache_.get_or_compile(key, compile);
 
   CompiledKernel kernel;
   kernel.cubin = std::move(result.cubin);
@@ -85,7 +73,7 @@ CompiledKernel Compiler::get_kernel(const KernelSpec& spec, int sm) {
   kernel.source = result.source;
   kernel.compile_ms = result.compile_ms;
   kernel.load_ms = ms_since(start) - result.compile_ms;
-  kernel.key = *known;
+  kernel.key = key;
   return kernel;
 }
 
