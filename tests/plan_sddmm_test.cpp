@@ -190,20 +190,33 @@ TEST(Planner, DenseMmaTakesWholeMmaStepsAndOnlyF32OnTensorCores) {
 }
 
 // dense_wgmma: on sm_90 only (sm_90a binaries), f32 only; its tile width is the one whose
-// busiest SM has the least work (512 x 4608: 144 columns give 8 x 32 = 256 tiles, fewer than two
-// per SM, where 128 gives 288), and every bad value is refused naming it.
-TEST(Planner, DenseWgmmaRunsOnSm90OnlyAndPicksTheTileWidthByWaves) {
+// busiest block slot has the least work (512 x 4608 at 10%: 96 columns give 8 x 48 = 384 tiles,
+// one round of three blocks on each of 132 SMs, where 144 gives two rounds of two and 64 two
+// rounds of four; 4096 x 4096 at 50%: every width takes eight rounds, the narrowest the least
+// work), its cost terms count that work, and every bad value is refused naming it.
+TEST(Planner, DenseWgmmaRunsOnSm90OnlyAndPicksTheTileWidthByBlockSlots) {
   const Features f = inspect(generate::uniform(512, 4608, 461, 4).pattern());  // 10%
   const plan::SddmmProblem k128{128, DType::F32, 128, 128};
   Options o;
   o.variant = "dense_wgmma";
-  const nlohmann::json params = plan::plan_sddmm(f, k128, {}, o).params;
-  EXPECT_EQ(params.at("tile_cols"), 144);
+  const Decision d = plan::plan_sddmm(f, k128, {}, o);
+  const nlohmann::json& params = d.params;
+  EXPECT_EQ(params.at("tile_cols"), 96);
   EXPECT_EQ(params.at("tile_rows"), 64);
   EXPECT_EQ(params.at("vector_width"), 4);
   EXPECT_EQ(variants::sddmm::dense_wgmma_threads(params), 128);
-  // Two stages of (64 + 144) rows of 128 bytes, two slices of small_b, 1 KB of alignment.
-  EXPECT_EQ(variants::sddmm::dense_wgmma_shared_bytes(params), 2 * 208 * 128 + 2 * 144 * 128 + 1024);
+  // Two stages of (64 + 96) rows of 128 bytes, two slices of small_b, 1 KB of alignment.
+  EXPECT_EQ(variants::sddmm::dense_wgmma_shared_bytes(params), 2 * 160 * 128 + 2 * 96 * 128 + 1024);
+  // One round of (96 + 48) columns, four K slices of 32.
+  const auto terms = [](const Decision& decision) {
+    for (const auto& c : decision.candidates)
+      if (c.variant == "dense_wgmma") return c.terms;
+    return nlohmann::json();
+  };
+  EXPECT_DOUBLE_EQ(terms(d).at("slot_work").get<double>(), 144.0);
+  EXPECT_DOUBLE_EQ(terms(d).at("slot_slice_work").get<double>(), 4 * 144.0);
+  const Features half = inspect(generate::uniform(4096, 4096, 2048, 5).pattern());
+  EXPECT_EQ(plan::plan_sddmm(half, {32, DType::F32, 32, 32}, {}, o).params.at("tile_cols"), 64);
   EXPECT_EQ(plan::plan_sddmm(f, {33, DType::F32, 33, 33}, {}, o).params.at("vector_width"), 1);
   const auto refused = [&](const plan::SddmmProblem& problem, const plan::DeviceTarget& device, const nlohmann::json& forced,
                            const std::string& message) { expect_sddmm_refused(f, problem, device, o, forced, message); };

@@ -31,24 +31,6 @@ std::string dense_wgmma_rejection(const plan::SddmmProblem& p, int sm) {
   return "";
 }
 
-// The tile width: the one whose busiest SM has the least work, ceil(tiles / SMs) tiles of
-// (tile_cols + overhead) columns each (blocks on one SM share its tensor cores, so wave
-// quantization is what decides: on 512 x 4608, 144 gives 256 tiles, one per SM-slot, and
-// measured 1.3-1.4x faster than 96 or 128).
-int64_t wgmma_tile_cols(const Features& f, const plan::SddmmProblem& p, int64_t tile_rows, const plan::DeviceTarget& device) {
-  int64_t best = kWgmmaTileCols[2];
-  double best_work = INFINITY;
-  for (int64_t cols : kWgmmaTileCols) {
-    const double tiles = dense_tiles_estimate(f, p, double(tile_rows), double(cols));
-    const double work = std::ceil(tiles / std::max(device.multiprocessors, 1)) * (double(cols) + kWgmmaTileOverheadCols);
-    if (work < best_work) {
-      best_work = work;
-      best = cols;
-    }
-  }
-  return best;
-}
-
 // The blocks per SM its launch bounds promise (registers for the tile_cols / 2 accumulators
 // and the split A fragments; shared memory permitting).
 int64_t dense_wgmma_min_blocks(const json& params, const plan::DeviceTarget& device) {
@@ -56,6 +38,41 @@ int64_t dense_wgmma_min_blocks(const json& params, const plan::DeviceTarget& dev
   const int64_t by_registers = 65536 / (dense_wgmma_threads(params) * registers);
   const int64_t by_shared = device.shared_per_sm / (dense_wgmma_shared_bytes(params) + 1024);
   return std::clamp<int64_t>(std::min(by_registers, by_shared), 1, 4);
+}
+
+// Its stages: at least two slices in flight, at most the model's.
+int64_t dense_wgmma_stages(const plan::SddmmProblem& p, const json& model) {
+  const int64_t slices = (p.k + kWgmmaSlice - 1) / kWgmmaSlice;
+  return std::clamp<int64_t>(slices, 2, launch_value(model, "dense_wgmma", "stages").get<int64_t>());
+}
+
+// The busiest block slot's work: ceil(tiles / (SMs x blocks per SM)) tiles of (tile_cols +
+// overhead) columns each. A block is one warpgroup (or two) that waits on its loads, its wgmma
+// and its stores in turn, so blocks resident together hide each other's waits: on the H100 at
+// K = 32 and 128, 64 columns (four blocks per SM) ran 1.9-2.8x faster than 256 (one block per
+// SM) on 4096 x 4096 at 50% and 10% and on 50%-dense 2048 x 512 pruned layers, and on 512 x
+// 4608 layers at 10-20% 96 columns (384 tiles, three blocks per SM: one round) ran 1.13-1.23x
+// faster than 144 (two rounds of 2) and 1.16-1.28x faster than 64 (two rounds of 4).
+double slot_work(const SddmmPlanInputs& in, int64_t tile_rows, int64_t tile_cols, int64_t stages) {
+  const json params = {{"tile_rows", tile_rows}, {"tile_cols", tile_cols}, {"stages", stages}};
+  const double slots = double(std::max(in.device.multiprocessors, 1) * dense_wgmma_min_blocks(params, in.device));
+  const double tiles = dense_tiles_estimate(in.features, in.problem, double(tile_rows), double(tile_cols));
+  return std::ceil(tiles / slots) * (double(tile_cols) + kWgmmaTileOverheadCols);
+}
+
+// The tile width: the one whose busiest block slot has the least work.
+int64_t wgmma_tile_cols(const SddmmPlanInputs& in, int64_t tile_rows) {
+  const int64_t stages = dense_wgmma_stages(in.problem, in.model);
+  int64_t best = kWgmmaTileCols[2];
+  double best_work = INFINITY;
+  for (int64_t cols : kWgmmaTileCols) {
+    const double work = slot_work(in, tile_rows, cols, stages);
+    if (work < best_work) {
+      best_work = work;
+      best = cols;
+    }
+  }
+  return best;
 }
 
 jit::KernelSpec dense_wgmma_spec(const Decision& d, const plan::DeviceTarget& target) {
@@ -93,16 +110,14 @@ class DenseWgmma final : public SddmmVariantOf<DenseWgmma> {
   }
 
   // The model's tile rows and stages (at least two slices in flight); the tile width by the
-  // busiest SM's work, priced only where dense tiles are worth counting.
+  // busiest block slot's work, priced only where dense tiles are worth counting.
   json defaults(const SddmmPlanInputs& in) const override {
-    const plan::SddmmProblem& p = in.problem;
     const bool choose_width = rejected(in).empty() && dense_tiles_worth_it(in);
     const int64_t tile_rows = launch_value(in.model, name, "tile_rows").get<int64_t>();
-    const int64_t slices = (p.k + kWgmmaSlice - 1) / kWgmmaSlice;
-    return {{"vector_width", vector_width(p) == 4 ? 4 : 1},
+    return {{"vector_width", vector_width(in.problem) == 4 ? 4 : 1},
             {"tile_rows", tile_rows},
-            {"tile_cols", choose_width ? wgmma_tile_cols(in.features, p, tile_rows, in.device) : kWgmmaTileCols[2]},
-            {"stages", std::clamp<int64_t>(slices, 2, launch_value(in.model, name, "stages").get<int64_t>())}};
+            {"tile_cols", choose_width ? wgmma_tile_cols(in, tile_rows) : kWgmmaTileCols[2]},
+            {"stages", dense_wgmma_stages(in.problem, in.model)}};
   }
 
   void check(const plan::SddmmProblem& problem, const plan::DeviceTarget& device, const json& params) const override {
@@ -124,7 +139,16 @@ class DenseWgmma final : public SddmmVariantOf<DenseWgmma> {
                              std::to_string(device.shared_per_block_optin));
   }
 
-  json cost_terms(const SddmmPlanInputs& in, const json& params) const override { return dense_terms(in, params); }
+  // dense_tile's terms and the busiest block slot's: its rounds of blocks times their columns
+  // (slot_work), and that again per K slice (slot_slice_work), as wgmma_tile_cols counts them.
+  json cost_terms(const SddmmPlanInputs& in, const json& params) const override {
+    json terms = dense_terms(in, params);
+    const double work = slot_work(in, params.at("tile_rows").get<int64_t>(), params.at("tile_cols").get<int64_t>(),
+                                  params.at("stages").get<int64_t>());
+    terms["slot_work"] = work;
+    terms["slot_slice_work"] = work * std::ceil(double(in.problem.k) / kWgmmaSlice);
+    return terms;
+  }
 
   // The next tile_cols of its set either way, the other tile_rows and a stage less or more.
   std::vector<json> neighbour_changes(const plan::SddmmProblem& problem, const plan::DeviceTarget&,
