@@ -7,7 +7,9 @@ terms (what the planner prices); the bench gives each variant's measured time (t
 best algorithm). Per variant the coefficients are fitted as the runtime's tuner fits them
 (tuner/train.cpp calibrate_costs): non-negative least squares in relative error,
 sum ((predicted - t) / t)^2, here with `launch` held at the model's value (a constant per call
-that the timings cannot tell from the other intercepts). The pick is then the cheapest
+that the timings cannot tell from the other intercepts) unless --fit-launch fits it too, as the
+tuner does (needed when the held value is wrong: the SDDMM dense variants held v6's 6.8 us
+while their small calls take 3-4 us on the H100). The pick is then the cheapest
 candidate, and the report gives, per K, the share of cases within 10% of the oracle (the fastest
 variant or vendor algorithm the bench ran) and the worst ratio:
 
@@ -69,25 +71,25 @@ def predicted(coefficients, terms):
     return sum(c * terms.get(name, 0.0) for name, c in coefficients.items())
 
 
-def fit_variant(coefficients, cases, variant, min_cases):
+def fit_variant(coefficients, cases, variant, min_cases, held=HELD):
     """`variant`'s coefficients refitted on the cases that timed it; the model's own where the
     cases are fewer than `min_cases` or than the terms they exercise plus three (the tuner's
     rule): a handful of patterns of one shape fits terms it cannot tell apart."""
     rows = [c for c in cases if variant in c["terms"]]
-    names = [n for n in sorted(coefficients) if n != HELD and any(c["terms"][variant].get(n, 0) for c in rows)]
+    names = [n for n in sorted(coefficients) if n != held and any(c["terms"][variant].get(n, 0) for c in rows)]
     if len(rows) < max(min_cases, len(names) + 3) or not names:
         return dict(coefficients)
     a = np.array([[c["terms"][variant].get(n, 0.0) / c["times"][variant] for n in names] for c in rows])
-    held = coefficients.get(HELD, 0.0)
-    b = np.array([1.0 - held * c["terms"][variant].get(HELD, 0.0) / c["times"][variant] for c in rows])
+    held_value = coefficients.get(held, 0.0) if held else 0.0
+    b = np.array([1.0 - held_value * c["terms"][variant].get(held, 0.0) / c["times"][variant] for c in rows])
     fitted = dict(coefficients)
     for name, value in zip(names, nonnegative_least_squares(a, b)):
         fitted[name] = float(value)
     return fitted
 
 
-def fit_costs(cost, cases, min_cases):
-    return {variant: fit_variant(coefficients, cases, variant, min_cases) for variant, coefficients in cost.items()}
+def fit_costs(cost, cases, min_cases, held=HELD):
+    return {variant: fit_variant(coefficients, cases, variant, min_cases, held) for variant, coefficients in cost.items()}
 
 
 def cheapest(cost, case):
@@ -95,14 +97,14 @@ def cheapest(cost, case):
     return min(priced, key=priced.get)
 
 
-def cross_validated_picks(cost, cases, folds, min_cases, seed=1):
+def cross_validated_picks(cost, cases, folds, min_cases, held=HELD, seed=1):
     """Each case's pick under coefficients fitted without its matrix."""
     matrices = sorted({c["matrix"] for c in cases})
     random.Random(seed).shuffle(matrices)
     picks = {}
     for fold in range(folds):
         held_out = set(matrices[fold::folds])
-        fitted = fit_costs(cost, [c for c in cases if c["matrix"] not in held_out], min_cases)
+        fitted = fit_costs(cost, [c for c in cases if c["matrix"] not in held_out], min_cases, held)
         for i, c in enumerate(cases):
             if c["matrix"] in held_out:
                 picks[i] = cheapest(fitted, c)
@@ -178,6 +180,7 @@ def main(argv=None):
     p.add_argument("--min-cases", type=int, default=20, help="a variant timed on fewer cases keeps its coefficients")
     p.add_argument("--out", help="write the model with the coefficients fitted on every case here")
     p.add_argument("--drop-tree", action="store_true", help="leave the model's variant tree out of --out")
+    p.add_argument("--fit-launch", action="store_true", help="fit `launch` too instead of holding the model's value")
     args = p.parse_args(argv)
     if args.folds < 2:
         sys.exit(f"refit_costs: --folds {args.folds} must be at least 2")
@@ -193,11 +196,12 @@ def main(argv=None):
         decisions = list(pool.map(lambda mk: explain(args.cli, model["op"], *mk), inputs))
     cases = [case_of(r, d, args.vendor) for r, d in zip(records, decisions)]
     print(report("model as given (the planner's choice)", cases, [c["model_pick"] for c in cases]))
-    picks = cross_validated_picks(model["cost"], cases, args.folds, args.min_cases)
+    held = None if args.fit_launch else HELD
+    picks = cross_validated_picks(model["cost"], cases, args.folds, args.min_cases, held)
     print(report(f"refit, the cheapest candidate ({args.folds}-fold cross-validation by matrix)", cases, picks))
     if args.out:
         refit = dict(model)
-        refit["cost"] = fit_costs(model["cost"], cases, args.min_cases)
+        refit["cost"] = fit_costs(model["cost"], cases, args.min_cases, held)
         if args.drop_tree:
             refit.pop("tree", None)
         with open(args.out, "w") as f:

@@ -268,6 +268,12 @@ def test_refit_costs_recovers_coefficients_and_judges_held_out_matrices(tmp_path
     fitted = refit.fit_costs(model, cases, min_cases=4)
     assert fitted["gather"]["bytes"] == pytest.approx(2e-9, rel=1e-6)
     assert fitted["slow_start"]["launch"] == 0.05  # held
+    # --fit-launch: a wrongly held launch is fitted too (the model's 0.2 ms back to the true 0.05).
+    wrong_launch = {**model, "slow_start": {"launch": 0.2, "bytes": 1e-10}}
+    freed = refit.fit_costs(wrong_launch, cases, min_cases=4, held=None)
+    assert freed["slow_start"]["launch"] == pytest.approx(0.05, rel=1e-6)
+    assert freed["slow_start"]["bytes"] == pytest.approx(1e-9, rel=1e-6)
+    assert refit.fit_costs(wrong_launch, cases, min_cases=4)["slow_start"]["launch"] == 0.2
     assert refit.fit_costs(model, cases, min_cases=20) == model  # too few cases: kept
     picks = refit.cross_validated_picks(model, cases, folds=4, min_cases=4)
     assert picks == [min(c["times"], key=c["times"].get) for c in cases]

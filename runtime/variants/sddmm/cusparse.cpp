@@ -62,15 +62,19 @@ class Cusparse final : public SddmmVariantOf<Cusparse> {
   // No parameters: nothing to refuse.
   void check(const plan::SddmmProblem&, const plan::DeviceTarget&, const nlohmann::json&) const override {}
 
-  // cuSPARSE's call and the scale kernel. row_bytes, a row of A per row of the pattern: on the
-  // H100 (2026-11-25, K = 128) its time followed the rows more than the nonzeros, about 1.3 us
-  // per thousand rows against 0.11 us per thousand nonzeros on the uniform and FEM patterns of
-  // 4-50 nonzeros a row (bfly, wing, 2M x 2M), 3x slower there than row_gather; without the term
-  // the fit priced it at a sixth of its time on such patterns and the model chose it.
+  // cuSPARSE's call and the scale kernel: its dot products' rows (gather_bytes) and row_bytes,
+  // a row of A per row of the pattern. On the H100 (2026-11-25, K = 128) its time followed the
+  // rows more than the nonzeros, about 1.3 us per thousand rows against 0.11 us per thousand
+  // nonzeros on the uniform and FEM patterns of 4-50 nonzeros a row (bfly, wing, 2M x 2M), 3x
+  // slower there than row_gather; without row_bytes the fit priced it at a sixth of its time on
+  // such patterns and the model chose it. No per-nonzero term (S's indices): fitted at K = 32
+  // and 64 it took weight from gather_bytes and priced K = 128 at half its time (MIT8: chosen
+  // over a 1.56x faster row_gather under cross-validation; without it, worst 1.20x).
   nlohmann::json cost_terms(const SddmmPlanInputs& in, const nlohmann::json&) const override {
-    nlohmann::json terms = gathered_rows_terms(in.features, in.problem, 2.0);
-    terms["row_bytes"] = double(in.features.basic.rows) * in.problem.k * double(size_of(in.problem.dtype));
-    return terms;
+    const double vb = double(size_of(in.problem.dtype)), k = double(in.problem.k);
+    return {{"launch", 2.0},
+            {"gather_bytes", 2.0 * double(in.features.basic.nnz) * k * vb},
+            {"row_bytes", double(in.features.basic.rows) * k * vb}};
   }
 
   std::vector<nlohmann::json> search_space(const SddmmPlanInputs&) const override { return {nlohmann::json::object()}; }
