@@ -5,11 +5,15 @@ judges the refit on matrices it did not see.
 For every (matrix, K) of the bench lines, `sparsejit explain --json` gives each candidate's cost
 terms (what the planner prices); the bench gives each variant's measured time (the vendor: its
 best algorithm). Per variant the coefficients are fitted as the runtime's tuner fits them
-(tuner/train.cpp calibrate_costs): non-negative least squares in relative error,
-sum ((predicted - t) / t)^2, here with `launch` held at the model's value (a constant per call
-that the timings cannot tell from the other intercepts) unless --fit-launch fits it too, as the
-tuner does (needed when the held value is wrong: the SDDMM dense variants held v6's 6.8 us
-while their small calls take 3-4 us on the H100). The pick is then the cheapest
+(tuner/train.cpp calibrate_costs): non-negative least squares in weighted relative error,
+sum w ((predicted - t) / t)^2 with w = min(1, WEIGHT_SPAN * fastest / t) (the tuner's
+kFitWeightSpan: times near the case's fastest decide choices and count whole), here with
+`launch` held at the model's value (a constant per call that the timings cannot tell from the
+other intercepts) unless --fit-launch fits it too, as the tuner does (needed when the held
+value is wrong: the SDDMM dense variants held v6's 6.8 us while their small calls take 3-4 us
+on the H100). --hold keeps more terms: a bench times each variant at one setting per case, so
+the terms that only choose a setting (csr_merge's critical_loads against its atomic_bytes,
+which pick nnz_per_group) cannot be fitted from it. The pick is then the cheapest
 candidate, and the report gives, per K, the share of cases within 10% of the oracle (the fastest
 variant or vendor algorithm the bench ran) and the worst ratio:
 
@@ -40,6 +44,7 @@ import bench_lines
 
 WITHIN = 1.10
 HELD = "launch"
+WEIGHT_SPAN = 2.0
 
 
 def nonnegative_least_squares(a, b, iterations=500):
@@ -71,17 +76,26 @@ def predicted(coefficients, terms):
     return sum(c * terms.get(name, 0.0) for name, c in coefficients.items())
 
 
+def held_terms(held, variant, coefficients):
+    """The terms of `variant` kept at the model's values: `held` names terms of every variant
+    ("launch") or of one ("csr_merge.critical_loads"); a single name may be given as a string."""
+    names = {held} if isinstance(held, str) else set(held or ())
+    return {n for n in coefficients if n in names or f"{variant}.{n}" in names}
+
+
 def fit_variant(coefficients, cases, variant, min_cases, held=HELD):
-    """`variant`'s coefficients refitted on the cases that timed it; the model's own where the
-    cases are fewer than `min_cases` or than the terms they exercise plus three (the tuner's
-    rule): a handful of patterns of one shape fits terms it cannot tell apart."""
+    """`variant`'s coefficients refitted on the cases that timed it, the `held` terms kept; the
+    model's own where the cases are fewer than `min_cases` or than the terms they exercise plus
+    three (the tuner's rule): a handful of patterns of one shape fits terms it cannot tell apart."""
     rows = [c for c in cases if variant in c["terms"]]
-    names = [n for n in sorted(coefficients) if n != held and any(c["terms"][variant].get(n, 0) for c in rows)]
+    kept = held_terms(held, variant, coefficients)
+    names = [n for n in sorted(coefficients) if n not in kept and any(c["terms"][variant].get(n, 0) for c in rows)]
     if len(rows) < max(min_cases, len(names) + 3) or not names:
         return dict(coefficients)
-    a = np.array([[c["terms"][variant].get(n, 0.0) / c["times"][variant] for n in names] for c in rows])
-    held_value = coefficients.get(held, 0.0) if held else 0.0
-    b = np.array([1.0 - held_value * c["terms"][variant].get(held, 0.0) / c["times"][variant] for c in rows])
+    root_w = np.sqrt([min(1.0, WEIGHT_SPAN * c["oracle"] / c["times"][variant]) for c in rows])
+    a = np.array([[c["terms"][variant].get(n, 0.0) / c["times"][variant] for n in names] for c in rows]) * root_w[:, None]
+    b = np.array([1.0 - sum(coefficients[n] * c["terms"][variant].get(n, 0.0) for n in kept) / c["times"][variant]
+                  for c in rows]) * root_w  # fmt: skip
     fitted = dict(coefficients)
     for name, value in zip(names, nonnegative_least_squares(a, b)):
         fitted[name] = float(value)
@@ -139,12 +153,14 @@ def explain(cli, op, matrix, k):
     return json.loads(out.stdout)
 
 
-def case_of(record, decision, vendor):
-    """Terms and times of the candidates both the bench timed and the planner priced."""
+def case_of(record, decision, vendor, vendor_time="best"):
+    """Terms and times of the candidates both the bench timed and the planner priced; the
+    vendor's time is the record's `vendor_time` entry (its best algorithm, or the one the
+    runtime's vendor variant runs)."""
     times = {v: t for v, t in record["variants"].items() if isinstance(t, (int, float))}
-    best_vendor = (record.get("vendor") or {}).get("best")
-    if isinstance(best_vendor, (int, float)):
-        times[vendor] = best_vendor
+    vendor_ms = (record.get("vendor") or {}).get(vendor_time)
+    if isinstance(vendor_ms, (int, float)):
+        times[vendor] = vendor_ms
     terms = {c["variant"]: c["terms"] for c in decision["candidates"]
              if not c.get("rejected_because") and c["variant"] in times and c.get("terms")}  # fmt: skip
     return {"matrix": record["matrix"], "k": record["k"], "terms": terms, "times": {v: times[v] for v in terms},
@@ -176,11 +192,17 @@ def main(argv=None):
     p.add_argument("--matrices", default=".", help="folder the records' matrix names are relative to")
     p.add_argument("--cli", default=os.environ.get("SPARSEJIT_CLI", "build/sparsejit"), help="the sparsejit binary")
     p.add_argument("--vendor", default="cusparse", help="the op's vendor variant")
+    p.add_argument("--vendor-time", default="best",
+                   help="the record's vendor entry that times it: `best` (of the algorithms the bench ran) or the one the "
+                        "variant runs, e.g. csr_alg3 for SpMM A·B")  # fmt: skip
     p.add_argument("--folds", type=int, default=5, help="cross-validation folds (by matrix), at least 2")
     p.add_argument("--min-cases", type=int, default=20, help="a variant timed on fewer cases keeps its coefficients")
     p.add_argument("--out", help="write the model with the coefficients fitted on every case here")
     p.add_argument("--drop-tree", action="store_true", help="leave the model's variant tree out of --out")
     p.add_argument("--fit-launch", action="store_true", help="fit `launch` too instead of holding the model's value")
+    p.add_argument("--hold", action="append", default=[], metavar="[VARIANT.]TERM",
+                   help="keep this term at the model's value (every variant's, or one variant's: csr_merge.critical_loads); "
+                        "repeatable. For terms that choose a variant's parameters, which a bench's one setting per case cannot fit")  # fmt: skip
     args = p.parse_args(argv)
     if args.folds < 2:
         sys.exit(f"refit_costs: --folds {args.folds} must be at least 2")
@@ -194,9 +216,9 @@ def main(argv=None):
     inputs = [(matrix_input(r["matrix"], args.matrices), r["k"]) for r in records]
     with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
         decisions = list(pool.map(lambda mk: explain(args.cli, model["op"], *mk), inputs))
-    cases = [case_of(r, d, args.vendor) for r, d in zip(records, decisions)]
+    cases = [case_of(r, d, args.vendor, args.vendor_time) for r, d in zip(records, decisions)]
     print(report("model as given (the planner's choice)", cases, [c["model_pick"] for c in cases]))
-    held = None if args.fit_launch else HELD
+    held = set(args.hold) | (set() if args.fit_launch else {HELD})
     picks = cross_validated_picks(model["cost"], cases, args.folds, args.min_cases, held)
     print(report(f"refit, the cheapest candidate ({args.folds}-fold cross-validation by matrix)", cases, picks))
     if args.out:

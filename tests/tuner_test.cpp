@@ -808,7 +808,7 @@ TEST(Training, CostFitRecoversKnownCoefficientsFromThePlannersTerms) {
 }
 
 TEST(Training, CostFitNeedsThreeCasesMoreThanTermsElseScales) {
-  // Two matrices at two K: 4 cases for csr_vector's 5 non-zero terms.
+  // Two matrices at two K: 4 cases for csr_vector's 6 non-zero terms (B of 2500-3000 rows overflows L1 at K = 32 and 128).
   const nlohmann::json truth = {{"csr_vector", {{"launch", 0.005}, {"sparse_bytes", 1e-10}, {"gather_bytes", 3e-11},
                                                 {"output_bytes", 2e-10}, {"atomic_bytes", 0.0}, {"critical_loads", 1.5e-4}}}};
   auto ms = synthetic_spmm_measurements({"uniform:3000:6", "band:2500:8:16"}, truth);
@@ -822,7 +822,37 @@ TEST(Training, CostFitNeedsThreeCasesMoreThanTermsElseScales) {
   for (const auto& [term, value] : shipped["csr_vector"].items())
     EXPECT_NEAR(cost["csr_vector"][term].get<double>(), 2 * value.get<double>(), 1e-12 * value.get<double>()) << term;
   ASSERT_EQ(notes.size(), 1u);
-  EXPECT_NE(notes[0].find("scaled, not fitted: 4 cases for 5 terms, a fit needs 8"), std::string::npos) << notes[0];
+  EXPECT_NE(notes[0].find("scaled, not fitted: 4 cases for 6 terms, a fit needs 9"), std::string::npos) << notes[0];
+}
+
+TEST(Training, CostFitWeighsTimesNearTheCasesFastestMore) {
+  // csr_vector at 1e-10 ms per gathered byte on four cases where it is the fastest, and at
+  // 3e-10 on four where csr_merge is ten times faster: there its weight is 2 / 10 = 0.2.
+  std::vector<tuner::Measurement> ms;
+  for (int i = 0; i < 8; ++i) {
+    const bool slow = i >= 4;
+    const double bytes = 1e7 * (1 + i);
+    tuner::Measurement m;
+    m.case_id = "case" + std::to_string(i);
+    m.ok = true;
+    m.variant = "csr_vector";
+    m.terms = {{"gather_bytes", bytes}};
+    m.time_ms = (slow ? 3e-10 : 1e-10) * bytes;
+    ms.push_back(m);
+    if (!slow) continue;
+    m.variant = "csr_merge";
+    m.terms = {{"launch", 1.0}};
+    m.time_ms /= 10;  // ten times faster than csr_vector there
+    ms.push_back(m);
+  }
+  std::vector<std::string> notes;
+  const nlohmann::json cost = tuner::calibrate_costs(ms, {{"csr_vector", {{"gather_bytes", 1e-10}}}, {"csr_merge", {{"launch", 1.0}}}}, notes);
+  // argmin Σ w (c r - 1)², r = bytes / t: c = Σ w r / Σ w r², r 1e10 or 1e10 / 3.
+  const double weighted = (4 + 0.2 * 4 / 3.0) / (4 + 0.2 * 4 / 9.0) * 1e-10;  // 1.043e-10
+  const double unweighted = (4 + 4 / 3.0) / (4 + 4 / 9.0) * 1e-10;           // 1.2e-10
+  EXPECT_NEAR(cost["csr_vector"]["gather_bytes"].get<double>() / weighted, 1.0, 1e-9) << "unweighted: " << unweighted;
+  ASSERT_EQ(notes.size(), 2u);
+  EXPECT_NE(notes[1].find("weighted relative error"), std::string::npos) << notes[1];
 }
 
 TEST(Timing, MedianOfOddAndEvenCountsAndOfNone) {

@@ -195,10 +195,27 @@ struct CostFit {
   std::size_t cases = 0;
 };
 
+// The fastest correct time of each case, over every variant.
+std::map<std::string, double> fastest_of_cases(const std::vector<Measurement>& measurements) {
+  std::map<std::string, double> fastest;
+  for (const auto& m : measurements) {
+    if (!m.ok || !(m.time_ms > 0) || !std::isfinite(m.time_ms)) continue;
+    auto [it, fresh] = fastest.emplace(m.case_id, m.time_ms);
+    if (!fresh) it->second = std::min(it->second, m.time_ms);
+  }
+  return fastest;
+}
+
+// A measurement's weight in the fit (train.hpp, calibrate_costs).
+double fit_weight(const Measurement& m, const std::map<std::string, double>& fastest) {
+  const auto it = fastest.find(m.case_id);
+  return it == fastest.end() ? 1.0 : std::min(1.0, kFitWeightSpan * it->second / m.time_ms);
+}
+
 // The non-negative fit of calibrate_costs over one variant's correct measurements; nullopt
 // with the reason in why_not when it cannot be made.
 std::optional<CostFit> fit_costs(const std::vector<const Measurement*>& group, const nlohmann::json& coefficients,
-                                 std::string& why_not) {
+                                 const std::map<std::string, double>& fastest, std::string& why_not) {
   CostFit fit;
   fit.coefficients = coefficients;
   std::set<std::string> cases;
@@ -215,14 +232,17 @@ std::optional<CostFit> fit_costs(const std::vector<const Measurement*>& group, c
               std::to_string(fit.terms.size() + kFitExtraCases);
     return std::nullopt;
   }
-  // Row i divided by its time: minimizing Σ (a_i·c / t_i - 1)² is the relative-error fit.
+  // Row i times sqrt(w_i) / t_i: minimizing Σ w_i (a_i·c / t_i - 1)² is the weighted relative-error fit.
   std::vector<std::vector<double>> rows;
+  std::vector<double> rhs;
   for (const Measurement* m : fit.rows) {
+    const double scale = std::sqrt(fit_weight(*m, fastest)) / m->time_ms;
     std::vector<double> row;
-    for (const auto& name : fit.terms) row.push_back(m->terms.value(name, 0.0) / m->time_ms);
+    for (const auto& name : fit.terms) row.push_back(m->terms.value(name, 0.0) * scale);
     rows.push_back(std::move(row));
+    rhs.push_back(scale * m->time_ms);
   }
-  const std::vector<double> c = nonnegative_least_squares(rows, std::vector<double>(rows.size(), 1.0));
+  const std::vector<double> c = nonnegative_least_squares(rows, rhs);
   for (std::size_t j = 0; j < fit.terms.size(); ++j) fit.coefficients[fit.terms[j]] = c[j];
   return fit;
 }
@@ -262,18 +282,19 @@ std::optional<RsTraining> train_rs(const std::vector<Measurement>& measurements,
 nlohmann::json calibrate_costs(const std::vector<Measurement>& measurements, const nlohmann::json& base_cost,
                                std::vector<std::string>& notes) {
   nlohmann::json cost = base_cost;
+  const std::map<std::string, double> fastest = fastest_of_cases(measurements);
   std::map<std::string, std::vector<const Measurement*>> by_variant;
   for (const auto& m : measurements)
     if (m.ok && m.time_ms > 0 && std::isfinite(m.time_ms) && cost.contains(m.variant)) by_variant[m.variant].push_back(&m);
   for (const auto& [variant, group] : by_variant) {
     std::string why_not;
-    if (const auto fit = fit_costs(group, cost[variant], why_not)) {
+    if (const auto fit = fit_costs(group, cost[variant], fastest, why_not)) {
       const auto [median_before, worst_before] = relative_errors(fit->rows, cost[variant]);
       const auto [median_after, worst_after] = relative_errors(fit->rows, fit->coefficients);
       std::string zeroed;
       for (const auto& name : fit->terms)
         if (fit->coefficients[name].get<double>() == 0) zeroed += (zeroed.empty() ? "" : ", ") + name;
-      notes.push_back("cost " + variant + ": fitted " + std::to_string(fit->terms.size()) + " terms (non-negative, relative error) on " +
+      notes.push_back("cost " + variant + ": fitted " + std::to_string(fit->terms.size()) + " terms (non-negative, weighted relative error) on " +
                       std::to_string(fit->rows.size()) + " measurements of " + std::to_string(fit->cases) +
                       " cases: |predicted/measured - 1| median " + format_number(median_before) + " -> " +
                       format_number(median_after) + ", worst " + format_number(worst_before) + " -> " + format_number(worst_after) +

@@ -88,14 +88,20 @@ std::optional<RsTraining> train_rs(const std::vector<Measurement>& measurements,
 //   fit      over every correct measurement of the variant that has terms (all its params:
 //            the terms follow the params), the coefficients of the terms seen non-zero are
 //            the non-negative least-squares fit of time_ms on the terms in relative error
-//            (minimizing Σ ((predicted - t) / t)², as the dispatcher compares ratios and
+//            (minimizing Σ w ((predicted - t) / t)², as the dispatcher compares ratios and
 //            times span 5 µs to 5 ms); the other coefficients stay as they were. Needs at
-//            least kFitExtraCases more cases than fitted terms.
+//            least kFitExtraCases more cases than fitted terms. The weight w is
+//            min(1, kFitWeightSpan · fastest / t), fastest the case's fastest correct time of
+//            any variant: a choice only turns on the candidates near the fastest, so a time
+//            within kFitWeightSpan of it counts whole and one 10x slower a fifth (unweighted,
+//            csr_rowwarp's fit spent itself on long-row patterns where it runs 10-100x the
+//            fastest and priced big banded patterns at half their time: 1.85x off the oracle).
 //   scale    otherwise (too few cases, or no terms): every coefficient times the geometric
 //            mean over the cases of the best measured time / predicted_ms.
 // One note per variant says which, with the fit's median and worst |predicted / t - 1|
 // before and after.
 inline constexpr std::size_t kFitExtraCases = 3;
+inline constexpr double kFitWeightSpan = 2.0;
 nlohmann::json calibrate_costs(const std::vector<Measurement>& measurements, const nlohmann::json& base_cost,
                                std::vector<std::string>& notes);
 // SDDMM's variant tree (leaves are variant names); nullopt without a correct measurement of

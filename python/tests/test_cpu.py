@@ -274,7 +274,21 @@ def test_refit_costs_recovers_coefficients_and_judges_held_out_matrices(tmp_path
     assert freed["slow_start"]["launch"] == pytest.approx(0.05, rel=1e-6)
     assert freed["slow_start"]["bytes"] == pytest.approx(1e-9, rel=1e-6)
     assert refit.fit_costs(wrong_launch, cases, min_cases=4)["slow_start"]["launch"] == 0.2
+    # --hold VARIANT.TERM keeps one variant's term: slow_start's launch stays, gather's is fitted.
+    one_held = refit.fit_costs(wrong_launch, cases, min_cases=4, held={"slow_start.launch"})
+    assert one_held["slow_start"]["launch"] == 0.2
+    assert one_held["gather"]["launch"] == pytest.approx(0.001, rel=1e-6)
     assert refit.fit_costs(model, cases, min_cases=20) == model  # too few cases: kept
+    # The weight: "gather" at 1e-9 per byte where it is the fastest, at 3e-9 on four cases where
+    # the oracle is ten times faster (weight 0.2): c = sum w r / sum w r^2 (the tuner's test).
+    weighted_cases = []
+    for i in range(8):
+        slow = i >= 4
+        terms = {"gather": {"bytes": 1e6 * (1 + i)}}
+        t = (3e-9 if slow else 1e-9) * terms["gather"]["bytes"]
+        weighted_cases.append({"matrix": f"w{i}", "k": 32, "terms": terms, "times": {"gather": t}, "oracle": t / 10 if slow else t})
+    weighted = refit.fit_costs({"gather": {"bytes": 1e-9}}, weighted_cases, min_cases=4)["gather"]["bytes"]
+    assert weighted == pytest.approx((4 + 0.2 * 4 / 3) / (4 + 0.2 * 4 / 9) * 1e-9, rel=1e-9)
     picks = refit.cross_validated_picks(model, cases, folds=4, min_cases=4)
     assert picks == [min(c["times"], key=c["times"].get) for c in cases]
     assert "8/8 = 100% within 10% of the oracle" in refit.report("refit", cases, picks)

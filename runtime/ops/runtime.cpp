@@ -44,6 +44,9 @@ plan::DeviceTarget target_of(const DeviceInfo& info) {
   t.multiprocessors = info.multiprocessors;
   t.shared_per_block_optin = info.shared_mem_per_block_optin;
   t.shared_per_sm = info.shared_mem_per_sm;
+  // No attribute gives the L1 size; from Volta to Hopper the unified array is the largest
+  // shared-memory carve-out plus 28 KiB (sm_90 228 + 28 = 256 KiB, sm_80 164 + 28 = 192, sm_86 100 + 28 = 128).
+  t.l1_per_sm = int64_t(info.shared_mem_per_sm) + 28 * 1024;
   t.max_threads_per_sm = info.max_threads_per_sm;
   t.max_blocks_per_sm = info.max_blocks_per_sm;
   t.present = true;

@@ -28,6 +28,8 @@ struct DeviceTarget {
   int multiprocessors = 132;
   int64_t shared_per_block_optin = 227 * 1024;
   int64_t shared_per_sm = 228 * 1024;
+  // The SM's unified L1/shared-memory capacity: what a kernel without shared memory caches in L1.
+  int64_t l1_per_sm = 256 * 1024;
   int max_threads_per_sm = 2048;
   int max_blocks_per_sm = 32;
   bool present = false;

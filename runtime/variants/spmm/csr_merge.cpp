@@ -137,7 +137,7 @@ class CsrMerge final : public SpmmVariantOf<CsrMerge> {
   nlohmann::json cost_terms(const SpmmPlanInputs& in, const nlohmann::json& params) const override {
     const Features& f = in.features;
     const plan::SpmmProblem& p = in.problem;
-    nlohmann::json t = base_terms(f, p);
+    nlohmann::json t = base_terms(in);
     const double vb = value_bytes(p);
     const double nnz = double(f.basic.nnz);
     const double range = params.at("nnz_per_group").get<int>();

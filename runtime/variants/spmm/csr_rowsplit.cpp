@@ -71,7 +71,7 @@ class CsrRowsplit final : public SpmmVariantOf<CsrRowsplit> {
   nlohmann::json cost_terms(const SpmmPlanInputs& in, const nlohmann::json& params) const override {
     const Features& f = in.features;
     const plan::SpmmProblem& p = in.problem;
-    nlohmann::json t = base_terms(f, p);
+    nlohmann::json t = base_terms(in);
     const double vb = value_bytes(p);
     const double rows = f.basic.rows;
     const int lanes = params.at("lanes").get<int>();

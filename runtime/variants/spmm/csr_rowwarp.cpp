@@ -59,7 +59,7 @@ class CsrRowwarp final : public SpmmVariantOf<CsrRowwarp> {
   // K = 32, e.g. cora 168 nonzeros 26 µs, email-Enron 1383 nonzeros 392 µs).
   // Every pass re-reads the row's indices and values, so A's bytes count once per pass.
   nlohmann::json cost_terms(const SpmmPlanInputs& in, const nlohmann::json& params) const override {
-    nlohmann::json t = base_terms(in.features, in.problem);
+    nlohmann::json t = base_terms(in);
     const double passes = ceil_div(in.problem.k, 32.0 * params.at("cols_per_lane").get<int>());
     t["critical_loads"] = double(in.features.basic.row_max) * passes;
     t["sparse_bytes"] = t["sparse_bytes"].get<double>() * passes;

@@ -28,7 +28,7 @@ class CsrVector final : public SpmmVariantOf<CsrVector> {
   nlohmann::json cost_terms(const SpmmPlanInputs& in, const nlohmann::json& params) const override {
     const Features& f = in.features;
     const plan::SpmmProblem& p = in.problem;
-    nlohmann::json t = base_terms(f, p);
+    nlohmann::json t = base_terms(in);
     const double vb = value_bytes(p);
     const double nnz = double(f.basic.nnz);
     const int64_t k_slices = slices(p.k, light_slice(params));

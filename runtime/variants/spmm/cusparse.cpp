@@ -58,7 +58,7 @@ class Cusparse final : public SpmmVariantOf<Cusparse> {
   }
 
   nlohmann::json cost_terms(const SpmmPlanInputs& in, const nlohmann::json&) const override {
-    return base_terms(in.features, in.problem);
+    return base_terms(in);
   }
 
   // Its other algorithms.

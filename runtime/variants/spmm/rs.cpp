@@ -109,8 +109,10 @@ double heavy_critical_loads(const Features& f, const nlohmann::json& params, con
   return ceil_div(walk, params.at("heavy_lanes").get<int>()) + ceil_div(walk, params.at("heavy_unroll").get<int>());
 }
 
-nlohmann::json rs_terms(const Features& f, const plan::SpmmProblem& p, const nlohmann::json& params, const SplitStats& s) {
-  nlohmann::json t = base_terms(f, p);
+nlohmann::json rs_terms(const SpmmPlanInputs& in, const nlohmann::json& params, const SplitStats& s) {
+  const Features& f = in.features;
+  const plan::SpmmProblem& p = in.problem;
+  nlohmann::json t = base_terms(in);
   const double vb = value_bytes(p);
   const double k = p.k;
   const double items = heavy_items(s, params.at("segments_per_block").get<int>());
@@ -215,7 +217,7 @@ class Rs final : public SpmmVariantOf<Rs> {
       params["threshold"] = t;
       const SplitStats s = split_of(in, params);
       params["segments_per_block"] = segments_per_block(s, params, in.device);
-      const double ms = costs.contains(name) ? models::linear_cost(costs.at(name), rs_terms(in.features, in.problem, params, s)) : 0.0;
+      const double ms = costs.contains(name) ? models::linear_cost(costs.at(name), rs_terms(in, params, s)) : 0.0;
       if (best.is_null() || ms < best_ms) {
         best_ms = ms;
         best = params;
@@ -273,7 +275,7 @@ class Rs final : public SpmmVariantOf<Rs> {
   }
 
   nlohmann::json cost_terms(const SpmmPlanInputs& in, const nlohmann::json& params) const override {
-    return rs_terms(in.features, in.problem, params, split_of(in, params));
+    return rs_terms(in, params, split_of(in, params));
   }
 
   std::vector<nlohmann::json> search_space(const SpmmPlanInputs& in) const override {

@@ -51,13 +51,18 @@ nlohmann::json light_params(const plan::SpmmProblem& p) {
           {"unroll", kUnroll}, {"block_threads", kLightThreads}};
 }
 
-nlohmann::json base_terms(const Features& f, const plan::SpmmProblem& p) {
+nlohmann::json base_terms(const SpmmPlanInputs& in) {
+  const Features& f = in.features;
+  const plan::SpmmProblem& p = in.problem;
   const double vb = value_bytes(p);
   const double nnz = double(f.basic.nnz);
   const double out_rows = p.transpose_a ? f.basic.cols : f.basic.rows;
+  const double gathered_operand = double(f.basic.cols) * p.k * vb;
+  const double l1_miss = gathered_operand > 0 ? std::max(0.0, 1.0 - double(in.device.l1_per_sm) / gathered_operand) : 0.0;
   return {{"launch", 1.0},
           {"sparse_bytes", nnz * (4.0 + vb) + (f.basic.rows + 1.0) * 4.0},
           {"gather_bytes", nnz * p.k * vb},
+          {"l1_miss_gather_bytes", nnz * p.k * vb * l1_miss},
           {"output_bytes", out_rows * p.k * vb},
           {"panel_bytes", 0.0},
           {"shared_bytes", 0.0},

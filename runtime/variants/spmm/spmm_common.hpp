@@ -46,6 +46,10 @@ nlohmann::json light_params(const plan::SpmmProblem& p);
 // The cost terms every variant starts from. Every byte count is what the kernel moves, in its class:
 //   sparse_bytes   indices, values and offsets (DRAM, read once per K slice)
 //   gather_bytes   rows of B read per nonzero (from L2 mostly: B usually fits in it)
+//   l1_miss_gather_bytes  the share of gather_bytes that misses L1: nonzeros' accesses spread
+//                  evenly over the gathered operand (cols x K: B, or C for Aᵀ·B), of which one
+//                  SM's L1 holds l1_per_sm bytes (a 512 x 512 layer's B at K = 128 is 256 KiB and
+//                  hits; a 512 x 4608 one's, 2.3 MiB, misses 89%: rowsplit ran 7.5 against 9.2 TB/s)
 //   output_bytes   C written once (plain stores or the memset before atomics)
 //   panel_bytes    B's panel rows staged into shared memory by the heavy kernel
 //   shared_bytes   shared-memory reads of the staged rows (one row slice per heavy nonzero)
@@ -59,7 +63,7 @@ nlohmann::json light_params(const plan::SpmmProblem& p);
 //   critical_row   longest row times K (csr_rowwarp's, one warp walks K in passes)
 //                  csr_rowwarp's critical_loads: its longest row once per pass, one B load each
 //   launch         kernel launches and memsets
-nlohmann::json base_terms(const Features& f, const plan::SpmmProblem& p);
+nlohmann::json base_terms(const SpmmPlanInputs& in);
 
 // Of several parameter sets of one variant, the one the model's cost formula prices lowest
 // (the first when the model prices no such variant).
