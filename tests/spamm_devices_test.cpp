@@ -1,11 +1,14 @@
 // The split of SpAMM's C among GPUs (plan/spamm_devices.hpp), on the CPU: kept products per
-// tile row equal a brute-force count, and blocks for 2, 4 and 8 GPUs keep every block within
-// 5% of the even share on norm maps shaped like the decay inputs' (and random ones).
+// tile row equal a brute-force count (counted on several cores for large maps), blocks for 2,
+// 4 and 8 GPUs keep every block within 5% of the even share on norm maps shaped like the decay
+// inputs', blocks follow uneven shares, and the shares that let GPUs starting at different
+// times finish together.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <string>
 
 #include "plan/spamm_devices.hpp"
 #include "sparsejit/error.hpp"
@@ -60,6 +63,13 @@ TEST(SpammDevices, KeptPerRowIsTheBruteForceCount) {
   }
 }
 
+TEST(SpammDevices, KeptPerRowOfALargeMapCountedInPartsIsTheBruteForceCount) {
+  // 300 tile rows: enough work for several threads (reference/parallel.hpp).
+  const NormMap a = decay_map(300, false, 11), b = decay_map(300, false, 12);
+  const double tau = tau_for(a, b, 0.07);
+  EXPECT_EQ(kept_per_tile_row(a, b, tau), brute_force(a, b, tau));
+}
+
 TEST(SpammDevices, BlocksOfTwoFourAndEightGpusAreWithinFivePercent) {
   // N = 16384 and 32768 at tile 64: 256 and 512 tile rows; shares 5% and 10% as the bench's.
   for (int32_t tiles : {256, 512})
@@ -95,6 +105,102 @@ TEST(SpammDevices, EvenRowsAreNotEvenWork) {
   EXPECT_EQ(blocks[1].kept, 590);
 }
 
+TEST(SpammDevices, BlocksFollowUnevenShares) {
+  const std::vector<int64_t> kept(400, 3);  // even work per row: the cuts fall at the shares' rows
+  const std::vector<RowBlock> blocks = split_rows(kept, std::vector<double>{0.5, 0.2, 0.3, 0.0});
+  ASSERT_EQ(blocks.size(), 4u);
+  EXPECT_EQ(blocks[0].end, 200);
+  EXPECT_EQ(blocks[1].end, 280);
+  EXPECT_EQ(blocks[2].end, 400);
+  EXPECT_EQ(blocks[3].first, 400);
+  EXPECT_EQ(blocks[3].kept, 0);
+  // Nothing kept: rows by share.
+  const std::vector<RowBlock> none = split_rows(std::vector<int64_t>(10, 0), std::vector<double>{0.7, 0.3});
+  EXPECT_EQ(none[0].end, 7);
+  EXPECT_EQ(none[1].end, 10);
+}
+
+// Each busy GPU's finish (start + share · total · ms_per_kept) is the same; idle ones start
+// after it.
+void expect_finish_together(const std::vector<RankPace>& paces, int64_t total, const std::vector<double>& shares) {
+  ASSERT_EQ(shares.size(), paces.size());
+  double sum = 0, finish = -1;
+  for (std::size_t r = 0; r < shares.size(); ++r) {
+    sum += shares[r];
+    if (shares[r] == 0) continue;
+    const double end = paces[r].start_ms + shares[r] * double(total) * paces[r].ms_per_kept;
+    if (finish < 0) finish = end;
+    EXPECT_NEAR(end, finish, 1e-9 * finish) << "GPU " << r;
+  }
+  EXPECT_NEAR(sum, 1.0, 1e-12);
+  for (std::size_t r = 0; r < shares.size(); ++r) {
+    if (shares[r] == 0) {
+      EXPECT_GE(paces[r].start_ms, finish) << "GPU " << r;
+    }
+  }
+}
+
+TEST(SpammDevices, SharesLetGpusThatStartLateFinishTogether) {
+  // Unmeasured: even shares.
+  EXPECT_EQ(shares_to_finish_together(std::vector<RankPace>(4), 1000), std::vector<double>(4, 0.25));
+  EXPECT_EQ(shares_to_finish_together({{0, 1e-3}, {5, 1e-3}}, 0), std::vector<double>(2, 0.5));
+  // Equal starts and paces: even.
+  const std::vector<double> even = shares_to_finish_together(std::vector<RankPace>(4, RankPace{0, 2e-4}), 1000000);
+  for (double s : even) EXPECT_NEAR(s, 0.25, 1e-12);
+  // Rank 0 holds the operands, the others wait 18 ms for theirs (a 132 ms product on one GPU).
+  const std::vector<RankPace> held = {{0, 1.3e-6}, {18, 1.3e-6}, {18, 1.3e-6}, {18, 1.3e-6}};
+  const std::vector<double> shares = shares_to_finish_together(held, 100000000);
+  expect_finish_together(held, 100000000, shares);
+  EXPECT_NEAR(shares[0] - shares[1], 18 / (1.3e-6 * 1e8), 1e-9);
+  // A slower GPU takes less; one that could only start after the others are done takes none.
+  const std::vector<RankPace> mixed = {{0, 1e-6}, {2, 2e-6}, {1000, 1e-6}};
+  const std::vector<double> uneven = shares_to_finish_together(mixed, 10000000);
+  expect_finish_together(mixed, 10000000, uneven);
+  EXPECT_GT(uneven[1], 0.0);
+  EXPECT_GT(uneven[0], uneven[1]);
+  EXPECT_EQ(uneven[2], 0.0);
+  // An unmeasured pace is the mean of the measured ones.
+  const std::vector<double> filled = shares_to_finish_together({{0, 1e-6}, {0, 0}, {0, 3e-6}}, 3000);
+  expect_finish_together({{0, 1e-6}, {0, 2e-6}, {0, 3e-6}}, 3000, filled);
+}
+
+TEST(SpammDevices, FinishIsTheLastGpusEnd) {
+  const std::vector<RankPace> paces = {{0, 1e-3}, {5, 0}, {2, 2e-3}};  // the unmeasured pace is the mean, 1.5e-3
+  const std::vector<RowBlock> blocks = {{0, 10, 1000}, {10, 20, 1000}, {20, 30, 4000}};
+  EXPECT_DOUBLE_EQ(finish_ms(paces, blocks), 2 + 4000 * 2e-3);  // 10 ms, after 1 ms and 6.5 ms
+  EXPECT_EQ(finish_ms({{0, 0}}, {{0, 1, 5}}), 0.0);
+  EXPECT_THROW(finish_ms(paces, {}), InvalidInputError);
+}
+
+TEST(SpammDevices, BlocksAreCutEvenThenByPacesAndKeptWhileANewCutGainsLittle) {
+  const std::vector<int64_t> kept(400, 10);
+  const BlockCut even = cut_blocks(kept, 4, nullptr, {});
+  EXPECT_EQ(even.source, CutSource::Even);
+  EXPECT_EQ(even.blocks[1].first, 100);
+  EXPECT_EQ(even.shares, std::vector<double>(4, 0.25));
+  // Rank 0 starts 4 ms before the others (40 ms of products in all): the new cut ends at 13 ms,
+  // rank 0 taking 130 rows and the others 90.
+  const std::vector<RankPace> paces = {{0, 1e-2}, {4, 1e-2}, {4, 1e-2}, {4, 1e-2}};
+  const BlockCut first = cut_blocks(kept, 4, &paces, {});
+  EXPECT_EQ(first.source, CutSource::FinishTogether);
+  EXPECT_EQ(first.blocks[0].end, 130);
+  EXPECT_NEAR(first.predicted_ms, 13.0, 1e-9);
+  // Even blocks would end at 4 + 1000 · 1e-2 = 14 ms: the new cut is more than 2% faster.
+  EXPECT_EQ(cut_blocks(kept, 4, &paces, even.blocks).source, CutSource::FinishTogether);
+  // Its blocks with one row moved end at 13.1 ms, within 2% of the new cut: kept, counts recounted.
+  std::vector<RowBlock> moved = first.blocks;
+  moved[0].end += 1;
+  moved[1].first += 1;
+  moved[0].kept = moved[1].kept = -1;  // stale counts are recounted
+  const BlockCut again = cut_blocks(kept, 4, &paces, moved);
+  EXPECT_EQ(again.source, CutSource::Previous);
+  EXPECT_EQ(again.blocks[0].end, moved[0].end);
+  EXPECT_EQ(again.blocks[0].kept, 10 * int64_t(moved[0].end));
+  EXPECT_NEAR(again.shares[0], double(again.blocks[0].kept) / 4000.0, 1e-12);
+  // Blocks over other rows (a problem of another size) are not comparable.
+  EXPECT_EQ(cut_blocks(std::vector<int64_t>(300, 10), 4, &paces, moved).source, CutSource::FinishTogether);
+}
+
 TEST(SpammDevices, EdgeCasesAndBadInput) {
   const std::vector<RowBlock> none = split_rows(std::vector<int64_t>(3, 0), 4);  // nothing kept, fewer rows than parts
   ASSERT_EQ(none.size(), 4u);
@@ -103,6 +209,25 @@ TEST(SpammDevices, EdgeCasesAndBadInput) {
   EXPECT_EQ(split_rows({5, 5}, 1).front().kept, 10);
   EXPECT_THROW(split_rows({1, 2}, 0), InvalidInputError);
   EXPECT_THROW(split_rows({1, -2}, 2), InvalidInputError);
+  const auto refused = [](const std::vector<double>& shares, const std::string& words) {
+    try {
+      split_rows({1, 2, 3}, shares);
+      ADD_FAILURE() << "no error for " << words;
+    } catch (const InvalidInputError& e) {
+      EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+    }
+  };
+  refused({}, "no shares");
+  refused({0.5, -0.1, 0.6}, "share -0.1");
+  refused({0.5, std::nan(""), 0.5}, "share nan");
+  refused({0.5, 0.4}, "sum to 0.9");
+  EXPECT_THROW(shares_to_finish_together({}, 10), InvalidInputError);
+  try {
+    shares_to_finish_together({{0, 1}, {-3, 1}}, 10);
+    ADD_FAILURE() << "no error for a negative start";
+  } catch (const InvalidInputError& e) {
+    EXPECT_NE(std::string(e.what()).find("start -3"), std::string::npos) << e.what();
+  }
   NormMap a = decay_map(4, false, 5), b = decay_map(3, false, 6);
   EXPECT_THROW(kept_per_tile_row(a, b, 1.0), InvalidInputError);
 }

@@ -74,7 +74,7 @@ std::vector<jit::KernelSpec> every_multiplication_kernel() {
 // asks for them): each tile, stored type and precision, with and without the 16-bit copies
 // where the executor may write them, one element or 16 bytes per load.
 std::vector<jit::KernelSpec> every_front_kernel() {
-  std::vector<jit::KernelSpec> specs{variants::search_spec()};
+  std::vector<jit::KernelSpec> specs{variants::search_spec(), variants::row_counts_spec()};
   struct Form {
     DType stored;
     SpammPrecision precision;
@@ -120,8 +120,8 @@ std::vector<std::string> compile_all(const std::vector<jit::KernelSpec>& specs) 
 
 TEST(SpammTemplates, AllTemplatesAreKnown) {
   const auto names = jit::template_names();
-  for (const char* expected : {"spamm_norms.cu", "spamm_search.cu", "spamm_simt.cu", "spamm_mma.cu", "spamm_wgmma.cu", "spamm_stage.cuh",
-                               "spamm_lists.cuh"})
+  for (const char* expected : {"spamm_norms.cu", "spamm_search.cu", "spamm_row_counts.cu", "spamm_simt.cu", "spamm_mma.cu", "spamm_wgmma.cu",
+                               "spamm_stage.cuh", "spamm_lists.cuh"})
     EXPECT_NE(std::find(names.begin(), names.end(), expected), names.end()) << expected;
 }
 
@@ -145,8 +145,8 @@ TEST(SpammTemplates, EveryKernelCompilesForSm80AndSm90) {
 TEST(SpammTemplates, NormPassesAreDistinctAndReadTheirStoredType) {
   std::set<std::string> names;
   for (const jit::KernelSpec& s : every_front_kernel()) names.insert(s.kernel_name);
-  // The search kernel and 3 tiles x 2 widths x 8 passes: tf32's is full f32's (it writes no copy).
-  EXPECT_EQ(names.size(), 1u + 3u * 8u * 2u);
+  // The search and row-count kernels and 3 tiles x 2 widths x 8 passes: tf32's is full f32's (it writes no copy).
+  EXPECT_EQ(names.size(), 2u + 3u * 8u * 2u);
   const std::string half_copy = jit::render(variants::norms_spec(DType::F16, SpammPrecision::FP16, 64, true, 8));
   for (const char* line : {"typedef __half value_t;", "typedef __half copy_t;", "constexpr int kVec = 8;", "__half2float(in.v[i])"})
     EXPECT_NE(half_copy.find(line), std::string::npos) << line;

@@ -230,6 +230,27 @@ def test_spamm_table_takes_the_class_gemm_of_each_row_and_names_malformed_lines(
     assert bad.returncode == 1 and f"{results}:2: not a JSON record" in bad.stderr
 
 
+def test_spamm_devices_table_gives_each_mode_its_efficiency_and_names_malformed_lines(tmp_path):
+    script = Path(__file__).resolve().parents[2] / "bench" / "spamm_devices_table.py"
+    row = {"n": 32768, "precision": "full", "operands": "value", "target_ratio": 0.1, "ms": 120.0, "baseline_ms": 1400.0,
+           "devices": 4, "devices_ms": 60.0, "resident_ms": 37.5, "resident_speedup": 37.3, "relative_error": 0.5,
+           "resident_relative_error": 0.5}  # fmt: skip
+    converted = {**row, "precision": "fp16", "baseline_f32_inputs_ms": 300.0, "ms": 40.0, "devices_ms": 40.0, "resident_ms": 12.5}
+    results = tmp_path / "r.jsonl"
+    results.write_text("\n".join(json.dumps(r) for r in (converted, row)) + "\n")
+    out = subprocess.run([sys.executable, str(script), str(results)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith("| N | precision |") and "resident eff." in lines[0]
+    # f32 operands at fp16 (sorted first): over cuBLAS's own call on them (300 ms)
+    assert lines[2].split(" | ")[12] == "24.00x"
+    # 120/60 = 2x on 4 GPUs is 50%, 120/37.5 = 3.2x is 80%, 1400/37.5 over cuBLAS
+    assert lines[3] == "| 32768 | full | value | 10% | 4 | 120.00 | 60.00 | 2.00x | 50% | 37.50 | 3.20x | 80% | 37.33x | 0.5 / 0.5 |"
+    results.write_text(json.dumps({"n": 1}) + "\n")
+    bad = subprocess.run([sys.executable, str(script), str(results)], capture_output=True, text=True)
+    assert bad.returncode == 1 and f"{results}:1: not a spread spamm record" in bad.stderr
+
+
 def test_spgemm_memory_limit_reaches_the_plan_and_bad_limits_are_value_errors():
     d = sparsejit.explain("gen:uniform:2000:8", op="spgemm", memory_limit=1 << 30)
     assert d["features"]["memory"]["limit_bytes"] == 1 << 30

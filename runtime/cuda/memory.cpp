@@ -217,5 +217,19 @@ void copy_rows_to_host(const Context& context, void* host, std::size_t host_pitc
   SPARSEJIT_CU(cuMemcpy2DAsync_v2, &copy, stream);
 }
 
+void copy_rows_on_device(const Context& context, CUdeviceptr to, std::size_t to_pitch, CUdeviceptr from, std::size_t from_pitch,
+                         std::size_t row_bytes, std::size_t rows, CUstream stream) {
+  if (rows == 0 || row_bytes == 0) return;
+  CUDA_MEMCPY2D copy = pitched_copy(row_bytes, rows);
+  copy.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+  copy.srcDevice = from;
+  copy.srcPitch = from_pitch;
+  copy.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+  copy.dstDevice = to;
+  copy.dstPitch = to_pitch;
+  context.make_current();
+  SPARSEJIT_CU(cuMemcpy2DAsync_v2, &copy, stream);
+}
+
 }  // namespace cuda
 }  // namespace sparsejit

@@ -52,5 +52,8 @@ void copy_rows_to_device(const Context& context, CUdeviceptr device, std::size_t
                          std::size_t host_pitch, std::size_t row_bytes, std::size_t rows, CUstream stream);
 void copy_rows_to_host(const Context& context, void* host, std::size_t host_pitch, CUdeviceptr device,
                        std::size_t device_pitch, std::size_t row_bytes, std::size_t rows, CUstream stream);
+// The same between two places of device memory (of one GPU, or of two with unified addressing).
+void copy_rows_on_device(const Context& context, CUdeviceptr to, std::size_t to_pitch, CUdeviceptr from, std::size_t from_pitch,
+                         std::size_t row_bytes, std::size_t rows, CUstream stream);
 
 }  // namespace sparsejit::cuda

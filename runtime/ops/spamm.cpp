@@ -317,7 +317,7 @@ OperandForm form_of(const plan::SpammProblem& p, const DeviceDense<In>& a, const
 }
 
 template <class In, class Out>
-plan::SpammProblem problem_of(const DeviceDense<In>& a, const DeviceDense<In>& b, const DeviceDense<Out>& c, const SpammOptions& options) {
+plan::SpammProblem problem_of(const DeviceDense<In>& a, const DeviceDense<In>& b, int64_t ldc, const SpammOptions& options) {
   plan::SpammProblem problem;
   problem.dtype = dtype_of<Out>::value;
   problem.operands = dtype_of<In>::value;
@@ -327,10 +327,85 @@ plan::SpammProblem problem_of(const DeviceDense<In>& a, const DeviceDense<In>& b
   problem.n = b.cols();
   problem.lda = a.ld();
   problem.ldb = b.ld();
-  problem.ldc = c.ld();
+  problem.ldc = ldc;
   problem.tile = plan::spamm_tile(problem.m, problem.k, problem.n, options);
   return problem;
 }
+
+// What one GPU's products read and write, set up on its stream: the problem, the form of the
+// operands, the scratch (norm maps, results, copies) and the front kernels.
+template <class In, class Out>
+struct CallSetup {
+  CallSetup(detail::RuntimeState& rt, const DeviceDense<In>& a_, const DeviceDense<In>& b_, DeviceDense<Out>& c_,
+            const SpammOptions& options)
+      : a(a_),
+        b(b_),
+        c(c_),
+        problem(problem_of<In, Out>(a_, b_, c_.ld(), options)),
+        stream(static_cast<CUstream>(options.stream)),
+        early(current_and_early(rt, options)),
+        form(form_of(problem, a_, b_, needs_copies(problem))),
+        layout(layout_for(problem, form)),
+        scratch(rt.scratch_pool().allocate(layout.total, stream)),
+        base(scratch.ptr()),
+        front(front_kernels(rt, problem, form)),
+        k_padded(padded(problem.k, problem.tile)),
+        n_padded(padded(problem.n, problem.tile)) {}
+
+  // Makes the runtime's context current (what follows allocates and loads there); whether the
+  // launches may start early.
+  static bool current_and_early(detail::RuntimeState& rt, const SpammOptions& options) {
+    rt.context.make_current();
+    Options launch_options;
+    launch_options.early_launch = options.early_launch;
+    return ops::launches_early(launch_options, rt.target.sm);
+  }
+
+  // The norm maps of A and B (and the 16-bit copies where the products read them).
+  void launch_norm_pass() const {
+    launch_norms(front.norms, a.buffer().ptr(), problem.m, problem.k, a.ld(), base + layout.a_norms, problem.tile_inner(), 1,
+                 form.copies ? base + layout.a_copy : 0, k_padded, problem.tile, stream, early);
+    if (!form.same)
+      launch_norms(front.norms, b.buffer().ptr(), problem.k, problem.n, b.ld(), base + layout.b_norms, problem.tile_cols(), 1,
+                   form.copies ? base + layout.b_copy : 0, n_padded, problem.tile, stream, early);
+  }
+
+  // Runs the chosen variant at τ over the norm maps of this setup's scratch, or over `maps` made
+  // elsewhere; true when this call prepared it (compiled or loaded its kernels).
+  bool multiply(detail::RuntimeState& rt, Decision& chosen, double tau, const ops::SpammMaps* maps = nullptr) {
+    bool made = false;
+    variants::SpammExecution<Out>& execution = *prepared_for<Out>(rt, chosen, problem, made)->execution;
+    if (problem.k == 0) {
+      zero_output(c, stream);  // no products: C = 0 (no kernel has a tile to walk)
+      return made;
+    }
+    if (problem.m == 0 || problem.n == 0) return made;
+    variants::SpammOperands<Out> operands{{}, {}, c, maps ? maps->a : base + layout.a_norms, maps ? maps->b : base + layout.b_norms,
+                                          tau, stream, early};
+    if (form.copies) {
+      operands.a = {base + layout.a_copy, k_padded, int32_t(padded(problem.m, problem.tile)), int32_t(k_padded)};
+      operands.b = {base + layout.b_copy, n_padded, int32_t(k_padded), int32_t(n_padded)};
+    } else {
+      operands.a = {a.buffer().ptr(), a.ld(), problem.m, problem.k};
+      operands.b = {b.buffer().ptr(), b.ld(), problem.k, problem.n};
+    }
+    execution.run(rt, operands);
+    return made;
+  }
+
+  const DeviceDense<In>& a;
+  const DeviceDense<In>& b;
+  DeviceDense<Out>& c;
+  const plan::SpammProblem problem;
+  const CUstream stream;
+  const bool early;
+  const OperandForm form;
+  const ScratchLayout layout;
+  const cuda::ScratchPool::Block scratch;  // freed on the stream after the launches
+  const CUdeviceptr base;
+  const FrontKernels front;
+  const int64_t k_padded, n_padded;
+};
 
 // One call: In is A's and B's element type, Out C's (f32 for f16/bf16 operands).
 template <class In, class Out>
@@ -341,46 +416,9 @@ SpammInfo spamm_call(detail::RuntimeState& rt, const DeviceDense<In>& a, const D
   if (c.rows() != a.rows() || c.cols() != b.cols())
     throw InvalidInputError("spamm: C is " + dims(c.rows(), c.cols()) + " but A·B is " + dims(a.rows(), b.cols()));
   const SpammOptions forced = with_environment_force(options);
-  const plan::SpammProblem problem = problem_of(a, b, c, options);
-  const CUstream stream = static_cast<CUstream>(options.stream);
-  Options launch_options;
-  launch_options.early_launch = options.early_launch;
-  const bool early = ops::launches_early(launch_options, rt.target.sm);
-  rt.context.make_current();
-
-  const OperandForm form = form_of(problem, a, b, needs_copies(problem));
-  const ScratchLayout layout = layout_for(problem, form);
-  const cuda::ScratchPool::Block scratch = rt.scratch_pool().allocate(layout.total, stream);
-  const CUdeviceptr base = scratch.ptr();
-  const FrontKernels front = front_kernels(rt, problem, form);
-  const int64_t k_padded = padded(problem.k, problem.tile), n_padded = padded(problem.n, problem.tile);
-  const auto launch_norm_pass = [&] {
-    launch_norms(front.norms, a.buffer().ptr(), problem.m, problem.k, a.ld(), base + layout.a_norms, problem.tile_inner(), 1,
-                 form.copies ? base + layout.a_copy : 0, k_padded, problem.tile, stream, early);
-    if (!form.same)
-      launch_norms(front.norms, b.buffer().ptr(), problem.k, problem.n, b.ld(), base + layout.b_norms, problem.tile_cols(), 1,
-                   form.copies ? base + layout.b_copy : 0, n_padded, problem.tile, stream, early);
-  };
-  // Runs the chosen variant; true when this call prepared it (compiled or loaded its kernels).
-  const auto multiply = [&](Decision& chosen, double tau) {
-    bool made = false;
-    variants::SpammExecution<Out>& execution = *prepared_for<Out>(rt, chosen, problem, made)->execution;
-    if (problem.k == 0) {
-      zero_output(c, stream);  // no products: C = 0 (no kernel has a tile to walk)
-      return made;
-    }
-    if (problem.m == 0 || problem.n == 0) return made;
-    variants::SpammOperands<Out> operands{{}, {}, c, base + layout.a_norms, base + layout.b_norms, tau, stream, early};
-    if (form.copies) {
-      operands.a = {base + layout.a_copy, k_padded, int32_t(padded(problem.m, problem.tile)), int32_t(k_padded)};
-      operands.b = {base + layout.b_copy, n_padded, int32_t(k_padded), int32_t(n_padded)};
-    } else {
-      operands.a = {a.buffer().ptr(), a.ld(), problem.m, problem.k};
-      operands.b = {b.buffer().ptr(), b.ld(), problem.k, problem.n};
-    }
-    execution.run(rt, operands);
-    return made;
-  };
+  CallSetup<In, Out> setup(rt, a, b, c, options);
+  const plan::SpammProblem& problem = setup.problem;
+  const CUstream stream = setup.stream;
   const plan::PlanSources sources = ops::plan_sources(Op::SpAMM, rt.target);
   const auto vendor_at = [&](const plan::SpammFeatures& features) -> std::optional<Decision> {
     Decision d = plan::plan_spamm(features, problem, rt.target, forced, sources);
@@ -412,22 +450,22 @@ SpammInfo spamm_call(detail::RuntimeState& rt, const DeviceDense<In>& a, const D
   bool prepared_now = false;
   if (before_norms) {
     d = std::move(*before_norms);
-    if (form.copies) launch_norm_pass();  // the conversion pass: the GEMM reads the 16-bit copies
-    prepared_now = multiply(d, 0.0);
+    if (setup.form.copies) setup.launch_norm_pass();  // the conversion pass: the GEMM reads the 16-bit copies
+    prepared_now = setup.multiply(rt, d, 0.0);
     tau = every_product(problem);
     d.features = plan::to_json({tau.tau, tau.selection}, problem);
     d.features["decided_before_norms"] = true;
     if (options.valid_ratio) d.features["asked_share"] = *options.valid_ratio;
     if (learned.remembered_calls > 0) d.features["remembered_calls"] = learned.remembered_calls;
   } else {
-    launch_norm_pass();
+    setup.launch_norm_pass();
     const auto search_start = std::chrono::steady_clock::now();
-    tau = search_on_device(front.search, problem, options, base + layout.a_norms, base + layout.b_norms, base + layout.results,
-                           rt.target.multiprocessors, stream, early);
+    tau = search_on_device(setup.front.search, problem, options, setup.base + setup.layout.a_norms, setup.base + setup.layout.b_norms,
+                           setup.base + setup.layout.results, rt.target.multiprocessors, stream, setup.early);
     search_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - search_start).count();
     d = plan::plan_spamm({tau.tau, tau.selection}, problem, rt.target, forced, sources);
     if (choice) d = choice->after_norms(learned, std::move(d), tau.selection.ratio);
-    prepared_now = multiply(d, tau.tau);
+    prepared_now = setup.multiply(rt, d, tau.tau);
     // cuBLAS took every product whatever τ was (the share at τ that chose it stays in d).
     if (variants::SpammRegistry::find(d.variant)->traits.vendor) tau = every_product(problem);
   }
@@ -463,14 +501,56 @@ SpammOptions with_operand_precision(const SpammOptions& options, SpammPrecision 
 
 namespace ops {
 
+namespace {
+
+// The kept products per tile row of C at τ (templates/spamm_row_counts.cu), read back: the
+// stream's second synchronization of a spread call's front.
+std::vector<int64_t> kept_per_row_on_device(detail::RuntimeState& rt, const plan::SpammProblem& p, CUdeviceptr a_map, CUdeviceptr b_map,
+                                            double tau, CUstream stream) {
+  const auto counter = std::static_pointer_cast<cuda::Kernel>(
+      rt.prepared("spamm-row-counts", [&] { return std::make_shared<cuda::Kernel>(rt.loader.load(variants::row_counts_spec()).kernel); }));
+  std::vector<int64_t> kept(std::size_t(p.tile_rows()), 0);
+  if (kept.empty() || p.tile_inner() == 0 || p.tile_cols() == 0) return kept;
+  const cuda::ScratchPool::Block counts = rt.scratch_pool().allocate(kept.size() * sizeof(int64_t), stream);
+  int tile_inner = p.tile_inner(), tile_cols = p.tile_cols();
+  CUdeviceptr out = counts.ptr();
+  void* args[] = {&a_map, &b_map, &tile_inner, &tile_cols, &tau, &out};
+  counter->launch({unsigned(p.tile_rows()), 1, 1}, {256u, 1, 1}, 0, stream, args, true);
+  static_assert(sizeof(int64_t) == sizeof(unsigned long long), "the kernel's counts are 64-bit");
+  SPARSEJIT_CU(cuMemcpyDtoHAsync_v2, kept.data(), out, kept.size() * sizeof(int64_t), stream);
+  SPARSEJIT_CU(cuStreamSynchronize, stream);
+  return kept;
+}
+
+// τ as the options ask over norm maps on rank 0's GPU, then the kept products per tile row.
+SpammFront front_on_maps(detail::RuntimeState& rt, const plan::SpammProblem& p, const FrontKernels& kernels, CUdeviceptr a_map,
+                         CUdeviceptr b_map, const SpammOptions& options) {
+  SpammFront front;
+  front.problem = p;
+  const CUstream stream = static_cast<CUstream>(options.stream);
+  const cuda::ScratchPool::Block results = rt.scratch_pool().allocate(sizeof(DeviceSearchState), stream);
+  const auto search_start = std::chrono::steady_clock::now();
+  front.tau = search_on_device(kernels.search, p, options, a_map, b_map, results.ptr(), rt.target.multiprocessors, stream, true);
+  front.search_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - search_start).count();
+  front.kept_per_row = kept_per_row_on_device(rt, p, a_map, b_map, front.tau.tau, stream);
+  return front;
+}
+
+// The norm pass's kernels for maps alone (no converted copies).
+FrontKernels map_kernels(detail::RuntimeState& rt, const plan::SpammProblem& p) {
+  OperandForm form;
+  form.vec = norms_vec(p);
+  return front_kernels(rt, p, form);
+}
+
+}  // namespace
+
 template <class In, class Out>
-SpammFront spamm_front(detail::RuntimeState& rt, const DeviceDense<In>& a, const DeviceDense<In>& b, const DeviceDense<Out>& c,
+SpammFront spamm_front(detail::RuntimeState& rt, const DeviceDense<In>& a, const DeviceDense<In>& b, int64_t ldc,
                        const SpammOptions& options) {
   plan::check_spamm_options(options, dtype_of<Out>::value);
   check_shapes(a.rows(), a.cols(), b.rows(), b.cols());
-  SpammFront front;
-  front.problem = problem_of(a, b, c, options);
-  const plan::SpammProblem& p = front.problem;
+  const plan::SpammProblem p = problem_of<In, Out>(a, b, ldc, options);
   const CUstream stream = static_cast<CUstream>(options.stream);
   rt.context.make_current();
   const OperandForm form = form_of(p, a, b, false);  // the maps only: no converted copies
@@ -481,21 +561,50 @@ SpammFront spamm_front(detail::RuntimeState& rt, const DeviceDense<In>& a, const
   launch_norms(kernels.norms, a.buffer().ptr(), p.m, p.k, a.ld(), base + layout.a_norms, p.tile_inner(), 1, 0, 0, p.tile, stream, true);
   if (!form.same)
     launch_norms(kernels.norms, b.buffer().ptr(), p.k, p.n, b.ld(), base + layout.b_norms, p.tile_cols(), 1, 0, 0, p.tile, stream, true);
-  const auto search_start = std::chrono::steady_clock::now();
-  front.tau = search_on_device(kernels.search, p, options, base + layout.a_norms, base + layout.b_norms, base + layout.results,
-                               rt.target.multiprocessors, stream, true);
-  front.search_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - search_start).count();
-  const auto read_map = [&](NormMap& map, CUdeviceptr at, int32_t rows, int32_t cols) {
-    map.tile = p.tile;
-    map.tile_rows = rows;
-    map.tile_cols = cols;
-    map.norms.resize(std::size_t(rows) * std::size_t(cols));
-    if (!map.norms.empty()) SPARSEJIT_CU(cuMemcpyDtoHAsync_v2, map.norms.data(), at, map.norms.size() * sizeof(double), stream);
-  };
-  read_map(front.a, base + layout.a_norms, p.tile_rows(), p.tile_inner());
-  read_map(front.b, base + layout.b_norms, p.tile_inner(), p.tile_cols());
-  SPARSEJIT_CU(cuStreamSynchronize, stream);
-  return front;
+  return front_on_maps(rt, p, kernels, base + layout.a_norms, base + layout.b_norms, options);
+}
+
+template <class In, class Out>
+plan::SpammProblem spamm_problem(const DeviceDense<In>& a, const DeviceDense<In>& b, int64_t ldc, const SpammOptions& options) {
+  plan::check_spamm_options(options, dtype_of<Out>::value);
+  check_shapes(a.rows(), a.cols(), b.rows(), b.cols());
+  return problem_of<In, Out>(a, b, ldc, options);
+}
+
+bool spamm_reads_copies(const plan::SpammProblem& p) { return needs_copies(p); }
+
+std::size_t spamm_map_bytes(const plan::SpammProblem& p, bool of_b) {
+  return (of_b ? std::size_t(p.tile_inner()) * std::size_t(p.tile_cols()) : std::size_t(p.tile_rows()) * std::size_t(p.tile_inner())) *
+         sizeof(double);
+}
+
+template <class In>
+void spamm_norm_rows(detail::RuntimeState& rt, const plan::SpammProblem& p, const DeviceDense<In>& x, bool of_b, int32_t first,
+                     int32_t end, CUdeviceptr map, CUstream stream) {
+  if (end <= first) return;
+  rt.context.make_current();
+  const int32_t row = first * p.tile;
+  const int32_t rows = int32_t(std::min<int64_t>(int64_t(end) * p.tile, x.rows()) - row);
+  const long long stride = of_b ? p.tile_cols() : p.tile_inner();
+  launch_norms(map_kernels(rt, p).norms, x.buffer().ptr() + std::size_t(row) * std::size_t(x.ld()) * sizeof(In), rows, x.cols(), x.ld(),
+               map + std::size_t(first) * std::size_t(stride) * sizeof(double), stride, 1, 0, 0, p.tile, stream, true);
+}
+
+SpammFront spamm_front_on_maps(detail::RuntimeState& rt, const plan::SpammProblem& p, const SpammMaps& maps, const SpammOptions& options) {
+  rt.context.make_current();
+  return front_on_maps(rt, p, map_kernels(rt, p), maps.a, maps.b, options);
+}
+
+template <class In, class Out>
+void spamm_share(detail::RuntimeState& rt, const DeviceDense<In>& a, const DeviceDense<In>& b, DeviceDense<Out>& c, Decision d,
+                 double tau, const SpammOptions& options, const SpammMaps* maps) {
+  CallSetup<In, Out> setup(rt, a, b, c, options);
+  if (maps != nullptr && setup.form.copies)
+    throw InvalidInputError("spamm: a share with norm maps made elsewhere cannot read converted copies (no norm pass writes them)");
+  // cuBLAS multiplies every product: it needs the norm pass only for the 16-bit copies it reads.
+  const bool vendor = variants::SpammRegistry::find(d.variant)->traits.vendor;
+  if (maps == nullptr && (!vendor || setup.form.copies)) setup.launch_norm_pass();
+  setup.multiply(rt, d, vendor ? 0.0 : tau, maps);
 }
 
 }  // namespace ops
@@ -506,22 +615,51 @@ SpammInfo Runtime::spamm(const DeviceDense<T>& a, const DeviceDense<T>& b, Devic
     throw UnsupportedError(std::string("spamm: value type ") + to_string(dtype_of<T>::value) +
                            " for C not supported (f32 and f64; f16/bf16 operands take an f32 C)");
   } else {
-    if (!options.devices.empty()) return ops::spamm_on_devices(*this, *state_, a, b, c, options);
+    if (!options.devices.empty()) return ops::spamm_on_devices(*state_, a, b, c, options);
     return spamm_call(*state_, a, b, c, options);
   }
 }
 
 SpammInfo Runtime::spamm(const DeviceDense<half>& a, const DeviceDense<half>& b, DeviceDense<float>& c, const SpammOptions& options) {
   const SpammOptions own = with_operand_precision(options, SpammPrecision::FP16, DType::F16);
-  if (!own.devices.empty()) return ops::spamm_on_devices(*this, *state_, a, b, c, own);
+  if (!own.devices.empty()) return ops::spamm_on_devices(*state_, a, b, c, own);
   return spamm_call(*state_, a, b, c, own);
 }
 
 SpammInfo Runtime::spamm(const DeviceDense<bfloat16>& a, const DeviceDense<bfloat16>& b, DeviceDense<float>& c,
                          const SpammOptions& options) {
   const SpammOptions own = with_operand_precision(options, SpammPrecision::BF16, DType::BF16);
-  if (!own.devices.empty()) return ops::spamm_on_devices(*this, *state_, a, b, c, own);
+  if (!own.devices.empty()) return ops::spamm_on_devices(*state_, a, b, c, own);
   return spamm_call(*state_, a, b, c, own);
+}
+
+template <class T>
+SpammInfo Runtime::spamm(const SpreadDense<T>& a, const SpreadDense<T>& b, SpreadDense<T>& c, const SpammOptions& options) {
+  if constexpr (!ops::kFloatOrDouble<T>) {
+    throw UnsupportedError(std::string("spamm: value type ") + to_string(dtype_of<T>::value) +
+                           " for C not supported (f32 and f64; f16/bf16 operands take an f32 C)");
+  } else {
+    return ops::spamm_spread(*state_, a, b, c, options);
+  }
+}
+
+SpammInfo Runtime::spamm(const SpreadDense<half>& a, const SpreadDense<half>& b, SpreadDense<float>& c, const SpammOptions& options) {
+  return ops::spamm_spread(*state_, a, b, c, with_operand_precision(options, SpammPrecision::FP16, DType::F16));
+}
+
+SpammInfo Runtime::spamm(const SpreadDense<bfloat16>& a, const SpreadDense<bfloat16>& b, SpreadDense<float>& c,
+                         const SpammOptions& options) {
+  return ops::spamm_spread(*state_, a, b, c, with_operand_precision(options, SpammPrecision::BF16, DType::BF16));
+}
+
+template <class T>
+SpreadDense<T> Runtime::replicate(const DeviceDense<T>& x, const std::vector<int>& devices, void* stream) {
+  return ops::replicate(*state_, x, devices, stream);
+}
+
+template <class T>
+void Runtime::gather(const SpreadDense<T>& x, DeviceDense<T>& into, void* stream) {
+  ops::gather(*state_, x, into, stream);
 }
 
 template <class T>
@@ -577,18 +715,34 @@ Decision explain_spamm(const Dense<T>& a, const Dense<T>& b, const SpammOptions&
 
 #define SPARSEJIT_INSTANTIATE(T)                                                                            \
   template SpammInfo Runtime::spamm<T>(const DeviceDense<T>&, const DeviceDense<T>&, DeviceDense<T>&, const SpammOptions&); \
+  template SpammInfo Runtime::spamm<T>(const SpreadDense<T>&, const SpreadDense<T>&, SpreadDense<T>&, const SpammOptions&); \
   template Decision explain_spamm<T>(const Dense<T>&, const Dense<T>&, const SpammOptions&, SpammInfo*, int);
 SPARSEJIT_INSTANTIATE(float)
 SPARSEJIT_INSTANTIATE(double)
 #undef SPARSEJIT_INSTANTIATE
 
-template ops::SpammFront ops::spamm_front(detail::RuntimeState&, const DeviceDense<float>&, const DeviceDense<float>&,
-                                          const DeviceDense<float>&, const SpammOptions&);
-template ops::SpammFront ops::spamm_front(detail::RuntimeState&, const DeviceDense<double>&, const DeviceDense<double>&,
-                                          const DeviceDense<double>&, const SpammOptions&);
-template ops::SpammFront ops::spamm_front(detail::RuntimeState&, const DeviceDense<half>&, const DeviceDense<half>&,
-                                          const DeviceDense<float>&, const SpammOptions&);
-template ops::SpammFront ops::spamm_front(detail::RuntimeState&, const DeviceDense<bfloat16>&, const DeviceDense<bfloat16>&,
-                                          const DeviceDense<float>&, const SpammOptions&);
+#define SPARSEJIT_INSTANTIATE(T)                                                                                   \
+  template SpreadDense<T> Runtime::replicate<T>(const DeviceDense<T>&, const std::vector<int>&, void*); \
+  template void Runtime::gather<T>(const SpreadDense<T>&, DeviceDense<T>&, void*);
+SPARSEJIT_INSTANTIATE(float)
+SPARSEJIT_INSTANTIATE(double)
+SPARSEJIT_INSTANTIATE(half)
+SPARSEJIT_INSTANTIATE(bfloat16)
+#undef SPARSEJIT_INSTANTIATE
+
+#define SPARSEJIT_INSTANTIATE(In, Out)                                                                                             \
+  template ops::SpammFront ops::spamm_front<In, Out>(detail::RuntimeState&, const DeviceDense<In>&, const DeviceDense<In>&, int64_t, \
+                                                     const SpammOptions&);                                                         \
+  template void ops::spamm_share(detail::RuntimeState&, const DeviceDense<In>&, const DeviceDense<In>&, DeviceDense<Out>&, Decision, \
+                                 double, const SpammOptions&, const ops::SpammMaps*);                                           \
+  template plan::SpammProblem ops::spamm_problem<In, Out>(const DeviceDense<In>&, const DeviceDense<In>&, int64_t,               \
+                                                          const SpammOptions&);                                                 \
+  template void ops::spamm_norm_rows(detail::RuntimeState&, const plan::SpammProblem&, const DeviceDense<In>&, bool, int32_t,    \
+                                     int32_t, CUdeviceptr, CUstream);
+SPARSEJIT_INSTANTIATE(float, float)
+SPARSEJIT_INSTANTIATE(double, double)
+SPARSEJIT_INSTANTIATE(half, float)
+SPARSEJIT_INSTANTIATE(bfloat16, float)
+#undef SPARSEJIT_INSTANTIATE
 
 }  // namespace sparsejit

@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <numeric>
 #include <string>
 
+#include "reference/parallel.hpp"
 #include "sparsejit/error.hpp"
 
 namespace sparsejit::plan {
@@ -21,18 +23,33 @@ std::vector<int64_t> kept_per_tile_row(const NormMap& a, const NormMap& b, doubl
     std::sort(rows[std::size_t(k)].begin(), rows[std::size_t(k)].end(), std::greater<>());
   }
   std::vector<int64_t> kept(std::size_t(a.tile_rows), 0);
-  for (int32_t i = 0; i < a.tile_rows; ++i)
-    for (int32_t k = 0; k < a.tile_cols; ++k) {
-      const double norm = a.at(i, k);
-      const std::vector<double>& row = rows[std::size_t(k)];
-      const auto first_dropped = std::partition_point(row.begin(), row.end(), [&](double x) { return norm * x >= tau; });
-      kept[std::size_t(i)] += first_dropped - row.begin();
-    }
+  // Each part writes only its own rows' counts.
+  detail::parallel_for(a.tile_rows, int64_t(a.tile_cols) * 16, [&](int, int64_t first, int64_t end) {
+    for (int64_t i = first; i < end; ++i)
+      for (int32_t k = 0; k < a.tile_cols; ++k) {
+        const double norm = a.at(int32_t(i), k);
+        const std::vector<double>& row = rows[std::size_t(k)];
+        const auto first_dropped = std::partition_point(row.begin(), row.end(), [&](double x) { return norm * x >= tau; });
+        kept[std::size_t(i)] += first_dropped - row.begin();
+      }
+  });
   return kept;
 }
 
 std::vector<RowBlock> split_rows(const std::vector<int64_t>& kept, int parts) {
   if (parts < 1) throw InvalidInputError("split_rows: " + std::to_string(parts) + " parts (at least 1)");
+  return split_rows(kept, std::vector<double>(std::size_t(parts), 1.0 / parts));
+}
+
+std::vector<RowBlock> split_rows(const std::vector<int64_t>& kept, const std::vector<double>& shares) {
+  if (shares.empty()) throw InvalidInputError("split_rows: no shares (at least 1 part)");
+  double sum = 0;
+  for (double s : shares) {
+    if (!(s >= 0) || !std::isfinite(s)) throw InvalidInputError("split_rows: share " + std::to_string(s) + " (finite and >= 0)");
+    sum += s;
+  }
+  if (std::abs(sum - 1) > 1e-6) throw InvalidInputError("split_rows: the shares sum to " + std::to_string(sum) + ", not 1");
+  const int parts = int(shares.size());
   int64_t total = 0;
   for (int64_t x : kept) {
     if (x < 0) throw InvalidInputError("split_rows: a row keeps " + std::to_string(x) + " products");
@@ -42,15 +59,17 @@ std::vector<RowBlock> split_rows(const std::vector<int64_t>& kept, int parts) {
   std::vector<RowBlock> blocks(static_cast<std::size_t>(parts));
   int32_t row = 0;
   int64_t running = 0;
+  double cumulative = 0;
   for (int p = 0; p < parts; ++p) {
+    cumulative += shares[std::size_t(p)];
     RowBlock& block = blocks[std::size_t(p)];
     block.first = row;
     if (p == parts - 1) {
       row = rows;
     } else if (total == 0) {
-      row = int32_t(int64_t(rows) * (p + 1) / parts);  // nothing kept: even rows
+      row = std::max(row, int32_t(std::llround(double(rows) * std::min(1.0, cumulative))));  // nothing kept: rows by share
     } else {
-      const double target = double(total) * (p + 1) / parts;
+      const double target = double(total) * cumulative;
       // Take rows while the running sum gets nearer the target.
       while (row < rows && std::abs(double(running + kept[std::size_t(row)]) - target) <= std::abs(double(running) - target))
         running += kept[std::size_t(row++)];
@@ -60,6 +79,101 @@ std::vector<RowBlock> split_rows(const std::vector<int64_t>& kept, int parts) {
     for (int32_t r = block.first; r < block.end; ++r) block.kept += kept[std::size_t(r)];
   }
   return blocks;
+}
+
+namespace {
+
+// The paces with each unmeasured one set to the mean of the measured; empty when none is
+// measured. InvalidInputError (naming `who`) for a negative or non-finite start.
+std::vector<RankPace> filled(const std::vector<RankPace>& paces, const char* who) {
+  double measured_sum = 0;
+  int measured = 0;
+  for (const RankPace& p : paces) {
+    if (!(p.start_ms >= 0) || !std::isfinite(p.start_ms))
+      throw InvalidInputError(std::string(who) + ": start " + std::to_string(p.start_ms) + " ms (finite and >= 0)");
+    if (p.ms_per_kept > 0 && std::isfinite(p.ms_per_kept)) {
+      measured_sum += p.ms_per_kept;
+      ++measured;
+    }
+  }
+  if (measured == 0) return {};
+  std::vector<RankPace> pace = paces;
+  for (RankPace& p : pace)
+    if (!(p.ms_per_kept > 0 && std::isfinite(p.ms_per_kept))) p.ms_per_kept = measured_sum / measured;
+  return pace;
+}
+
+}  // namespace
+
+double finish_ms(const std::vector<RankPace>& paces, const std::vector<RowBlock>& blocks) {
+  if (paces.size() != blocks.size())
+    throw InvalidInputError("finish_ms: " + std::to_string(paces.size()) + " paces for " + std::to_string(blocks.size()) + " blocks");
+  const std::vector<RankPace> pace = filled(paces, "finish_ms");
+  double finish = 0;
+  for (std::size_t r = 0; r < pace.size(); ++r) finish = std::max(finish, pace[r].start_ms + double(blocks[r].kept) * pace[r].ms_per_kept);
+  return finish;
+}
+
+std::vector<double> shares_to_finish_together(const std::vector<RankPace>& paces, int64_t total) {
+  if (paces.empty()) throw InvalidInputError("shares_to_finish_together: no GPUs");
+  const std::size_t ranks = paces.size();
+  const std::vector<RankPace> pace = filled(paces, "shares_to_finish_together");
+  if (pace.empty() || total <= 0) return std::vector<double>(ranks, 1.0 / double(ranks));
+  // F over the GPUs by start: with the first m busy, F = (total + Σ start/μ) / Σ 1/μ, valid
+  // while F reaches the m-th start and not the next one's.
+  std::vector<std::size_t> order(ranks);
+  for (std::size_t r = 0; r < ranks; ++r) order[r] = r;
+  std::sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) { return pace[x].start_ms < pace[y].start_ms; });
+  double rate = 0, offset = 0, finish = 0;
+  for (std::size_t m = 0; m < ranks; ++m) {
+    const RankPace& p = pace[order[m]];
+    rate += 1 / p.ms_per_kept;
+    offset += p.start_ms / p.ms_per_kept;
+    finish = (double(total) + offset) / rate;
+    if (m + 1 == ranks || finish <= pace[order[m + 1]].start_ms) break;
+  }
+  std::vector<double> shares(ranks, 0.0);
+  double sum = 0;
+  for (std::size_t r = 0; r < ranks; ++r) sum += shares[r] = std::max(0.0, finish - pace[r].start_ms) / pace[r].ms_per_kept;
+  for (double& s : shares) s /= sum;  // exactly 1 in sum, whatever the rounding
+  return shares;
+}
+
+const char* to_string(CutSource source) {
+  switch (source) {
+    case CutSource::Even: return "even kept products (no earlier call of this problem on these GPUs)";
+    case CutSource::FinishTogether: return "finish together at the previous call's paces";
+    case CutSource::Previous: return "the previous call's blocks (a new cut at its paces was not 2% faster)";
+  }
+  return "?";
+}
+
+BlockCut cut_blocks(const std::vector<int64_t>& kept, int parts, const std::vector<RankPace>* paces,
+                    const std::vector<RowBlock>& previous) {
+  BlockCut cut;
+  int64_t total = 0;
+  for (int64_t x : kept) total += std::max<int64_t>(x, 0);
+  if (paces == nullptr) {
+    cut.blocks = split_rows(kept, parts);
+    cut.shares.assign(std::size_t(std::max(parts, 0)), parts > 0 ? 1.0 / parts : 0.0);
+    return cut;
+  }
+  cut.shares = shares_to_finish_together(*paces, total);
+  cut.blocks = split_rows(kept, cut.shares);
+  cut.source = CutSource::FinishTogether;
+  cut.predicted_ms = finish_ms(*paces, cut.blocks);
+  const bool comparable = previous.size() == cut.blocks.size() && !previous.empty() && previous.front().first == 0 &&
+                          previous.back().end == int32_t(kept.size());
+  if (!comparable) return cut;
+  std::vector<RowBlock> again = previous;
+  for (RowBlock& block : again) block.kept = std::accumulate(kept.begin() + block.first, kept.begin() + block.end, int64_t(0));
+  const double again_ms = finish_ms(*paces, again);
+  if (cut.predicted_ms <= 0.98 * again_ms) return cut;
+  cut.blocks = again;
+  cut.source = CutSource::Previous;
+  cut.predicted_ms = again_ms;
+  for (std::size_t r = 0; r < again.size(); ++r) cut.shares[r] = total == 0 ? 0.0 : double(again[r].kept) / double(total);
+  return cut;
 }
 
 double imbalance(const std::vector<RowBlock>& blocks) {

@@ -263,7 +263,7 @@ class SpammBench {
           record["with_search_baseline_ms"] = with_search.vendor_ms;
           record["with_search_speedup"] = with_search.vendor_ms / with_search.ms;
         }
-        char line[600];
+        char line[800];
         int used = std::snprintf(line, sizeof line,
                                  "%-12s %6d %-5s %-5s %6.2f%% %-6s %-7s %9.4f ms  %s %9.4f ms  %6.2fx  err %.2e  bound %.2e  "
                                  "search %d steps %.2f ms = %.2fx the call, share off by %.2f%%",
@@ -278,9 +278,11 @@ class SpammBench {
           const nlohmann::json spread = on_devices(input, sixteen, o, ms, baseline);
           for (const auto& [k, v] : spread.items()) record[k] = v;
           if (used > 0 && std::size_t(used) < sizeof line)
-            std::snprintf(line + used, sizeof line - std::size_t(used), "  | %d GPUs: %.4f ms, %.2fx one GPU of ours, %.2fx cuBLAS",
+            std::snprintf(line + used, sizeof line - std::size_t(used),
+                          "  | %d GPUs: %.4f ms, %.2fx one GPU of ours, %.2fx cuBLAS; resident %.4f ms, %.2fx one GPU, %.2fx cuBLAS",
                           spread.at("devices").get<int>(), spread.at("devices_ms").get<double>(), spread.at("over_one_gpu").get<double>(),
-                          spread.at("devices_speedup").get<double>());
+                          spread.at("devices_speedup").get<double>(), spread.at("resident_ms").get<double>(),
+                          spread.at("resident_over_one_gpu").get<double>(), spread.at("resident_speedup").get<double>());
         }
         emit(record);
         progress_.print(std::cerr, line);
@@ -293,7 +295,10 @@ class SpammBench {
   }
 
   // Auto with τ given on config_.devices against itself on one GPU (one_gpu_ms) and the
-  // class's GEMM on one GPU, timed in alternation: the record's devices_* fields.
+  // class's GEMM on one GPU, timed in alternation: the record's devices_* fields, with A on
+  // rank 0 (sent to the others every call, C gathered back); then resident_* with A replicated
+  // on every GPU beforehand (untimed) and C left there in blocks (gathered afterwards, untimed,
+  // into a poisoned C for the error).
   template <class T>
   nlohmann::json on_devices(Case<T>& input, bool sixteen, SpammOptions o, double one_gpu_ms, Baseline& baseline) {
     o.devices = config_.devices;
@@ -301,15 +306,46 @@ class SpammBench {
     const Paired timed = time_paired([&] { info = call(input, sixteen, o); }, baseline.gemm);
     const Decision& d = *info.decision;
     const int ranks = int(d.features.at("devices").size());
-    return {{"devices", ranks},
-            {"devices_variant", d.variant},
-            {"devices_ms", timed.ms},
-            {"devices_speedup", timed.vendor_ms / timed.ms},
-            {"over_one_gpu", one_gpu_ms / timed.ms},
-            {"parallel_efficiency", one_gpu_ms / timed.ms / ranks},
-            {"imbalance", d.features.at("imbalance")},
-            {"devices_blocks", d.features.at("devices")},
-            {"devices_relative_error", input.relative_error()}};
+    nlohmann::json out = {{"devices", ranks},
+                          {"devices_variant", d.variant},
+                          {"devices_ms", timed.ms},
+                          {"devices_speedup", timed.vendor_ms / timed.ms},
+                          {"over_one_gpu", one_gpu_ms / timed.ms},
+                          {"parallel_efficiency", one_gpu_ms / timed.ms / ranks},
+                          {"imbalance", d.features.at("imbalance")},
+                          {"devices_blocks", d.features.at("devices")},
+                          {"devices_balance", d.features.at("balance")},
+                          {"devices_host_ms", d.features.at("host_ms")},
+                          {"devices_relative_error", input.relative_error()}};
+    if constexpr (std::is_same_v<T, float>) {
+      if (sixteen && o.precision == SpammPrecision::FP16) return resident(input, input.a_half(), o, one_gpu_ms, baseline, out);
+      if (sixteen) return resident(input, input.a_bfloat16(), o, one_gpu_ms, baseline, out);
+    }
+    return resident(input, input.a(), o, one_gpu_ms, baseline, out);
+  }
+
+  template <class T, class In>
+  nlohmann::json resident(Case<T>& input, const DeviceDense<In>& a, SpammOptions o, double one_gpu_ms, Baseline& baseline,
+                          nlohmann::json out) {
+    const SpreadDense<In> spread = rt_.replicate(a, o.devices);
+    o.devices.clear();  // the operands name their GPUs
+    SpreadDense<T> c;
+    SpammInfo info = rt_.spamm(spread, spread, c, o);
+    const Paired timed = time_paired([&] { info = rt_.spamm(spread, spread, c, o); }, baseline.gemm);
+    input.c().buffer().fill_bytes(0xFF);
+    rt_.gather(c, input.c());
+    const Decision& d = *info.decision;
+    const int ranks = int(c.parts.size());
+    out["resident_ms"] = timed.ms;
+    out["resident_speedup"] = timed.vendor_ms / timed.ms;
+    out["resident_over_one_gpu"] = one_gpu_ms / timed.ms;
+    out["resident_efficiency"] = one_gpu_ms / timed.ms / ranks;
+    out["resident_imbalance"] = d.features.at("imbalance");
+    out["resident_blocks"] = d.features.at("devices");
+    out["resident_balance"] = d.features.at("balance");
+    out["resident_host_ms"] = d.features.at("host_ms");
+    out["resident_relative_error"] = input.relative_error();
+    return out;
   }
 
   // Device ms per call: events around each (our calls synchronize inside, so a graph could not hold them).

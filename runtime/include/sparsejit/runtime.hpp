@@ -14,12 +14,14 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "sparsejit/decision.hpp"
 #include "sparsejit/device.hpp"
 #include "sparsejit/device_matrix.hpp"
 #include "sparsejit/options.hpp"
 #include "sparsejit/spamm.hpp"
+#include "sparsejit/spread.hpp"
 #include "sparsejit/types.hpp"
 
 namespace sparsejit {
@@ -114,6 +116,31 @@ class Runtime {
   SpammInfo spamm(const DeviceDense<half>& a, const DeviceDense<half>& b, DeviceDense<float>& c, const SpammOptions& options = {});
   SpammInfo spamm(const DeviceDense<bfloat16>& a, const DeviceDense<bfloat16>& b, DeviceDense<float>& c,
                   const SpammOptions& options = {});
+
+  // SpAMM over several GPUs with the operands already on each (sparsejit/spread.hpp): a and b
+  // replicated on the same GPUs, this runtime's first; nothing is sent. Each GPU multiplies
+  // its block of C's tile rows from its own copies (blocks cut as for SpammOptions::devices,
+  // which must be empty or name the same GPUs) and keeps it: c becomes distributed, its parts
+  // reused where a block keeps its rows, else allocated anew. The call synchronizes
+  // options.stream once (rank 0's norms and τ) and returns with every GPU's work enqueued and
+  // options.stream waiting for it. Errors as the one-GPU call's, and InvalidInputError naming
+  // what does not fit (operands not replicated or on other GPUs). T: float or double.
+  template <class T>
+  SpammInfo spamm(const SpreadDense<T>& a, const SpreadDense<T>& b, SpreadDense<T>& c, const SpammOptions& options = {});
+  SpammInfo spamm(const SpreadDense<half>& a, const SpreadDense<half>& b, SpreadDense<float>& c, const SpammOptions& options = {});
+  SpammInfo spamm(const SpreadDense<bfloat16>& a, const SpreadDense<bfloat16>& b, SpreadDense<float>& c,
+                  const SpammOptions& options = {});
+  // x (on this runtime's GPU) copied to every GPU of `devices` ({-1}: all visible; the list
+  // must hold this runtime's GPU, which becomes rank 0) by one NCCL broadcast, enqueued on
+  // `stream`, which waits for every copy. Part 0 is x itself, borrowed: keep x alive, and
+  // replicate again after changing it. T: float, double, half or bfloat16.
+  template <class T>
+  SpreadDense<T> replicate(const DeviceDense<T>& x, const std::vector<int>& devices, void* stream = nullptr);
+  // The rows of a spread x (distributed blocks, or a replicated copy) copied into `into`
+  // (x.rows × x.cols, any ld, on this runtime's GPU, rank 0 of x) through NCCL, enqueued on
+  // `stream`. InvalidInputError naming the shapes or blocks that do not fit.
+  template <class T>
+  void gather(const SpreadDense<T>& x, DeviceDense<T>& into, void* stream = nullptr);
 
  private:
   std::shared_ptr<detail::RuntimeState> state_;

@@ -53,11 +53,14 @@ struct SpammOptions {
   bool early_launch = true; // as Options::early_launch
   // GPUs of this host to share the product (cuSpAMM 3.6): empty, this runtime's GPU alone;
   // else ordinals that include this runtime's (rank 0, which holds A, B and C), or {-1} for
-  // every visible GPU. C's tile rows go to the GPUs in contiguous blocks of even kept
-  // products; B is broadcast and each GPU's rows of A sent to it through NCCL (loaded at run
-  // time: SPARSEJIT_NCCL_LIBRARY), and the blocks of C come back into C. The Decision's
-  // feature `devices` lists each GPU's rows and kept products. One ordinal (this runtime's)
-  // runs the same steps with one rank.
+  // every visible GPU. C's tile rows go to the GPUs in contiguous blocks cut by kept products
+  // (even on the first call of a problem on these GPUs, after it where every GPU finishes at
+  // once at the paces that call measured); B is broadcast and each GPU's rows of A sent to it
+  // through NCCL (loaded at run time: SPARSEJIT_NCCL_LIBRARY), and the blocks of C come back
+  // into C. The Decision's features `devices`, `balance` and `host_ms` list each GPU's rows,
+  // kept products and share, the paces, and the host time of each step. One ordinal (this
+  // runtime's) runs the same steps with one rank. Operands already on every GPU: Runtime::spamm
+  // on SpreadDense (sparsejit/spread.hpp).
   std::vector<int> devices;
 };
 

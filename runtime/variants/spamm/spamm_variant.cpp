@@ -108,6 +108,8 @@ jit::KernelSpec norms_spec(DType stored, SpammPrecision precision, int32_t tile,
 
 jit::KernelSpec search_spec() { return {"spamm_search.cu", "sj_spamm_search", nlohmann::json::object(), {}}; }
 
+jit::KernelSpec row_counts_spec() { return {"spamm_row_counts.cu", "sj_spamm_row_counts", nlohmann::json::object(), {}}; }
+
 int64_t stage_bytes(int32_t region, int slice, int pad_a, int pad_b, int elem_bytes) {
   return (int64_t(region) * (slice + pad_a) + int64_t(slice) * (region + pad_b)) * elem_bytes;
 }

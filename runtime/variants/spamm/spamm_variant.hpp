@@ -174,6 +174,9 @@ jit::KernelSpec norms_spec(DType stored, SpammPrecision precision, int32_t tile,
 // A τ search on the device, one evaluation per launch (templates/spamm_search.cu); a given τ
 // is a search of one evaluation.
 jit::KernelSpec search_spec();
+// The kept tile products per tile row of C at τ (templates/spamm_row_counts.cu), for the cut of
+// C's rows among GPUs.
+jit::KernelSpec row_counts_spec();
 
 // Loads a tile-loop kernel (its origin and times go into the decision) and sizes its grid.
 template <class T>
