@@ -214,9 +214,11 @@ struct PreparedSpamm {
   double compile_ms = 0, load_ms = 0;
 };
 
+// Without m: an execution takes C's rows at run time, so a spread call's blocks of every height
+// share one (a re-cut prepares nothing).
 std::string prepared_key(const Decision& d, const plan::SpammProblem& p) {
   return std::string("spamm:") + to_string(p.dtype) + ":" + to_string(p.operands) + ":" + to_string(p.precision) + ":" + std::to_string(p.tile) + ":" +
-         std::to_string(p.m) + "x" + std::to_string(p.k) + "x" + std::to_string(p.n) + ":" + std::to_string(p.lda) + "," +
+         "k" + std::to_string(p.k) + "n" + std::to_string(p.n) + ":" + std::to_string(p.lda) + "," +
          std::to_string(p.ldb) + "," + std::to_string(p.ldc) + ":" + d.variant + ":" + d.params.dump();
 }
 
@@ -514,11 +516,18 @@ std::vector<int64_t> kept_per_row_on_device(detail::RuntimeState& rt, const plan
   const cuda::ScratchPool::Block counts = rt.scratch_pool().allocate(kept.size() * sizeof(int64_t), stream);
   int tile_inner = p.tile_inner(), tile_cols = p.tile_cols();
   CUdeviceptr out = counts.ptr();
+  // Poisoned first (all ones: -1), so that a row the kernel did not write cannot pass for a count.
+  SPARSEJIT_CU(cuMemsetD8Async, out, 0xFF, kept.size() * sizeof(int64_t), stream);
   void* args[] = {&a_map, &b_map, &tile_inner, &tile_cols, &tau, &out};
   counter->launch({unsigned(p.tile_rows()), 1, 1}, {256u, 1, 1}, 0, stream, args, true);
   static_assert(sizeof(int64_t) == sizeof(unsigned long long), "the kernel's counts are 64-bit");
   SPARSEJIT_CU(cuMemcpyDtoHAsync_v2, kept.data(), out, kept.size() * sizeof(int64_t), stream);
   SPARSEJIT_CU(cuStreamSynchronize, stream);
+  const int64_t most = int64_t(tile_inner) * tile_cols;
+  for (std::size_t i = 0; i < kept.size(); ++i)
+    if (kept[i] < 0 || kept[i] > most)
+      throw CudaError("spamm: the row-count kernel left tile row " + std::to_string(i) + " at " + std::to_string(kept[i]) +
+                      ", outside [0, " + std::to_string(most) + "] (not written)");
   return kept;
 }
 

@@ -108,12 +108,14 @@ struct Spread {
     for (const RankClock& clock : clocks)
       if (!clock.finished.done()) return;
     Measured& m = measured[clocked_problem];
-    m.paces.assign(clocks.size(), {});
+    std::vector<plan::BlockTiming> call(clocks.size());
     for (std::size_t r = 0; r < clocks.size(); ++r) {
-      m.paces[r].start_ms = std::max(0.0, double(elapsed_ms(clocks[r].start, clocks[r].arrived)));
-      const double products_ms = elapsed_ms(clocks[r].arrived, clocks[r].finished);
-      m.paces[r].ms_per_kept = clocked_blocks[r].kept > 0 ? products_ms / double(clocked_blocks[r].kept) : 0.0;
+      call[r].rows = clocked_blocks[r].end - clocked_blocks[r].first;
+      call[r].kept = clocked_blocks[r].kept;
+      call[r].start_ms = std::max(0.0, double(elapsed_ms(clocks[r].start, clocks[r].arrived)));
+      call[r].products_ms = std::max(0.0, double(elapsed_ms(clocks[r].arrived, clocks[r].finished)));
     }
+    m.paces.add(call);
     m.front_ms = elapsed_ms(called[std::size_t(clocked_parity)], clocks[0].start);
     m.blocks = clocked_blocks;
     clocked_problem.clear();
@@ -140,10 +142,10 @@ struct Spread {
   Event begun, transferred;  // on rank 0
   std::vector<Event> called;
   std::vector<RankClock> clocks;
-  // What the last call of a problem measured: each GPU's pace, rank 0's time from the call's
+  // What the calls of a problem measured: each GPU's pace, the last call's rank 0 time from the call's
   // start to its products' start (norms, τ, the host's count and plan), and the blocks it ran.
   struct Measured {
-    std::vector<plan::RankPace> paces;
+    plan::Paces paces;
     double front_ms = 0;
     std::vector<plan::RowBlock> blocks;
   };
@@ -233,9 +235,13 @@ Assignment assign(detail::RuntimeState& rt, Spread& spread, SpammFront front, do
   if (measured) {
     as.balance["predicted_ms"] = cut.predicted_ms;
     as.balance["previous_front_ms"] = known->second.front_ms;
-    nlohmann::json paces = nlohmann::json::array();
-    for (const plan::RankPace& pace : known->second.paces) paces.push_back({{"start_ms", pace.start_ms}, {"ms_per_kept", pace.ms_per_kept}});
-    as.balance["paces"] = paces;
+    const plan::Paces& paces = known->second.paces;
+    nlohmann::json starts = nlohmann::json::array();
+    for (int r = 0; r < paces.ranks(); ++r) starts.push_back(paces.start_ms(r));
+    as.balance["paces"] = {{"calls", paces.calls()},
+                           {"start_ms", starts},
+                           {"ms_per_tile_row", paces.ms_per_row()},
+                           {"ms_per_kept", paces.ms_per_kept()}};
   }
   as.host_ms["plan"] = ms_since(start);
   return as;
@@ -430,6 +436,34 @@ SpammInfo spamm_on_devices(detail::RuntimeState& rt, const DeviceDense<In>& a, c
   return report(as, devices, options, "sent: B broadcast, each GPU's rows of A sent to it", "gathered into C on rank 0");
 }
 
+// C's blocks for a call, each on its GPU: c's part where it is that block already, else in its
+// storage where that holds the block at leading dimension n (a re-cut moves rows between GPUs: freeing and allocating a GiB-sized part synchronized the
+// GPU and took up to 8.6 ms of the call at N = 32768). A new part gets room for a quarter more
+// rows (a tile at least, all of C at most), which covers the shares' drift.
+template <class Out>
+std::vector<DeviceDense<Out>> c_parts(Spread& spread, detail::RuntimeState& rt, SpreadDense<Out>& c, const Assignment& as) {
+  const plan::SpammProblem& p = as.front.problem;
+  const bool reusable = c.devices == spread.devices && c.parts.size() == spread.devices.size();
+  std::vector<DeviceDense<Out>> parts;
+  for (int r = 0; r < spread.ranks(); ++r) {
+    const Context& context = spread.state(r, rt).context;
+    const std::size_t row_bytes = std::size_t(p.n) * sizeof(Out);
+    DeviceDense<Out>* own = reusable ? &c.parts[std::size_t(r)] : nullptr;
+    if (own != nullptr && c.first_rows.size() == c.parts.size() && c.first_rows[std::size_t(r)] == as.first_row(r) &&
+        own->rows() == as.rows(r) && own->cols() == p.n) {
+      parts.push_back(std::move(*own));  // the same block: kept as it is (a caller's part keeps its leading dimension)
+      continue;
+    }
+    DeviceBuffer storage;
+    if (own != nullptr && own->ld() == p.n && own->buffer().bytes() >= std::size_t(as.rows(r)) * row_bytes)
+      storage = std::move(own->buffer());
+    else
+      storage = DeviceBuffer(context, std::size_t(std::min(p.m, as.rows(r) + std::max(p.tile, as.rows(r) / 4))) * row_bytes);
+    parts.emplace_back(context, std::move(storage), as.rows(r), p.n);
+  }
+  return parts;
+}
+
 template <class In, class Out>
 SpammInfo spamm_spread(detail::RuntimeState& rt, const SpreadDense<In>& a, const SpreadDense<In>& b, SpreadDense<Out>& c,
                        const SpammOptions& options) {
@@ -464,16 +498,8 @@ SpammInfo spamm_spread(detail::RuntimeState& rt, const SpreadDense<In>& a, const
   const Clock::time_point enqueue = Clock::now();
   const plan::SpammProblem& p = as.front.problem;
   const int ranks = spread->ranks();
-  // C's blocks, each on its GPU; parts kept where a block keeps its rows.
-  const bool reusable = c.devices == devices && c.parts.size() == devices.size() && c.first_rows.size() == devices.size() && c.cols == p.n;
-  std::vector<DeviceDense<Out>> parts;
-  for (int r = 0; r < ranks; ++r) {
-    const std::size_t i = std::size_t(r);
-    if (reusable && c.first_rows[i] == as.first_row(r) && c.parts[i].rows() == as.rows(r))
-      parts.push_back(std::move(c.parts[i]));
-    else
-      parts.emplace_back(spread->state(r, rt).context, as.rows(r), p.n);
-  }
+  std::vector<DeviceDense<Out>> parts = c_parts(*spread, rt, c, as);
+  as.host_ms["c_parts"] = ms_since(enqueue);
   c.rows = p.m;
   c.cols = p.n;
   c.devices = devices;

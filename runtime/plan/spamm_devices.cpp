@@ -105,15 +105,6 @@ std::vector<RankPace> filled(const std::vector<RankPace>& paces, const char* who
 
 }  // namespace
 
-double finish_ms(const std::vector<RankPace>& paces, const std::vector<RowBlock>& blocks) {
-  if (paces.size() != blocks.size())
-    throw InvalidInputError("finish_ms: " + std::to_string(paces.size()) + " paces for " + std::to_string(blocks.size()) + " blocks");
-  const std::vector<RankPace> pace = filled(paces, "finish_ms");
-  double finish = 0;
-  for (std::size_t r = 0; r < pace.size(); ++r) finish = std::max(finish, pace[r].start_ms + double(blocks[r].kept) * pace[r].ms_per_kept);
-  return finish;
-}
-
 std::vector<double> shares_to_finish_together(const std::vector<RankPace>& paces, int64_t total) {
   if (paces.empty()) throw InvalidInputError("shares_to_finish_together: no GPUs");
   const std::size_t ranks = paces.size();
@@ -139,41 +130,123 @@ std::vector<double> shares_to_finish_together(const std::vector<RankPace>& paces
   return shares;
 }
 
+void Paces::add(const std::vector<BlockTiming>& call) {
+  if (calls_ > 0 && call.size() != start_ms_.size())
+    throw InvalidInputError("Paces::add: " + std::to_string(call.size()) + " GPUs' timings, the earlier calls had " +
+                            std::to_string(start_ms_.size()));
+  for (const BlockTiming& t : call)
+    if (t.rows < 0 || t.kept < 0 || !(t.start_ms >= 0) || !(t.products_ms >= 0) || !std::isfinite(t.start_ms) || !std::isfinite(t.products_ms))
+      throw InvalidInputError("Paces::add: a block of " + std::to_string(t.rows) + " rows, " + std::to_string(t.kept) +
+                              " kept products, start " + std::to_string(t.start_ms) + " ms, products " + std::to_string(t.products_ms) +
+                              " ms (each finite and >= 0)");
+  ++calls_;
+  const double weight = 1.0 / double(std::min(calls_, kPaceMemory));
+  const auto blend = [&](double& sum, double now) { sum += weight * (now - sum); };
+  start_ms_.resize(call.size(), 0.0);
+  double rr = 0, rk = 0, kk = 0, rt = 0, kt = 0;
+  for (std::size_t r = 0; r < call.size(); ++r) {
+    const BlockTiming& t = call[r];
+    blend(start_ms_[r], t.start_ms);
+    const double rows = t.rows, kept = double(t.kept);
+    rr += rows * rows;
+    rk += rows * kept;
+    kk += kept * kept;
+    rt += rows * t.products_ms;
+    kt += kept * t.products_ms;
+  }
+  blend(rr_, rr);
+  blend(rk_, rk);
+  blend(kk_, kk);
+  blend(rt_, rt);
+  blend(kt_, kt);
+  fit();
+}
+
+// The least-squares cost, both terms ≥ 0: a term the fit makes negative is dropped and the other
+// fitted alone; blocks whose rows and kept products are in one proportion (even rows of even
+// work) tell the terms apart no more, and the cost is then the kept products' alone.
+void Paces::fit() {
+  const double det = rr_ * kk_ - rk_ * rk_;
+  double row = 0, kept = 0;
+  if (det > 1e-6 * rr_ * kk_) {
+    row = (rt_ * kk_ - kt_ * rk_) / det;
+    kept = (kt_ * rr_ - rt_ * rk_) / det;
+  }
+  if (!(det > 1e-6 * rr_ * kk_) || row < 0 || kept < 0) {
+    const bool by_kept = kk_ > 0 && (row < 0 || !(kept < 0));
+    row = by_kept || rr_ <= 0 ? 0.0 : rt_ / rr_;
+    kept = by_kept ? kt_ / kk_ : 0.0;
+  }
+  ms_per_row_ = std::max(0.0, row);
+  ms_per_kept_ = std::max(0.0, kept);
+}
+
+double finish_ms(const Paces& paces, const std::vector<RowBlock>& blocks) {
+  if (std::size_t(paces.ranks()) != blocks.size())
+    throw InvalidInputError("finish_ms: paces of " + std::to_string(paces.ranks()) + " GPUs for " + std::to_string(blocks.size()) + " blocks");
+  double finish = 0;
+  for (std::size_t r = 0; r < blocks.size(); ++r)
+    finish = std::max(finish, paces.finish_ms(int(r), blocks[r].end - blocks[r].first, blocks[r].kept));
+  return finish;
+}
+
 const char* to_string(CutSource source) {
   switch (source) {
     case CutSource::Even: return "even kept products (no earlier call of this problem on these GPUs)";
-    case CutSource::FinishTogether: return "finish together at the previous call's paces";
-    case CutSource::Previous: return "the previous call's blocks (a new cut at its paces was not 2% faster)";
+    case CutSource::FinishTogether: return "finish together at the paces of the earlier calls";
+    case CutSource::Previous: return "the previous call's blocks (a new cut at the paces was not 2% faster)";
   }
   return "?";
 }
 
-BlockCut cut_blocks(const std::vector<int64_t>& kept, int parts, const std::vector<RankPace>* paces,
-                    const std::vector<RowBlock>& previous) {
-  BlockCut cut;
+namespace {
+
+// Each block's kept products counted again over `kept`, and its share of their total.
+void recount(const std::vector<int64_t>& kept, BlockCut& cut) {
   int64_t total = 0;
   for (int64_t x : kept) total += std::max<int64_t>(x, 0);
-  if (paces == nullptr) {
+  cut.shares.clear();
+  for (RowBlock& block : cut.blocks) {
+    block.kept = std::accumulate(kept.begin() + block.first, kept.begin() + block.end, int64_t(0));
+    cut.shares.push_back(total == 0 ? 0.0 : double(block.kept) / double(total));
+  }
+}
+
+}  // namespace
+
+BlockCut cut_blocks(const std::vector<int64_t>& kept, int parts, const Paces* paces, const std::vector<RowBlock>& previous) {
+  BlockCut cut;
+  if (paces == nullptr || !paces->measured()) {
     cut.blocks = split_rows(kept, parts);
     cut.shares.assign(std::size_t(std::max(parts, 0)), parts > 0 ? 1.0 / parts : 0.0);
     return cut;
   }
-  cut.shares = shares_to_finish_together(*paces, total);
-  cut.blocks = split_rows(kept, cut.shares);
+  if (paces->ranks() != parts)
+    throw InvalidInputError("cut_blocks: paces of " + std::to_string(paces->ranks()) + " GPUs for " + std::to_string(parts) + " parts");
+  // Each tile row's cost in whole picoseconds (split_rows cuts integer work), and the GPUs'
+  // starts at a picosecond per unit.
+  constexpr double kUnitsPerMs = 1e9;
+  std::vector<int64_t> cost(kept.size());
+  int64_t total = 0;
+  for (std::size_t i = 0; i < kept.size(); ++i) {
+    if (kept[i] < 0) throw InvalidInputError("cut_blocks: a row keeps " + std::to_string(kept[i]) + " products");
+    total += cost[i] = std::llround((paces->ms_per_row() + paces->ms_per_kept() * double(kept[i])) * kUnitsPerMs);
+  }
+  std::vector<RankPace> starts;
+  for (int r = 0; r < parts; ++r) starts.push_back({paces->start_ms(r), 1.0 / kUnitsPerMs});
+  cut.blocks = split_rows(cost, shares_to_finish_together(starts, total));
   cut.source = CutSource::FinishTogether;
+  recount(kept, cut);
   cut.predicted_ms = finish_ms(*paces, cut.blocks);
   const bool comparable = previous.size() == cut.blocks.size() && !previous.empty() && previous.front().first == 0 &&
                           previous.back().end == int32_t(kept.size());
   if (!comparable) return cut;
-  std::vector<RowBlock> again = previous;
-  for (RowBlock& block : again) block.kept = std::accumulate(kept.begin() + block.first, kept.begin() + block.end, int64_t(0));
-  const double again_ms = finish_ms(*paces, again);
-  if (cut.predicted_ms <= 0.98 * again_ms) return cut;
-  cut.blocks = again;
-  cut.source = CutSource::Previous;
-  cut.predicted_ms = again_ms;
-  for (std::size_t r = 0; r < again.size(); ++r) cut.shares[r] = total == 0 ? 0.0 : double(again[r].kept) / double(total);
-  return cut;
+  BlockCut again;
+  again.blocks = previous;
+  again.source = CutSource::Previous;
+  recount(kept, again);
+  again.predicted_ms = finish_ms(*paces, again.blocks);
+  return cut.predicted_ms <= 0.98 * again.predicted_ms ? cut : again;
 }
 
 double imbalance(const std::vector<RowBlock>& blocks) {

@@ -4,7 +4,7 @@
 // non-square shapes, sizes not a multiple of the tile, a padded leading dimension, B = A;
 // the blocks cover C's tile rows and their kept products add up to the call's; bad device
 // lists fail before C is written; a second call of the same problem cuts the blocks by the
-// first call's paces and is right too; operands replicated beforehand (Runtime::replicate)
+// cost the first call measured and is right too; operands replicated beforehand (Runtime::replicate)
 // leave C distributed, each block on its GPU, and gathered into a padded, poisoned C it is the
 // reference's; spread operands that do not fit are refused by name. Skipped without NCCL
 // (SPARSEJIT_NCCL_LIBRARY).
@@ -181,8 +181,11 @@ TEST_F(SpammMultiGpu, ASecondCallCutsTheBlocksByTheFirstCallsPaces) {
     check(rt(), s, {-1}, SpammPrecision::Full, seed);  // the same problem, new values below
     const Decision d = check(rt(), s, {-1}, SpammPrecision::Full, seed + 7);
     const nlohmann::json& balance = d.features.at("balance");
-    EXPECT_NE(balance.at("source").get<std::string>().find("previous call"), std::string::npos) << describe(d);
-    EXPECT_EQ(balance.at("paces").size(), d.features.at("devices").size()) << describe(d);
+    EXPECT_EQ(balance.at("source").get<std::string>().find("even"), std::string::npos) << describe(d);  // cut by the paces
+    const nlohmann::json& paces = balance.at("paces");
+    EXPECT_EQ(paces.at("calls").get<int>(), 1) << describe(d);
+    EXPECT_EQ(paces.at("start_ms").size(), d.features.at("devices").size()) << describe(d);
+    EXPECT_GT(paces.at("ms_per_tile_row").get<double>() + paces.at("ms_per_kept").get<double>(), 0.0) << describe(d);
   } catch (const UnsupportedError& e) {
     if (nccl_missing(e)) GTEST_SKIP() << e.what();
     throw;

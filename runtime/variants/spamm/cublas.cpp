@@ -39,7 +39,7 @@ class VendorExecution final : public SpammExecution<T> {
     g.lda = o.a.ld;
     g.ldb = o.b.ld;
     g.ldc = o.c.ld();
-    g.m = problem_.m;
+    g.m = o.c.rows();  // the rows of this call (a block of a spread call), not the prepared problem's
     g.k = problem_.k;
     g.n = problem_.n;
     std::lock_guard<std::mutex> lock(rt.cublas_mutex);

@@ -58,7 +58,8 @@ int64_t tile_loop_shared_bytes(const TileLoopLaunch& launch, int32_t tile_inner)
 template <class T>
 void launch_tile_loop(const cuda::Kernel& kernel, const TileLoopLaunch& launch, const plan::SpammProblem& p, int multiprocessors,
                       const SpammOperands<T>& o) {
-  int tile_rows = p.tile_rows(), tile_inner = p.tile_inner(), tile_cols = p.tile_cols();
+  // C's rows are this call's (a block of a spread call), whatever the prepared problem's m.
+  int tile_rows = int((int64_t(o.c.rows()) + p.tile - 1) / p.tile), tile_inner = p.tile_inner(), tile_cols = p.tile_cols();
   const int64_t groups = ((int64_t(tile_rows) + launch.group - 1) / launch.group) * ((int64_t(tile_cols) + launch.group - 1) / launch.group);
   if (groups == 0) return;
   const int64_t resident = int64_t(std::max(launch.blocks_per_sm, 1)) * multiprocessors;

@@ -58,7 +58,8 @@ template <class T>
 class SpammExecution {
  public:
   virtual ~SpammExecution() = default;
-  // Writes C on operands.stream.
+  // Writes C on operands.stream. The rows are operands.c's: one execution, prepared for a
+  // problem of any m, serves every block height of a spread call's rows.
   virtual void run(detail::RuntimeState& rt, const SpammOperands<T>& operands) const = 0;
 };
 
