@@ -136,6 +136,17 @@ def report(name, cases, picks):
     return "\n".join(lines)
 
 
+def worst_cases(cases, picks, count):
+    """The `count` cases furthest from the oracle: matrix, K, the pick and the fastest, the ratio."""
+    judged = [(c["times"][p] / c["oracle"], c, p) for c, p in zip(cases, picks) if p in c["times"]]
+    judged.sort(key=lambda x: -x[0])
+    lines = [f"  worst {count}:"]
+    for ratio, c, p in judged[:count]:
+        fastest = min(c["times"], key=c["times"].get)
+        lines.append(f"    {c['matrix']} K={c['k']}: {p} {ratio:.2f}x the fastest, {fastest}")
+    return "\n".join(lines)
+
+
 def matrix_input(name, matrices):
     if name.startswith("gen:"):
         return name
@@ -200,6 +211,7 @@ def main(argv=None):
     p.add_argument("--out", help="write the model with the coefficients fitted on every case here")
     p.add_argument("--drop-tree", action="store_true", help="leave the model's variant tree out of --out")
     p.add_argument("--fit-launch", action="store_true", help="fit `launch` too instead of holding the model's value")
+    p.add_argument("--worst", type=int, default=0, metavar="N", help="list the N cross-validated picks furthest from the oracle")
     p.add_argument("--hold", action="append", default=[], metavar="[VARIANT.]TERM",
                    help="keep this term at the model's value (every variant's, or one variant's: csr_merge.critical_loads); "
                         "repeatable. For terms that choose a variant's parameters, which a bench's one setting per case cannot fit")  # fmt: skip
@@ -221,6 +233,8 @@ def main(argv=None):
     held = set(args.hold) | (set() if args.fit_launch else {HELD})
     picks = cross_validated_picks(model["cost"], cases, args.folds, args.min_cases, held)
     print(report(f"refit, the cheapest candidate ({args.folds}-fold cross-validation by matrix)", cases, picks))
+    if args.worst:
+        print(worst_cases(cases, picks, args.worst))
     if args.out:
         refit = dict(model)
         refit["cost"] = fit_costs(model["cost"], cases, args.min_cases, held)

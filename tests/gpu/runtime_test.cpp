@@ -196,24 +196,6 @@ struct SpmmOnHandle {
 
 // The fastest measured candidate is the chosen one (the vendor also when within `margin` of
 // it), and the vendor was among those timed.
-// The decision's measure steps are the timed candidates in timing order, the planned choice first,
-// each with its calls (the untimed first, the probe, repeats) inside its host time, and together
-// within measure_ms.
-void expect_steps_account_for_the_timing(const Decision& d) {
-  ASSERT_FALSE(d.measure_steps.empty()) << describe(d);
-  double steps_ms = 0;
-  for (const MeasureStep& s : d.measure_steps) {
-    const auto timed = std::find_if(d.candidates.begin(), d.candidates.end(),
-                                    [&](const Candidate& c) { return c.variant == s.variant && c.params == s.params; });
-    ASSERT_NE(timed, d.candidates.end()) << s.variant << " " << s.params.dump() << "\n" << describe(d);
-    EXPECT_EQ(timed->measured_ms, s.call_ms) << describe(d);
-    EXPECT_GE(s.calls, 2) << describe(d);
-    EXPECT_GE(s.host_ms, s.calls * s.call_ms * 0.99) << describe(d);
-    steps_ms += s.host_ms;
-  }
-  EXPECT_LE(steps_ms, d.measure_ms) << describe(d);
-}
-
 void expect_fastest_of_timed(const Decision& d, double margin = plan::kSpmmVendorMargin) {
   double fastest = std::numeric_limits<double>::infinity(), chosen = -1;
   bool vendor_timed = false;
