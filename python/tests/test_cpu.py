@@ -314,6 +314,12 @@ def test_refit_costs_recovers_coefficients_and_judges_held_out_matrices(tmp_path
     assert picks == [min(c["times"], key=c["times"].get) for c in cases]
     assert "8/8 = 100% within 10% of the oracle" in refit.report("refit", cases, picks)
     assert "within 10%" in refit.report("model", cases, [refit.cheapest(model, c) for c in cases])
+    # --worst: the picks furthest from the oracle first, with the fastest named.
+    wrong = ["slow_start" if c["times"]["slow_start"] > c["oracle"] else "gather" for c in cases]
+    worst = refit.worst_cases(cases, wrong, 2).splitlines()
+    ratios = sorted((c["times"][p] / c["oracle"] for c, p in zip(cases, wrong)), reverse=True)
+    assert worst[0] == "  worst 2:" and len(worst) == 3
+    assert worst[1].endswith(f"slow_start {ratios[0]:.2f}x the fastest, gather")
     # Bad input is named: a line that is not a bench record, and too few folds.
     results = tmp_path / "r.jsonl"
     results.write_text('{"k": 32}\n')
