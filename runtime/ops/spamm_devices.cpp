@@ -65,8 +65,8 @@ struct RankClock {
 
 // What a set of GPUs keeps between calls: the NCCL communicators, a lock (one call at a time
 // drives them: communicators are not for concurrent use), the other GPUs' states and streams,
-// rank 0's side stream for its transfers, each GPU's clock, and per problem the paces the last
-// call of it measured (read once its work is done, at the next call).
+// rank 0's side stream for its transfers, each GPU's clock, and per problem the paces its calls
+// measured (a call's read once its work is done, at the next call).
 struct Spread {
   Spread(const std::vector<int>& devices_, const Context& root)
       : devices(devices_),
@@ -142,8 +142,9 @@ struct Spread {
   Event begun, transferred;  // on rank 0
   std::vector<Event> called;
   std::vector<RankClock> clocks;
-  // What the calls of a problem measured: each GPU's pace, the last call's rank 0 time from the call's
-  // start to its products' start (norms, τ, the host's count and plan), and the blocks it ran.
+  // What the calls of a problem measured: the fitted cost and the GPUs' starts, and of the last
+  // call rank 0's time from its start to its products' (norms, τ, the host's count and plan)
+  // and the blocks it ran.
   struct Measured {
     plan::Paces paces;
     double front_ms = 0;
@@ -437,9 +438,9 @@ SpammInfo spamm_on_devices(detail::RuntimeState& rt, const DeviceDense<In>& a, c
 }
 
 // C's blocks for a call, each on its GPU: c's part where it is that block already, else in its
-// storage where that holds the block at leading dimension n (a re-cut moves rows between GPUs: freeing and allocating a GiB-sized part synchronized the
-// GPU and took up to 8.6 ms of the call at N = 32768). A new part gets room for a quarter more
-// rows (a tile at least, all of C at most), which covers the shares' drift.
+// storage where that holds the block at leading dimension n (a re-cut moves rows between GPUs,
+// and freeing and allocating a GiB-sized part would synchronize the GPU). A new part gets room
+// for a quarter more rows (a tile at least, all of C at most), which covers the shares' drift.
 template <class Out>
 std::vector<DeviceDense<Out>> c_parts(Spread& spread, detail::RuntimeState& rt, SpreadDense<Out>& c, const Assignment& as) {
   const plan::SpammProblem& p = as.front.problem;

@@ -13,10 +13,10 @@
 //      rows and the slices are broadcast, so every GPU holds both whole maps and its products
 //      need no norm pass of their own;
 //   2. C's tile rows cut into one contiguous block per GPU (plan/spamm_devices.hpp): even kept
-//      products on the first call of a problem on a set of GPUs; after it, the shares with
-//      which every GPU finishes at once under the paces that call measured (rank 0 starts at
-//      once and the others when their operands have arrived, so while the transfers run rank 0
-//      multiplies more);
+//      products on the first call of a problem on a set of GPUs; after it, the blocks with
+//      which every GPU finishes at once under the cost the calls measured (plan::Paces: per
+//      tile row and per kept product; rank 0 starts at once and the others when their operands
+//      have arrived, so while the transfers run rank 0 multiplies more);
 //   3. rank 0's transfers on a side stream, so that its own products start at once;
 //   4. every GPU's norm pass and products enqueued on its stream with no read-back
 //      (spamm_share: τ, the variant and the kept share were settled over the whole product).
