@@ -370,7 +370,9 @@ SpammInfo check_sixteen(Runtime& rt, const Shape& s, Input kind, const SpammOpti
   const Dense<float> got = dc.download();
   test::expect_all_written(got.data, what);
   const Decision& d = *info.decision;
-  if (!o.variant.empty()) EXPECT_EQ(d.variant, o.variant) << what;
+  if (!o.variant.empty()) {
+    EXPECT_EQ(d.variant, o.variant) << what;
+  }
   const std::string precision = std::is_same_v<H, half> ? "fp16" : "bf16";
   EXPECT_EQ(d.features.at("precision"), precision) << what;
   const Dense<float> af = cast<float>(a), bf = cast<float>(b);
