@@ -395,7 +395,9 @@ TEST_F(CliCacheWithRecords, ListRecordsSaysWhichAreStale) {
       << r.out;
   EXPECT_EQ(count_of(r.out, "  stale: library_version: record '0.0.1', this build '" + kernels_[0].key.library_version + "'"), 1u)
       << r.out;
-  if (!judges_devices()) EXPECT_EQ(count_of(r.out, "stale:"), 1u) << r.out;
+  if (!judges_devices()) {
+    EXPECT_EQ(count_of(r.out, "stale:"), 1u) << r.out;
+  }
 
   const Result j = run_cli(with_dir("cache list --records --json"));
   ASSERT_EQ(j.status, 0) << j.out;

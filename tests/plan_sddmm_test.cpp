@@ -374,7 +374,7 @@ TEST(SddmmPlan, ForcedParamsAreChecked) {
 
 TEST(SddmmPlan, AModelPassedInWithATreeDecidesByItAndOverridesTheLaunchShapes) {
   nlohmann::json model = models::shipped_model("sddmm");
-  const auto with_model = [&] { return plan::PlanSources{std::make_shared<const nlohmann::json>(model)}; };
+  const auto with_model = [&] { return plan::PlanSources{std::make_shared<const nlohmann::json>(model), {}}; };
   model["id"] = "sddmm-tuned";
   model["tree"] = nlohmann::json::parse(R"({"feature": "k", "threshold": 64, "left": {"leaf": "cusparse"}, "right": {"leaf": "tiled_shared"}})");
   model["launch"] = {{"tiled_shared", {{"tile_cols", 32}}}};  // the rest falls back to the shipped launch

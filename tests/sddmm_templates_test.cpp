@@ -161,8 +161,11 @@ TEST(SddmmTemplates, ExplainCompilesThePlannedKernelOfEachVariant) {
       const auto chosen =
           std::find_if(d.candidates.begin(), d.candidates.end(), [&](const Candidate& x) { return x.variant == d.variant; });
       ASSERT_NE(chosen, d.candidates.end());
-      for (const auto& other : d.candidates)
-        if (other.rejected_because.empty()) EXPECT_LE(chosen->predicted_ms, other.predicted_ms) << other.variant;
+      for (const auto& other : d.candidates) {
+        if (other.rejected_because.empty()) {
+          EXPECT_LE(chosen->predicted_ms, other.predicted_ms) << other.variant;
+        }
+      }
     }
     EXPECT_NE(d.kernel_origin, KernelOrigin::None) << c.variant << " k=" << c.k;
   }

@@ -246,7 +246,9 @@ TEST(SpammPlan, SkipsBelowTheCrossoverAndCallsCublasAbove) {
     const Decision low = plan::plan_spamm(features_at(c.below, p), p, device, {});
     EXPECT_EQ(low.variant, c.kernel) << label << "\n" << describe(low);
     EXPECT_EQ(low.source, DecisionSource::Model);
-    if (c.sm != 90) EXPECT_NE(test::candidate(low, "wgmma").rejected_because.find("sm_90"), std::string::npos) << describe(low);
+    if (c.sm != 90) {
+      EXPECT_NE(test::candidate(low, "wgmma").rejected_because.find("sm_90"), std::string::npos) << describe(low);
+    }
     const Decision high = plan::plan_spamm(features_at(c.above, p), p, device, {});
     EXPECT_EQ(high.variant, c.above_variant) << label << "\n" << describe(high);
   }

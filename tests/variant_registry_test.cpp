@@ -69,7 +69,9 @@ TEST(VariantRegistry, SpmmDefinitionsAreOrderedNamedAndDescribed) {
   int vendors = 0;
   for (std::size_t i = 0; i < all.size(); ++i) {
     EXPECT_FALSE(all[i]->summary.empty()) << all[i]->name;
-    if (i > 0) EXPECT_LT(all[i - 1]->rank, all[i]->rank) << all[i]->name << " shares a rank";
+    if (i > 0) {
+      EXPECT_LT(all[i - 1]->rank, all[i]->rank) << all[i]->name << " shares a rank";
+    }
     EXPECT_EQ(variants::SpmmRegistry::find(all[i]->name), all[i]);
     vendors += all[i]->traits.vendor;
   }

@@ -243,9 +243,11 @@ TEST_F(SddmmRowDenseGpu, TheShippedModelDecidesAndTheResultIsRight) {
     const CallInfo call = rt().sddmm(c.ds, c.da, c.db, c.dp);
     rt().context().synchronize();
     EXPECT_EQ(call.decision->source, DecisionSource::Model) << spec;
-    for (const Candidate& other : call.decision->candidates)
-      if (other.rejected_because.empty())
+    for (const Candidate& other : call.decision->candidates) {
+      if (other.rejected_because.empty()) {
         EXPECT_LE(test::candidate(*call.decision, call.decision->variant).predicted_ms, other.predicted_ms) << spec << " " << other.variant;
+      }
+    }
     ASSERT_LE(c.error(), 1e-5) << spec;
   }
 }
