@@ -218,6 +218,8 @@ def main(argv=None):
     args = p.parse_args(argv)
     if args.folds < 2:
         sys.exit(f"refit_costs: --folds {args.folds} must be at least 2")
+    if args.worst < 0:
+        sys.exit(f"refit_costs: --worst {args.worst} must be at least 0")
     if args.min_cases < 1:
         sys.exit(f"refit_costs: --min-cases {args.min_cases} must be at least 1")
     model = read_model(args.model)

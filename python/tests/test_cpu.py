@@ -333,6 +333,9 @@ def test_refit_costs_recovers_coefficients_and_judges_held_out_matrices(tmp_path
     cases_arg = subprocess.run([sys.executable, str(script), str(results), "--model", str(model_file), "--min-cases", "0"],
                                capture_output=True, text=True)  # fmt: skip
     assert cases_arg.returncode == 1 and "--min-cases 0 must be at least 1" in cases_arg.stderr
+    worst_arg = subprocess.run([sys.executable, str(script), str(results), "--model", str(model_file), "--worst", "-1"],
+                               capture_output=True, text=True)  # fmt: skip
+    assert worst_arg.returncode == 1 and "--worst -1 must be at least 0" in worst_arg.stderr
     not_a_model = tmp_path / "bad.json"
     not_a_model.write_text('{"op": "sddmm"}')
     bad_model = subprocess.run([sys.executable, str(script), str(results), "--model", str(not_a_model)], capture_output=True, text=True)

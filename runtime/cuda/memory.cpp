@@ -181,54 +181,52 @@ void PinnedBuffer::release() noexcept {
 }
 
 namespace {
-CUDA_MEMCPY2D pitched_copy(std::size_t row_bytes, std::size_t rows) {
+
+// One end of a pitched copy: host memory or device memory, and its row pitch in bytes.
+struct RowsAt {
+  CUmemorytype type;
+  const void* host;
+  CUdeviceptr device;
+  std::size_t pitch;
+};
+
+RowsAt on_host(const void* host, std::size_t pitch) { return {CU_MEMORYTYPE_HOST, host, 0, pitch}; }
+RowsAt on_device(CUdeviceptr device, std::size_t pitch) { return {CU_MEMORYTYPE_DEVICE, nullptr, device, pitch}; }
+
+// `rows` rows of `row_bytes` from `from` to `to`, ordered on `stream`.
+void copy_rows(const Context& context, const RowsAt& to, const RowsAt& from, std::size_t row_bytes, std::size_t rows,
+               CUstream stream) {
+  if (rows == 0 || row_bytes == 0) return;
   CUDA_MEMCPY2D copy{};
   copy.WidthInBytes = row_bytes;
   copy.Height = rows;
-  return copy;
+  copy.srcMemoryType = from.type;
+  copy.srcHost = from.host;
+  copy.srcDevice = from.device;
+  copy.srcPitch = from.pitch;
+  copy.dstMemoryType = to.type;
+  copy.dstHost = const_cast<void*>(to.host);
+  copy.dstDevice = to.device;
+  copy.dstPitch = to.pitch;
+  context.make_current();
+  SPARSEJIT_CU(cuMemcpy2DAsync_v2, &copy, stream);
 }
+
 }  // namespace
 
 void copy_rows_to_device(const Context& context, CUdeviceptr device, std::size_t device_pitch, const void* host,
                          std::size_t host_pitch, std::size_t row_bytes, std::size_t rows, CUstream stream) {
-  if (rows == 0 || row_bytes == 0) return;
-  CUDA_MEMCPY2D copy = pitched_copy(row_bytes, rows);
-  copy.srcMemoryType = CU_MEMORYTYPE_HOST;
-  copy.srcHost = host;
-  copy.srcPitch = host_pitch;
-  copy.dstMemoryType = CU_MEMORYTYPE_DEVICE;
-  copy.dstDevice = device;
-  copy.dstPitch = device_pitch;
-  context.make_current();
-  SPARSEJIT_CU(cuMemcpy2DAsync_v2, &copy, stream);
+  copy_rows(context, on_device(device, device_pitch), on_host(host, host_pitch), row_bytes, rows, stream);
 }
 
 void copy_rows_to_host(const Context& context, void* host, std::size_t host_pitch, CUdeviceptr device,
                        std::size_t device_pitch, std::size_t row_bytes, std::size_t rows, CUstream stream) {
-  if (rows == 0 || row_bytes == 0) return;
-  CUDA_MEMCPY2D copy = pitched_copy(row_bytes, rows);
-  copy.srcMemoryType = CU_MEMORYTYPE_DEVICE;
-  copy.srcDevice = device;
-  copy.srcPitch = device_pitch;
-  copy.dstMemoryType = CU_MEMORYTYPE_HOST;
-  copy.dstHost = host;
-  copy.dstPitch = host_pitch;
-  context.make_current();
-  SPARSEJIT_CU(cuMemcpy2DAsync_v2, &copy, stream);
+  copy_rows(context, on_host(host, host_pitch), on_device(device, device_pitch), row_bytes, rows, stream);
 }
 
 void copy_rows_on_device(const Context& context, CUdeviceptr to, std::size_t to_pitch, CUdeviceptr from, std::size_t from_pitch,
                          std::size_t row_bytes, std::size_t rows, CUstream stream) {
-  if (rows == 0 || row_bytes == 0) return;
-  CUDA_MEMCPY2D copy = pitched_copy(row_bytes, rows);
-  copy.srcMemoryType = CU_MEMORYTYPE_DEVICE;
-  copy.srcDevice = from;
-  copy.srcPitch = from_pitch;
-  copy.dstMemoryType = CU_MEMORYTYPE_DEVICE;
-  copy.dstDevice = to;
-  copy.dstPitch = to_pitch;
-  context.make_current();
-  SPARSEJIT_CU(cuMemcpy2DAsync_v2, &copy, stream);
+  copy_rows(context, on_device(to, to_pitch), on_device(from, from_pitch), row_bytes, rows, stream);
 }
 
 }  // namespace cuda
