@@ -345,3 +345,21 @@ def test_refit_costs_recovers_coefficients_and_judges_held_out_matrices(tmp_path
     missing = subprocess.run([sys.executable, str(script), str(results), "--model", str(model_file), "--matrices", str(tmp_path)],
                              capture_output=True, text=True)  # fmt: skip
     assert missing.returncode == 1 and "no file for matrix 'missing'" in missing.stderr
+
+
+def test_refit_costs_times_the_vendor_variant_by_its_forced_run_where_the_record_has_one():
+    refit, _ = _refit_costs_module()
+    decision = {"variant": "row_gather", "candidates": [
+        {"variant": "row_gather", "terms": {"launch": 1.0}},
+        {"variant": "cusparse", "terms": {"launch": 1.0}},
+        {"variant": "coo_flat", "rejected_because": "too few rows", "terms": {"launch": 1.0}}]}  # fmt: skip
+    vendor = {"sddmm_alg_default": 0.020, "best": 0.020}
+    # A record with the runtime's cusparse forced (the bare call plus the scale kernel): that time.
+    forced = {"matrix": "m", "k": 32, "variants": {"row_gather": 0.030, "cusparse": 0.026, "coo_flat": 0.05},
+              "vendor": vendor, "oracle": {"ms": 0.020}}  # fmt: skip
+    case = refit.case_of(forced, decision, "cusparse")
+    assert case["times"] == {"row_gather": 0.030, "cusparse": 0.026}
+    # An older record without it: the vendor entry named by --vendor-time.
+    older = {**forced, "variants": {"row_gather": 0.030}}
+    assert refit.case_of(older, decision, "cusparse")["times"]["cusparse"] == 0.020
+    assert "cusparse" not in refit.case_of(older, decision, "cusparse", "csr_alg3")["times"]

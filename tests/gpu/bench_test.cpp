@@ -120,7 +120,7 @@ void check_record(const json& r, const std::string& op, const std::string& matri
   EXPECT_GT(first_ms, 0);
   EXPECT_NEAR(r["first_call"]["calls"].get<double>(), first_ms / auto_ms, 1e-9 * first_ms / auto_ms);
 
-  // Every variant of ours but cusparse, each a time or "unsupported".
+  // Every variant of ours, cusparse (the runtime's, forced) included, each a time or "unsupported".
   EXPECT_EQ(keys_of(r["variants"]), our_variants);
   for (const auto& [name, value] : r["variants"].items())
     EXPECT_TRUE((value.is_number() && value.get<double>() > 0) || value == "unsupported") << name;
@@ -203,11 +203,6 @@ void check_reuse(const json& r) {
   }
 }
 
-std::vector<std::string> without_cusparse(std::vector<std::string> names) {
-  names.erase(std::remove(names.begin(), names.end(), "cusparse"), names.end());
-  return names;
-}
-
 // nlohmann::json orders object keys alphabetically.
 std::vector<std::string> sorted(std::vector<std::string> names) {
   std::sort(names.begin(), names.end());
@@ -220,7 +215,7 @@ TEST_F(BenchGpu, SpmmTinyRunWithCheck) {
                          "--measure-skip-margin inf --measure-budget-calls inf --json-out '" + json_out.string() + "'");
   ASSERT_EQ(r.status, 0) << r.err;
   ASSERT_EQ(r.records.size(), 2u) << r.err;
-  const auto ours = sorted(without_cusparse(plan::spmm_variants()));
+  const auto ours = sorted(plan::spmm_variants());
   const std::vector<std::string> algs = {"csr_alg1", "csr_alg2", "csr_alg3"};
   check_record(r.records[0], "spmm", "gen:uniform:2000:8", 2000, 32, ours, algs);
   EXPECT_EQ(r.records[0]["nnz"].get<int64_t>(), 2000 * 8);
@@ -246,7 +241,7 @@ TEST_F(BenchGpu, SddmmTinyRunWithCheck) {
   const Result r = bench("gen:uniform:2000:8 gen:band:2000:16:40 --op sddmm -k 32 --repeat 3 --warmup 1 --check");
   ASSERT_EQ(r.status, 0) << r.err;
   ASSERT_EQ(r.records.size(), 2u) << r.err;
-  const auto ours = sorted(without_cusparse(plan::sddmm_variants()));
+  const auto ours = sorted(plan::sddmm_variants());
   check_record(r.records[0], "sddmm", "gen:uniform:2000:8", 2000, 32, ours, {"sddmm_alg_default"});
   check_record(r.records[1], "sddmm", "gen:band:2000:16:40", 2000, 32, ours, {"sddmm_alg_default"});
   for (const json& record : r.records) check_reuse(record);

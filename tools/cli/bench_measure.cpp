@@ -25,10 +25,12 @@ using nlohmann::ordered_json;
 
 std::string ForcedCandidate::label() const { return params.empty() ? variant : variant + params.dump(); }
 
+// Every variant, the vendor-backed one too: what the runtime runs when it picks cuSPARSE is not
+// always the vendor's bare call (SDDMM's adds a kernel scaling P by S's values), and the oracle
+// and a cost fit must see the time a pick really costs.
 std::vector<ForcedCandidate> forced_candidates(Op op) {
   std::vector<ForcedCandidate> candidates;
-  for (const variants::VariantInfo& v : variants::catalog(op))
-    if (!v.traits.vendor) candidates.push_back({v.name, nlohmann::json::object()});
+  for (const variants::VariantInfo& v : variants::catalog(op)) candidates.push_back({v.name, nlohmann::json::object()});
   return candidates;
 }
 

@@ -70,11 +70,16 @@ class Cusparse final : public SddmmVariantOf<Cusparse> {
   // such patterns and the model chose it. No per-nonzero term (S's indices): fitted at K = 32
   // and 64 it took weight from gather_bytes and priced K = 128 at half its time (MIT8: chosen
   // over a 1.56x faster row_gather under cross-validation; without it, worst 1.20x).
+  // scale_bytes: the scale kernel reads S's and P's values and writes P's. On the H100
+  // (2026-11-28) the runtime's variant took 1.02-1.52x cuSPARSE's bare call: the scale's launch
+  // on the small DLMC layers, its bytes on the large patterns. Fitted on the bare call's time,
+  // v9 priced neither and chose cuSPARSE where row_gather was 1.34x faster.
   nlohmann::json cost_terms(const SddmmPlanInputs& in, const nlohmann::json&) const override {
-    const double vb = double(size_of(in.problem.dtype)), k = double(in.problem.k);
+    const double vb = double(size_of(in.problem.dtype)), k = double(in.problem.k), nnz = double(in.features.basic.nnz);
     return {{"launch", 2.0},
-            {"gather_bytes", 2.0 * double(in.features.basic.nnz) * k * vb},
-            {"row_bytes", double(in.features.basic.rows) * k * vb}};
+            {"gather_bytes", 2.0 * nnz * k * vb},
+            {"row_bytes", double(in.features.basic.rows) * k * vb},
+            {"scale_bytes", 3.0 * nnz * vb}};
   }
 
   std::vector<nlohmann::json> search_space(const SddmmPlanInputs&) const override { return {nlohmann::json::object()}; }
