@@ -2,6 +2,7 @@
 errors (Python exceptions of matching kinds with the C++ library's messages)."""
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -363,3 +364,21 @@ def test_refit_costs_times_the_vendor_variant_by_its_forced_run_where_the_record
     older = {**forced, "variants": {"row_gather": 0.030}}
     assert refit.case_of(older, decision, "cusparse")["times"]["cusparse"] == 0.020
     assert "cusparse" not in refit.case_of(older, decision, "cusparse", "csr_alg3")["times"]
+
+
+def test_from_records_script_refuses_bad_arguments_naming_them(tmp_path):
+    script = Path(__file__).resolve().parents[2] / "bench" / "from_records.sh"
+    env = {k: v for k, v in os.environ.items() if k != "SPARSEJIT_CACHE_DIR"}
+
+    def run(*args, **extra):
+        return subprocess.run(["bash", str(script), *args], capture_output=True, text=True, env={**env, **extra})
+
+    usage = run("sddmm")
+    assert usage.returncode == 1 and "usage:" in usage.stderr
+    bad_op = run("spgemm", str(tmp_path), str(tmp_path / "out"))
+    assert bad_op.returncode == 1 and "OP 'spgemm' is not spmm or sddmm" in bad_op.stderr
+    bad_phase = run("sddmm", str(tmp_path), str(tmp_path / "out"), "sparsejit", "during", SPARSEJIT_CACHE_DIR=str(tmp_path))
+    assert bad_phase.returncode == 1 and "PHASE 'during' is not both, before or after" in bad_phase.stderr
+    no_cache = run("sddmm", str(tmp_path), str(tmp_path / "out"))
+    assert no_cache.returncode == 1 and "set SPARSEJIT_CACHE_DIR" in no_cache.stderr
+    assert not (tmp_path / "out").exists()  # nothing written before the arguments hold
