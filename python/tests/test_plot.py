@@ -22,6 +22,9 @@ RECORDS = [
 
 def test_times_of_reads_both_formats():
     assert plot.times_of(RECORDS[0]) == {"auto": 1.0, "cusparse": 2.0, "rs": 1.5}
+    # The runtime's cusparse variant forced keeps its own name; the baseline stays the vendor's.
+    forced = cpp_record("sddmm", 32, 1000, 1.0, 2.0, {"cusparse": 2.5, "row_gather": 1.2})
+    assert plot.times_of(forced) == {"auto": 1.0, "cusparse": 2.0, "cusparse variant": 2.5, "row_gather": 1.2}
     python_line = {"sparsejit_ms": 0.2, "torch_ms": 0.5}
     assert plot.times_of(python_line) == {"sparsejit": 0.2, "torch": 0.5}
 
