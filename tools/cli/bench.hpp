@@ -62,10 +62,10 @@ struct ForcedCandidate {
 };
 
 // Everything --variants all measures for `op`, in one place: every variant the op's planner
-// knows except "cusparse" (the vendor is measured on its own, algorithm by algorithm), each
-// with its default parameters. When the planners expose search spaces, the (variant, params)
-// points of those spaces are added here.
-std::vector<ForcedCandidate> forced_candidates(Op op);
+// knows, each with its default parameters; the vendor-backed one only `with_vendor_variant`
+// (SpMM and SDDMM time the vendor's bare call algorithm by algorithm besides, and the runtime's
+// vendor variant may add work to it; SpGEMM's vendor entry is that variant itself).
+std::vector<ForcedCandidate> forced_candidates(Op op, bool with_vendor_variant);
 
 // Times auto, the forced candidates (with --variants all) and the vendor for one matrix and one
 // K, checks them with --check, and returns the record (without "device", "date" and "matrix",

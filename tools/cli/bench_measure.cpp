@@ -25,12 +25,10 @@ using nlohmann::ordered_json;
 
 std::string ForcedCandidate::label() const { return params.empty() ? variant : variant + params.dump(); }
 
-// Every variant, the vendor-backed one too: what the runtime runs when it picks cuSPARSE is not
-// always the vendor's bare call (SDDMM's adds a kernel scaling P by S's values), and the oracle
-// and a cost fit must see the time a pick really costs.
-std::vector<ForcedCandidate> forced_candidates(Op op) {
+std::vector<ForcedCandidate> forced_candidates(Op op, bool with_vendor_variant) {
   std::vector<ForcedCandidate> candidates;
-  for (const variants::VariantInfo& v : variants::catalog(op)) candidates.push_back({v.name, nlohmann::json::object()});
+  for (const variants::VariantInfo& v : variants::catalog(op))
+    if (with_vendor_variant || !v.traits.vendor) candidates.push_back({v.name, nlohmann::json::object()});
   return candidates;
 }
 
@@ -363,7 +361,10 @@ ordered_json measure_op(Runtime& rt, OpBench& bench, const Config& config, int64
   ordered_json variants = ordered_json::object();
   Fastest oracle;
   if (config.all_variants) {
-    for (const ForcedCandidate& candidate : forced_candidates(config.op)) {
+    // The vendor-backed variant too: what the runtime runs when it picks cuSPARSE is not always
+    // the vendor's bare call timed below (SDDMM's adds a kernel scaling P by S's values), and the
+    // oracle and a cost fit must see the time a pick really costs.
+    for (const ForcedCandidate& candidate : forced_candidates(config.op, true)) {
       Options forced = auto_options;
       forced.variant = candidate.variant;
       forced.params = candidate.params;
