@@ -3,6 +3,8 @@
 #
 #   bench/run_device.sh MATRICES_DIR OUT_DIR [SPARSEJIT_BINARY]
 #   SETS="spmm_f32" (or "sddmm_f32") runs one set only (a device call is limited to 10 minutes)
+#   TIME_LIMIT=S passes --time-limit S to each matrix set: no (matrix, K) starts past S seconds
+#   of that set, so a set cut short still writes its table and summary
 #   SETS="spamm_8192" or "spamm_16384": SpAMM against cuBLAS (not in the default sets; estimated
 #   at 2-3 and 4-5 minutes, not yet measured: run each in its own device call)
 #   SETS="spmm_powerlaw": SpMM fp32 K=128,512 over the real graphs (MATRICES_DIR/graphs) and
@@ -62,7 +64,7 @@ run() {
   shift
   local start=$SECONDS
   rm -f "$out/$name.jsonl"
-  "$cli" bench "$@" --check --json-out "$out/$name.jsonl" > /dev/null 2> "$out/$name.txt"
+  "$cli" bench "$@" --check ${TIME_LIMIT:+--time-limit "$TIME_LIMIT"} --json-out "$out/$name.jsonl" > /dev/null 2> "$out/$name.txt"
   local rc=$?
   echo "$name: exit $rc, $((SECONDS - start)) s" | tee -a "$out/device.txt"
   [ $rc -eq 0 ] || status=1

@@ -31,7 +31,7 @@ TEST(CliBench, HelpListsEveryOption) {
   const Result r = run_cli("bench --help");
   EXPECT_EQ(r.status, 0);
   for (const char* option : {"Usage", "--op", "-k", "--dtype", "--repeat", "--warmup", "--variants", "--clock", "--transpose", "--check",
-                             "--no-reuse", "--json-out", "--seed", "--quiet", "ETA", "gen:", "uniform:N:R"})
+                             "--no-reuse", "--json-out", "--seed", "--quiet", "--time-limit", "ETA", "gen:", "uniform:N:R"})
     EXPECT_NE(r.out.find(option), std::string::npos) << option << " missing from: " << r.out;
 }
 
@@ -64,6 +64,10 @@ TEST(CliBench, OtherBadOptions) {
   expect_one_line_error("gen:uniform:100:4 --op spmm --no-reuse", {"--no-reuse", "sddmm"});
   expect_one_line_error("gen:uniform:100:4 --clock fast", {"clock 'fast'", "graph, events"});
   expect_one_line_error("gen:uniform:100:4 --json-out /nonexistent/dir/out.jsonl", {"/nonexistent/dir/out.jsonl"});
+  expect_one_line_error("gen:uniform:100:4 --time-limit 0", {"--time-limit 0 must be a positive number of seconds"});
+  expect_one_line_error("gen:uniform:100:4 --time-limit -30", {"--time-limit -30 must be a positive"});
+  expect_one_line_error("gen:uniform:100:4 --time-limit nan", {"--time-limit nan must be a positive"});
+  expect_one_line_error("--op spamm --time-limit 60", {"--time-limit applies to --op spmm, sddmm and spgemm"});
 }
 
 TEST(CliBench, DirectoryWithoutMatrices) {

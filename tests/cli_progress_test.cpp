@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <sstream>
 
 #include "cli/progress.hpp"
@@ -37,6 +38,17 @@ TEST(EtaSeconds, MeanTimePerFinishedWeightTimesWhatIsLeft) {
   EXPECT_DOUBLE_EQ(*eta_seconds(100, 40, 40), 0);
   EXPECT_DOUBLE_EQ(*eta_seconds(100, 41, 40), 0);  // never negative
   EXPECT_FALSE(eta_seconds(5, 0, 40).has_value());  // nothing done: no mean yet
+}
+
+TEST(NextItemFits, NotPastTheLimitNorOneMeanItemBeyondIt) {
+  EXPECT_TRUE(next_item_fits(0, 0, 600));     // nothing done: the first item starts
+  EXPECT_TRUE(next_item_fits(590, 0, 600));   // still no mean to judge by
+  EXPECT_FALSE(next_item_fits(600, 0, 600));  // the limit reached
+  EXPECT_FALSE(next_item_fits(700, 5, 600));
+  // 10 items in 500 s: 50 s each; one more ends at 550 s, two more at 600 s.
+  EXPECT_TRUE(next_item_fits(500, 10, 550));
+  EXPECT_FALSE(next_item_fits(500, 10, 549));
+  EXPECT_TRUE(next_item_fits(500, 10, std::numeric_limits<double>::infinity()));
 }
 
 TEST(ProgressLine, CountPercentItemElapsedEta) {

@@ -266,6 +266,23 @@ TEST_F(BenchGpu, SddmmReuseWithVariantsAutoAndNoReuse) {
   EXPECT_EQ(off.err.find("K=16 reuse: "), std::string::npos) << off.err;
 }
 
+// --time-limit: no item starts past it. A limit already reached when the runtime is up starts
+// none; a limit of minutes starts every one; either way the run ends with its report, status 0.
+TEST_F(BenchGpu, TimeLimitStartsNoItemPastIt) {
+  const Result none = bench("gen:uniform:1000:5 gen:band:1000:8:20 --op spmm -k 16,32 --variants auto --repeat 2 --warmup 1 "
+                            "--time-limit 0.000001");
+  ASSERT_EQ(none.status, 0) << none.err;
+  EXPECT_TRUE(none.records.empty()) << none.err;
+  EXPECT_NE(none.err.find("stopped by --time-limit 0s: 4 of 4 items not started"), std::string::npos) << none.err;
+  EXPECT_NE(none.err.find("no (matrix, K) was measured"), std::string::npos) << none.err;
+
+  const Result all = bench("gen:uniform:1000:5 gen:band:1000:8:20 --op spmm -k 16,32 --variants auto --repeat 2 --warmup 1 "
+                           "--time-limit 600");
+  ASSERT_EQ(all.status, 0) << all.err;
+  EXPECT_EQ(all.records.size(), 4u) << all.err;
+  EXPECT_EQ(all.err.find("stopped by --time-limit"), std::string::npos) << all.err;
+}
+
 TEST_F(BenchGpu, F64AutoOnlyHasNoOracle) {
   const Result r = bench("gen:uniform:1000:5 --op spmm -k 7,33 --dtype f64 --variants auto --repeat 2 --warmup 1 --check");
   ASSERT_EQ(r.status, 0) << r.err;

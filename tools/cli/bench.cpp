@@ -12,7 +12,9 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <memory>
+#include <sstream>
 #include <type_traits>
 
 #include "cli/bench.hpp"
@@ -53,6 +55,7 @@ struct BenchArgs {
          measure_budget_calls = Options{}.measure_budget_calls;
   std::string json_out;
   uint64_t seed = 1;
+  double time_limit_s = std::numeric_limits<double>::infinity();
   // --op spamm (bench_spamm.hpp)
   std::string sizes = "4096,8192,16384", decays = "algebraic,exponential", ratios = "1,5,10,25,50", precisions = "full",
               paths = "auto,simt,mma,cublas", operands = "value", devices;
@@ -127,6 +130,12 @@ bench::Config validated(const BenchArgs& args) {
   config.reuse = config.op == Op::SDDMM && !args.no_reuse;
   config.check = args.check;
   config.seed = args.seed;
+  if (!(args.time_limit_s > 0)) {
+    std::ostringstream text;
+    text << "bench: --time-limit " << args.time_limit_s << " must be a positive number of seconds";
+    throw InvalidInputError(text.str());
+  }
+  config.time_limit_s = args.time_limit_s;
   config.measure.measure_skip_margin = args.measure_skip_margin;
   config.measure.measure_budget_calls = args.measure_budget_calls;
   config.measure.measure_budget_ms = args.measure_budget_ms;
@@ -191,13 +200,18 @@ int64_t items_per_source(const bench::Config& config) { return config.op == Op::
 class BenchRun {
  public:
   BenchRun(const bench::Config& config, std::ofstream* json_out, int64_t items, ProgressStyle style)
-      : config_(config), json_out_(json_out), progress_(items, double(items), style, std::cerr), rt_(0), cusparse_(rt_.context()) {}
+      : config_(config), json_out_(json_out), items_(items), progress_(items, double(items), style, std::cerr), rt_(0),
+        cusparse_(rt_.context()) {}
 
   void measure_all(const std::vector<MatrixSource>& sources) {
     for (const MatrixSource& source : sources) {
+      if (out_of_time(items_per_source(config_), source.name)) continue;
       if (config_.dtype == DType::F64) measure_source<double>(source);
       else measure_source<float>(source);
     }
+    if (not_started_ > 0)
+      progress_.print(std::cerr, "bench: stopped by --time-limit " + format_duration(config_.time_limit_s) + ": " +
+                                     std::to_string(not_started_) + " of " + std::to_string(items_) + " items not started");
   }
 
   const std::vector<ordered_json>& records() const { return records_; }
@@ -223,6 +237,7 @@ class BenchRun {
     }
     for (const int32_t k : config_.ks) {
       const std::string item = source.name + " k=" + std::to_string(k);
+      if (out_of_time(1, item)) continue;
       try {
         std::vector<std::string> failures;
         const ordered_json measured = bench::measure(rt_, cusparse_, a, k, config_, failures);
@@ -279,8 +294,19 @@ class BenchRun {
     failed_ = true;
   }
 
+  // Whether `items` are past --time-limit (once one is, every later one is): counted as not
+  // started, so the run ends with what it measured and its table, inside a caller's hard limit.
+  bool out_of_time(int64_t items, const std::string& what) {
+    if (not_started_ == 0 && progress_.next_item_fits(config_.time_limit_s)) return false;
+    not_started_ += items;
+    progress_.skipped(items, double(items), what);
+    return true;
+  }
+
   const bench::Config& config_;
   std::ofstream* json_out_;
+  int64_t items_;
+  int64_t not_started_ = 0;  // items past --time-limit
   Progress progress_;  // before the runtime: its start up counts in the elapsed time
   Runtime rt_;
   vendor::CusparseHandle cusparse_;
@@ -298,6 +324,8 @@ void require_driver() {
 // --op spamm: dense decay inputs instead of matrices (bench_spamm.cpp).
 void run_spamm_bench(const BenchArgs& args) {
   if (!args.inputs.empty()) throw InvalidInputError("bench --op spamm takes no inputs: it generates its decay matrices (--sizes, --decays)");
+  if (args.time_limit_s != std::numeric_limits<double>::infinity())
+    throw InvalidInputError("bench: --time-limit applies to --op spmm, sddmm and spgemm (not spamm)");
   const bench::SpammConfig config = bench::spamm_config(args.sizes, args.decays, args.ratios, args.precisions, args.paths, args.operands,
                                                         args.dtype, args.tile, {args.warmup, args.repeat, tuner::Clock::Events},
                                                         args.devices);
@@ -349,6 +377,11 @@ void add_bench_command(CLI::App& app) {
                 "auto with Reuse::Many, after how many calls the preprocessing pays off)");
   add_measure_options(cmd, args.measure_skip_margin, args.measure_budget_ms, args.measure_budget_calls);
   cmd->add_option("--json-out", args.json_out, "Also append the JSON lines to this file");
+  cmd->add_option("--time-limit", args.time_limit_s,
+                  "Seconds after which no further item (matrix and K) starts: none once they have passed, nor one the mean "
+                  "time per item so far says would end past them. The run ends with the lines, table and summary of what it "
+                  "measured and names how many items did not start (a device call with a hard limit: keep a margin, since "
+                  "one item can take longer than the mean). SpMM, SDDMM and SpGEMM");
   cmd->add_flag("-q,--quiet", args.quiet,
                 "No progress on stderr. Without it, each finished item (matrix and K; SpAMM: size, decay, precision, operands "
                 "and share) shows [done/total], percent, the time elapsed and an ETA (from the mean time per item so far): "

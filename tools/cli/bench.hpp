@@ -37,6 +37,7 @@ struct Config {
   bool check = false;
   bool reuse = true;  // SDDMM only: the "reuse" record (off with --no-reuse)
   uint64_t seed = 1;
+  double time_limit_s = std::numeric_limits<double>::infinity();  // --time-limit: start no item past it
   Options measure;  // auto's measuring limits (measure_skip_margin, measure_budget_ms, measure_budget_calls); nothing else is read
 };
 

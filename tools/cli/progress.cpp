@@ -60,6 +60,12 @@ std::optional<double> eta_seconds(double elapsed_s, double done_weight, double t
   return elapsed_s / done_weight * std::max(0.0, total_weight - done_weight);
 }
 
+bool next_item_fits(double elapsed_s, double done_weight, double limit_s) {
+  if (!(elapsed_s < limit_s)) return false;
+  if (!(done_weight > 0)) return true;
+  return elapsed_s + elapsed_s / done_weight <= limit_s;
+}
+
 std::string progress_line(int64_t done, int64_t total, const std::string& item, double elapsed_s,
                           std::optional<double> eta_s, std::size_t columns) {
   const int64_t percent = total > 0 ? done * 100 / total : 100;
@@ -97,6 +103,10 @@ void Progress::finished(const std::string& item, double weight) {
   ++done_;
   done_weight_ += weight;
   show(item);
+}
+
+bool Progress::next_item_fits(double limit_s) const {
+  return cli::next_item_fits(seconds_between(start_, Clock::now()), done_weight_, limit_s);
 }
 
 void Progress::skipped(int64_t items, double weight, const std::string& item) {

@@ -27,6 +27,12 @@ std::string format_duration(double seconds);
 // cost). nullopt while nothing is done: there is no mean yet.
 std::optional<double> eta_seconds(double elapsed_s, double done_weight, double total_weight);
 
+// Whether another item may start under a time limit of `limit_s`: not once `elapsed_s` has
+// reached it, and otherwise when the mean time per unit of weight so far says one more unit
+// ends by then (the first item starts while there is no mean yet). Items that take longer than
+// the mean can still end past the limit; a caller with a hard limit keeps a margin.
+bool next_item_fits(double elapsed_s, double done_weight, double limit_s);
+
 // "[12/40] 30% ITEM · elapsed 1m02s · ETA 2m25s" (no ETA part when `eta_s` is nullopt). With
 // `columns` > 0 the line is kept under that many columns by shortening ITEM from the left
 // ("…ices/cyl6 k=128"): a terminal line that wraps can no longer be rewritten with '\r'.
@@ -69,6 +75,8 @@ class Progress {
   void print(std::ostream& to, const std::string& line);
 
   int64_t done() const { return done_; }
+  // next_item_fits over this run's time and work so far.
+  bool next_item_fits(double limit_s) const;
 
  private:
   void show(const std::string& item);
