@@ -200,8 +200,7 @@ int64_t items_per_source(const bench::Config& config) { return config.op == Op::
 class BenchRun {
  public:
   BenchRun(const bench::Config& config, std::ofstream* json_out, int64_t items, ProgressStyle style)
-      : config_(config), json_out_(json_out), items_(items), progress_(items, double(items), style, std::cerr), rt_(0),
-        cusparse_(rt_.context()) {}
+      : config_(config), json_out_(json_out), progress_(items, double(items), style, std::cerr), rt_(0), cusparse_(rt_.context()) {}
 
   void measure_all(const std::vector<MatrixSource>& sources) {
     for (const MatrixSource& source : sources) {
@@ -211,7 +210,7 @@ class BenchRun {
     }
     if (not_started_ > 0)
       progress_.print(std::cerr, "bench: stopped by --time-limit " + format_duration(config_.time_limit_s) + ": " +
-                                     std::to_string(not_started_) + " of " + std::to_string(items_) + " items not started");
+                                     std::to_string(not_started_) + " of " + std::to_string(progress_.items()) + " items not started");
   }
 
   const std::vector<ordered_json>& records() const { return records_; }
@@ -305,7 +304,6 @@ class BenchRun {
 
   const bench::Config& config_;
   std::ofstream* json_out_;
-  int64_t items_;
   int64_t not_started_ = 0;  // items past --time-limit
   Progress progress_;  // before the runtime: its start up counts in the elapsed time
   Runtime rt_;

@@ -75,6 +75,7 @@ class Progress {
   void print(std::ostream& to, const std::string& line);
 
   int64_t done() const { return done_; }
+  int64_t items() const { return items_; }
   // next_item_fits over this run's time and work so far.
   bool next_item_fits(double limit_s) const;
 
