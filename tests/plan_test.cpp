@@ -19,6 +19,7 @@
 #include "plan/planner.hpp"
 #include "ops/plan_sources.hpp"
 #include "plan/tuned.hpp"
+#include "variants/spmm/spmm_variant.hpp"
 #include "sparsejit/error.hpp"
 #include "sparsejit/generate.hpp"
 #include "sparsejit/matrix.hpp"
@@ -57,8 +58,8 @@ TEST(Plan, ModelPicksTheCheapestEligibleCandidate) {
   const Decision d = plan::plan_spmm(small_features(), {32, DType::F32, false}, {}, {});
   EXPECT_EQ(d.source, DecisionSource::Model);
   EXPECT_EQ(d.model_id, "spmm-default");
-  // csr_rowwarp, csr_vector, csr_rowsplit, rs (no split source: rejected), csr_merge, dense, cusparse
-  ASSERT_EQ(d.candidates.size(), 7u);
+  // Every registered variant is a candidate (rs rejected: no split source here).
+  ASSERT_EQ(d.candidates.size(), variants::SpmmRegistry::all().size());
   double best = 1e300;
   std::string best_name;
   for (const auto& c : d.candidates) {
@@ -113,7 +114,7 @@ TEST(Plan, DecisionJsonAndDescriptionNameTheChoice) {
   const auto j = to_json(d);
   EXPECT_EQ(j["variant"], d.variant);
   EXPECT_EQ(j["source"], "model");
-  EXPECT_EQ(j["candidates"].size(), 7u);
+  EXPECT_EQ(j["candidates"].size(), variants::SpmmRegistry::all().size());
   const std::string text = describe(d);
   EXPECT_NE(text.find("* " + d.variant), std::string::npos) << text;
   EXPECT_NE(text.find("spmm-default"), std::string::npos) << text;
