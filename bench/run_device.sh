@@ -8,8 +8,12 @@
 #   SETS="spamm_8192" or "spamm_16384": SpAMM against cuBLAS (not in the default sets; estimated
 #   at 2-3 and 4-5 minutes, not yet measured: run each in its own device call)
 #   SETS="spmm_powerlaw": SpMM fp32 K=128,512 over the real graphs (MATRICES_DIR/graphs) and
-#   generated power-law graphs of controlled degree exponent (not in the default sets; not yet
-#   measured: run it in its own device call)
+#   generated power-law graphs of controlled degree exponent (not in the default sets; on an H200
+#   with every variant forced, the first 20 of its 24 items took 300 s: run it in its own device
+#   call with TIME_LIMIT, or in two)
+#   SETS="spmm_rect": SpMM fp32 K=32,128,512 over generated pruned-layer shapes (gen:rect, 11
+#   shapes at 2-70% density), matrices the SpMM model was not fitted on: its held-out check
+#   (not in the default sets; 52 s on an H200 without --check)
 #
 # MATRICES_DIR  the shared matrices (every .mtx/.smtx(.gz) below it is measured)
 # OUT_DIR       receives <set>.jsonl (one JSON line per matrix and K), <set>.txt (progress,
@@ -50,6 +54,17 @@ powerlaw=(gen:chunglu:500000:2000000:2.1 gen:chunglu:1000000:8000000:2.1 gen:chu
           gen:chunglu:1000000:8000000:2.8 gen:chunglu:2000000:20000000:2.4 gen:rmat:1000000:8000000:0.45)
 # SDDMM in attention and pruned-weight shapes: one 4096x4096 pattern at densities 1%, 10%, 50%.
 # and a 2M x 2M pattern of 12M nonzeros at density 3e-6 (0.0003%, the paper's sparsest).
+# Pruned weight layers as generated patterns (issue 26: a held-out set for the SpMM model, whose
+# costs were fitted on the DLMC layers): conv and fully connected shapes M x N at 2, 5, 10, 20,
+# 35, 50 and 70% density, R = density x N uniform columns per row.
+rect=()
+for shape in 64:576 128:1152 256:2304 512:4608 256:1024 1024:256 2048:512 512:2048 512:512 1024:1024 4096:1024; do
+  for percent in 2 5 10 20 35 50 70; do
+    columns=${shape#*:}
+    per_row=$(( (columns * percent + 50) / 100 ))
+    rect+=("gen:rect:$shape:$(( per_row > 0 ? per_row : 1 ))")
+  done
+done
 densities=(gen:uniform:4096:41 gen:uniform:4096:410 gen:uniform:4096:2048 gen:uniform:2000000:6)
 
 {
@@ -89,6 +104,7 @@ sets=${SETS:-spmm_f32 sddmm_f32}
 [[ " $sets " == *" spamm_16384 "* ]] && run_spamm spamm_16384 --sizes 16384 --decays algebraic,exponential --precisions full,tf32,fp16,bf16
 [[ " $sets " == *" spmm_f32 "* ]] && run spmm_f32 "$matrices" "${generated[@]}" --op spmm -k 32,128,512 --dtype f32
 [[ " $sets " == *" sddmm_f32 "* ]] && run sddmm_f32 "$matrices" "${generated[@]}" "${densities[@]}" --op sddmm -k 32,64,128 --dtype f32
+[[ " $sets " == *" spmm_rect "* ]] && run spmm_rect "${rect[@]}" --op spmm -k 32,128,512 --dtype f32
 [[ " $sets " == *" spmm_powerlaw "* ]] && run spmm_powerlaw "$matrices/graphs" "${powerlaw[@]}" --op spmm -k 128,512 --dtype f32
 
 # The summaries last, so the end of the output says how it went.
