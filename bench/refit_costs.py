@@ -21,9 +21,18 @@ variant or vendor algorithm the bench ran) and the worst ratio:
   refit     the cheapest under coefficients fitted on the other folds' matrices (k-fold
             cross-validation by matrix: a matrix is never judged by a fit that saw it)
 
-With --out, the coefficients fitted on every case replace the model's and the result is written
-there (with --drop-tree, without the model's variant tree, so the cheapest candidate is the
-choice). Needs numpy.
+With --neighbours N the picks are also judged with a neighbour correction (the model's
+"neighbours" section, models/neighbour_correction.hpp): each candidate's price times the
+distance-weighted mean ratio of measured over predicted time of the N nearest training cases
+that timed its variant (in logs of rows, cols, row_mean, row_max, K and density, each divided
+by its spread over the training cases), the section made from the training folds only.
+--keep-costs keeps the model's coefficients instead of refitting them (then only the
+correction is new).
+
+With --out, the coefficients fitted on every case (the model's with --keep-costs) replace the
+model's, with --neighbours the section made from every case is added, and the result is
+written there (with --drop-tree, without the model's variant tree, so the cheapest candidate is
+the choice). Needs numpy.
 
     python3 bench/refit_costs.py RESULTS/sddmm_f32.jsonl --model models/sddmm.json \\
         --matrices ../shared/matrices [--out new.json --drop-tree]
@@ -45,6 +54,11 @@ import bench_lines
 WITHIN = 1.10
 HELD = "launch"
 WEIGHT_SPAN = 2.0
+# The neighbour correction's features, the floor under a feature before its log and the
+# softening of the distance weights (models/neighbour_correction.hpp reads the same).
+NEIGHBOUR_FEATURES = ["rows", "cols", "row_mean", "row_max", "k", "density"]
+FEATURE_FLOOR = 1e-6
+SOFTENING = 0.3
 
 
 def nonnegative_least_squares(a, b, iterations=500):
@@ -106,22 +120,61 @@ def fit_costs(cost, cases, min_cases, held=HELD):
     return {variant: fit_variant(coefficients, cases, variant, min_cases, held) for variant, coefficients in cost.items()}
 
 
-def cheapest(cost, case):
-    priced = {v: predicted(cost[v], t) for v, t in case["terms"].items() if v in cost}
+def log_position(features, names=NEIGHBOUR_FEATURES):
+    return [float(np.log(max(float(features[name]), FEATURE_FLOOR))) for name in names]
+
+
+def neighbour_section(cost, cases, count):
+    """The model's "neighbours" section from `cases`: where each lies and, per variant it timed
+    and `cost` prices, the log of measured over predicted time."""
+    points = []
+    for c in cases:
+        ratios = {}
+        for variant, terms in c["terms"].items():
+            price = predicted(cost[variant], terms) if variant in cost else 0.0
+            if price > 0:
+                ratios[variant] = float(np.log(c["times"][variant] / price))
+        if ratios:
+            points.append({"at": log_position(c["features"]), "log_ratio": ratios})
+    spread = np.std([p["at"] for p in points], axis=0) if points else np.ones(len(NEIGHBOUR_FEATURES))
+    return {"features": NEIGHBOUR_FEATURES, "scale": [float(s) if s > 0 else 1.0 for s in spread], "count": count,
+            "softening": SOFTENING, "points": points}  # fmt: skip
+
+
+def neighbour_factor(section, variant, features):
+    """The correction of `variant`'s price at `features` (models/neighbour_correction.cpp's)."""
+    scale = np.array(section["scale"])
+    at = np.array(log_position(features, section["features"])) / scale
+    timed = sorted((float(np.linalg.norm(at - np.array(p["at"]) / scale)), p["log_ratio"][variant])
+                   for p in section["points"] if variant in p["log_ratio"])  # fmt: skip
+    nearest = timed[: section["count"]]
+    if not nearest:
+        return 1.0
+    weights = [1.0 / (d + section["softening"]) for d, _ in nearest]
+    return float(np.exp(sum(w * r for w, (_, r) in zip(weights, nearest)) / sum(weights)))
+
+
+def cheapest(cost, case, section=None):
+    """The variant `cost` prices lowest for the case (times the section's correction, if any)."""
+    priced = {v: predicted(cost[v], t) * (neighbour_factor(section, v, case["features"]) if section else 1.0)
+              for v, t in case["terms"].items() if v in cost}  # fmt: skip
     return min(priced, key=priced.get)
 
 
-def cross_validated_picks(cost, cases, folds, min_cases, held=HELD, seed=1):
-    """Each case's pick under coefficients fitted without its matrix."""
+def cross_validated_picks(cost, cases, folds, min_cases, held=HELD, seed=1, neighbours=0, refit=True):
+    """Each case's pick under coefficients fitted without its matrix (the model's with refit
+    False) and, with `neighbours`, a neighbour correction made without it."""
     matrices = sorted({c["matrix"] for c in cases})
     random.Random(seed).shuffle(matrices)
     picks = {}
     for fold in range(folds):
         held_out = set(matrices[fold::folds])
-        fitted = fit_costs(cost, [c for c in cases if c["matrix"] not in held_out], min_cases, held)
+        training = [c for c in cases if c["matrix"] not in held_out]
+        fitted = fit_costs(cost, training, min_cases, held) if refit else cost
+        section = neighbour_section(fitted, training, neighbours) if neighbours else None
         for i, c in enumerate(cases):
             if c["matrix"] in held_out:
-                picks[i] = cheapest(fitted, c)
+                picks[i] = cheapest(fitted, c, section)
     return [picks[i] for i in range(len(cases))]
 
 
@@ -176,7 +229,7 @@ def case_of(record, decision, vendor, vendor_time="best"):
     terms = {c["variant"]: c["terms"] for c in decision["candidates"]
              if not c.get("rejected_because") and c["variant"] in times and c.get("terms")}  # fmt: skip
     return {"matrix": record["matrix"], "k": record["k"], "terms": terms, "times": {v: times[v] for v in terms},
-            "oracle": record["oracle"]["ms"], "model_pick": decision["variant"]}  # fmt: skip
+            "oracle": record["oracle"]["ms"], "model_pick": decision["variant"], "features": decision.get("features", {})}  # fmt: skip
 
 
 def read_model(path):
@@ -213,6 +266,9 @@ def main(argv=None):
     p.add_argument("--drop-tree", action="store_true", help="leave the model's variant tree out of --out")
     p.add_argument("--fit-launch", action="store_true", help="fit `launch` too instead of holding the model's value")
     p.add_argument("--worst", type=int, default=0, metavar="N", help="list the N cross-validated picks furthest from the oracle")
+    p.add_argument("--neighbours", type=int, default=0, metavar="N",
+                   help="also judge (and with --out, write) a neighbour correction over the N nearest training cases")
+    p.add_argument("--keep-costs", action="store_true", help="keep the model's coefficients instead of refitting them")
     p.add_argument("--hold", action="append", default=[], metavar="[VARIANT.]TERM",
                    help="keep this term at the model's value (every variant's, or one variant's: csr_merge.critical_loads); "
                         "repeatable. For terms that choose a variant's parameters, which a bench's one setting per case cannot fit")  # fmt: skip
@@ -223,6 +279,8 @@ def main(argv=None):
         sys.exit(f"refit_costs: --worst {args.worst} must be at least 0")
     if args.min_cases < 1:
         sys.exit(f"refit_costs: --min-cases {args.min_cases} must be at least 1")
+    if args.neighbours < 0:
+        sys.exit(f"refit_costs: --neighbours {args.neighbours} must be at least 0")
     model = read_model(args.model)
     records = read_records(args.results)
     ops = {r.get("op", model["op"]) for r in records}
@@ -234,13 +292,22 @@ def main(argv=None):
     cases = [case_of(r, d, args.vendor, args.vendor_time) for r, d in zip(records, decisions)]
     print(report("model as given (the planner's choice)", cases, [c["model_pick"] for c in cases]))
     held = set(args.hold) | (set() if args.fit_launch else {HELD})
-    picks = cross_validated_picks(model["cost"], cases, args.folds, args.min_cases, held)
-    print(report(f"refit, the cheapest candidate ({args.folds}-fold cross-validation by matrix)", cases, picks))
+    costs = "the model's costs" if args.keep_costs else "refit"
+    picks = cross_validated_picks(model["cost"], cases, args.folds, args.min_cases, held, refit=not args.keep_costs)
+    print(report(f"{costs}, the cheapest candidate ({args.folds}-fold cross-validation by matrix)", cases, picks))
+    if args.neighbours:
+        picks = cross_validated_picks(model["cost"], cases, args.folds, args.min_cases, held, neighbours=args.neighbours,
+                                      refit=not args.keep_costs)  # fmt: skip
+        print(report(f"{costs} with the neighbour correction of {args.neighbours} ({args.folds}-fold cross-validation by matrix)",
+                     cases, picks))  # fmt: skip
     if args.worst:
         print(worst_cases(cases, picks, args.worst))
     if args.out:
         refit = dict(model)
-        refit["cost"] = fit_costs(model["cost"], cases, args.min_cases, held)
+        refit["cost"] = model["cost"] if args.keep_costs else fit_costs(model["cost"], cases, args.min_cases, held)
+        refit.pop("neighbours", None)
+        if args.neighbours:
+            refit["neighbours"] = neighbour_section(refit["cost"], cases, args.neighbours)
         if args.drop_tree:
             refit.pop("tree", None)
         with open(args.out, "w") as f:

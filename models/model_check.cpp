@@ -1,6 +1,7 @@
 #include "models/model_check.hpp"
 
 #include "models/decision_tree.hpp"
+#include "models/neighbour_correction.hpp"
 #include "sparsejit/error.hpp"
 
 namespace sparsejit::models {
@@ -38,6 +39,8 @@ std::optional<std::string> model_problem(const nlohmann::json& model, const nloh
   if (auto problem = table_problem(model, shipped, "cost")) return problem;
   if (model.contains("launch"))
     if (auto problem = table_problem(model, shipped, "launch")) return problem;
+  if (model.contains("neighbours"))
+    if (auto problem = neighbours_problem(model["neighbours"])) return problem;
   for (const char* tree : {"tree", "threshold_tree"}) {
     if (!model.contains(tree)) continue;
     try {

@@ -14,7 +14,8 @@ namespace sparsejit::models {
 // strings when present; "cost" an object of {term: number} objects; "tree" and
 // "threshold_tree" valid decision trees (validate_tree) when present; "launch" an object of
 // {parameter: number} objects when present, where a parameter may be a string only if it is
-// one in `shipped` (the op's shipped model, e.g. SDDMM's "combine").
+// one in `shipped` (the op's shipped model, e.g. SDDMM's "combine"); "neighbours" a valid
+// neighbour correction when present (neighbours_problem).
 std::optional<std::string> model_problem(const nlohmann::json& model, const nlohmann::json& shipped);
 
 }  // namespace sparsejit::models

@@ -9,6 +9,7 @@
 
 #include "models/cost_model.hpp"
 #include "models/model_store.hpp"
+#include "models/neighbour_correction.hpp"
 #include "plan/choose.hpp"
 #include "plan/planner.hpp"
 #include "plan/spmm_params.hpp"
@@ -36,7 +37,9 @@ TEST(PlanSpmm, DenseIsPricedByTheGemmItRuns) {
     EXPECT_DOUBLE_EQ(c.terms.at("dense_flops").get<double>(), 2.0 * 4 * 6 * 32);
     EXPECT_DOUBLE_EQ(c.terms.at("dense_bytes").get<double>(), (4.0 * 6 + 6 * 32 + 4 * 32) * 4);
     EXPECT_DOUBLE_EQ(c.terms.at("dense_serial_flops").get<double>(), 2.0 * 4 * 6 * 32);
-    EXPECT_DOUBLE_EQ(c.predicted_ms, models::linear_cost(model.at("cost").at("dense"), c.terms));
+    // The formula's price times the model's neighbour correction at the decision's features.
+    EXPECT_DOUBLE_EQ(c.correction, models::neighbour_factor(model, "dense", d.features));
+    EXPECT_DOUBLE_EQ(c.predicted_ms, models::linear_cost(model.at("cost").at("dense"), c.terms) * c.correction);
   }
 }
 
@@ -297,13 +300,16 @@ TEST(PlanCost, CandidatesCarryTheirTermsAndForcedOnesArePricedAtTheirParams) {
   const plan::SpmmProblem problem{128, DType::F32, false, 128, 128};
   const Decision d = plan::plan_spmm(p.features, problem, h200(), {}, p.split);
   ASSERT_EQ(d.model_id, models::shipped_model("spmm").at("id"));
-  const nlohmann::json& cost = models::shipped_model("spmm").at("cost");
+  const nlohmann::json& model = models::shipped_model("spmm");
+  const nlohmann::json& cost = model.at("cost");
   const nlohmann::json j = to_json(d);
   ASSERT_EQ(j["candidates"].size(), d.candidates.size());
   for (const auto& c : j["candidates"]) {
     ASSERT_TRUE(c.contains("terms")) << c.dump();
     EXPECT_GT(c["terms"]["launch"].get<double>(), 0) << c.dump();
-    EXPECT_DOUBLE_EQ(c["predicted_ms"].get<double>(), models::linear_cost(cost[c["variant"].get<std::string>()], c["terms"]));
+    const std::string variant = c["variant"].get<std::string>();
+    EXPECT_DOUBLE_EQ(c["correction"].get<double>(), models::neighbour_factor(model, variant, d.features)) << c.dump();
+    EXPECT_DOUBLE_EQ(c["predicted_ms"].get<double>(), models::linear_cost(cost[variant], c["terms"]) * c["correction"].get<double>());
   }
   EXPECT_EQ(describe(d).find("gather_bytes"), std::string::npos);
 
@@ -315,7 +321,7 @@ TEST(PlanCost, CandidatesCarryTheirTermsAndForcedOnesArePricedAtTheirParams) {
     for (const auto& c : f.candidates)
       if (c.variant == variant) {
         EXPECT_EQ(c.params, f.params);
-        EXPECT_DOUBLE_EQ(c.predicted_ms, models::linear_cost(cost[variant], c.terms));
+        EXPECT_DOUBLE_EQ(c.predicted_ms, models::linear_cost(cost[variant], c.terms) * models::neighbour_factor(model, variant, f.features));
         return c;
       }
     ADD_FAILURE() << variant;

@@ -10,6 +10,7 @@
 #include "base/sha256.hpp"
 #include "models/cost_model.hpp"
 #include "models/decision_tree.hpp"
+#include "models/neighbour_correction.hpp"
 #include "ops/plan_sources.hpp"
 #include "plan/tuned.hpp"
 #include "sparsejit/error.hpp"
@@ -52,12 +53,13 @@ Measurement to_measurement(const cache::TuningRecord& r, const std::string& case
   return m;
 }
 
-// The model's price of a measurement from its stored terms; nullopt when it cannot be priced.
+// The model's price of a measurement from its stored terms and features, as the planner prices
+// it (with the model's neighbour correction); nullopt when it cannot be priced.
 std::optional<double> price(const nlohmann::json& model, const Measurement& m) {
   const nlohmann::json& cost = model.value("cost", nlohmann::json::object());
   if (m.terms.empty() || !cost.contains(m.variant)) return std::nullopt;
   try {
-    return models::linear_cost(cost.at(m.variant), m.terms);
+    return models::linear_cost(cost.at(m.variant), m.terms) * models::neighbour_factor(model, m.variant, m.features);
   } catch (const Error&) {
     return std::nullopt;  // a term the coefficients need is missing from the record
   }

@@ -151,6 +151,9 @@ std::string format_number(double x) {
 
 nlohmann::json tuned_header(const nlohmann::json& base, Op op, const std::string& device_name, std::size_t cases) {
   nlohmann::json model = base;
+  // The base's neighbour correction is how far the base's coefficients were off; the tuned
+  // model's are calibrated here, so the correction would be applied to formulas it never saw.
+  model.erase("neighbours");
   model["id"] = plan::tuned_model_id(op, device_name);
   model["version"] = "1";
   model["op"] = to_string(op);

@@ -382,3 +382,37 @@ def test_from_records_script_refuses_bad_arguments_naming_them(tmp_path):
     no_cache = run("sddmm", str(tmp_path), str(tmp_path / "out"))
     assert no_cache.returncode == 1 and "set SPARSEJIT_CACHE_DIR" in no_cache.stderr
     assert not (tmp_path / "out").exists()  # nothing written before the arguments hold
+
+
+def test_refit_costs_neighbour_correction_matches_the_runtime_and_repairs_a_region(tmp_path):
+    refit, _ = _refit_costs_module()
+    # The section of tests/neighbour_correction_test.cpp: the same factors as the C++ reader.
+    section = {"features": ["rows", "k"], "scale": [1.0, 1.0], "count": 2, "softening": 1.0,
+               "points": [{"at": [0.0, 0.0], "log_ratio": {"csr_vector": np.log(2.0), "dense": 0.5}},
+                          {"at": [1.0, 0.0], "log_ratio": {"csr_vector": np.log(4.0)}},
+                          {"at": [5.0, 0.0], "log_ratio": {"csr_vector": 3.0, "cusparse": -1.0}}]}  # fmt: skip
+    assert refit.neighbour_factor(section, "csr_vector", {"rows": 1.0, "k": 1.0}) == pytest.approx(4.0 ** (2.0 / 3.0))
+    assert refit.neighbour_factor(section, "csr_vector", {"rows": np.e, "k": 1.0}) == pytest.approx(2.0 ** (5.0 / 3.0))
+    assert refit.neighbour_factor(section, "dense", {"rows": 1.0, "k": 1.0}) == pytest.approx(np.exp(0.5))
+    assert refit.neighbour_factor(section, "rs", {"rows": 1.0, "k": 1.0}) == 1.0
+    # Two variants; the formulas price "long_rows" 3x too low on matrices of few rows, so it is
+    # picked there and loses. The correction, made from the other folds' matrices, repairs it.
+    cost = {"gather": {"launch": 1.0}, "long_rows": {"launch": 0.8}}
+    cases = []
+    for i, rows in enumerate([64, 80, 96, 128, 160, 192, 20000, 30000, 40000, 50000, 60000, 70000]):
+        few = rows < 1000
+        times = {"gather": 1.0, "long_rows": 2.4 if few else 0.8}
+        features = {"rows": rows, "cols": 1000, "row_mean": 10.0, "row_max": 20.0, "k": 128, "density": 0.01}
+        cases.append({"matrix": f"m{i}", "k": 128, "terms": {v: {"launch": 1.0} for v in cost}, "times": times,
+                      "oracle": min(times.values()), "features": features})  # fmt: skip
+    plain = refit.cross_validated_picks(cost, cases, 3, 1, refit=False)
+    assert plain == ["long_rows"] * len(cases)
+    corrected = refit.cross_validated_picks(cost, cases, 3, 1, neighbours=3, refit=False)
+    assert corrected == ["gather" if c["features"]["rows"] < 1000 else "long_rows" for c in cases]
+    # The section written with --out has the shape the runtime reads: one point per case, its
+    # log position and the log of measured over predicted time per variant.
+    written = refit.neighbour_section(cost, cases, 6)
+    assert written["features"] == refit.NEIGHBOUR_FEATURES and written["count"] == 6
+    assert len(written["scale"]) == 6 and all(s > 0 for s in written["scale"])
+    assert len(written["points"]) == len(cases)
+    assert written["points"][0]["log_ratio"]["long_rows"] == pytest.approx(np.log(2.4 / 0.8))

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "models/cost_model.hpp"
+#include "models/neighbour_correction.hpp"
 #include "plan/tuned.hpp"
 #include "sparsejit/error.hpp"
 
@@ -55,10 +56,17 @@ nlohmann::json merge_params(const std::string& variant, const nlohmann::json& de
 
 namespace {
 
-void price(Candidate& c, const nlohmann::json& costs, const CostTerms& cost_terms) {
+// The model's formula for the candidate's terms, times its neighbour correction at the
+// decision's features (1 without one).
+void price(Candidate& c, const nlohmann::json& model, const nlohmann::json& features, const CostTerms& cost_terms) {
+  const nlohmann::json& costs = model.at("cost");
   c.terms = cost_terms(c.variant, c.params);
-  c.predicted_ms = costs.contains(c.variant) ? models::linear_cost(costs.at(c.variant), c.terms)
-                                             : std::numeric_limits<double>::infinity();
+  if (!costs.contains(c.variant)) {
+    c.predicted_ms = std::numeric_limits<double>::infinity();
+    return;
+  }
+  c.correction = models::neighbour_factor(model, c.variant, features);
+  c.predicted_ms = models::linear_cost(costs.at(c.variant), c.terms) * c.correction;
 }
 
 // Why the candidates were turned down, each reason once ("value type f16 not supported"
@@ -78,7 +86,6 @@ void choose(Decision& decision, const std::vector<VariantSpec>& variants, const 
             const CostTerms& cost_terms, const std::optional<ForcedChoice>& forced, const ParamsCheck& check_forced) {
   decision.model_id = model.value("id", "");
   decision.model_version = model.value("version", "");
-  const nlohmann::json& costs = model.at("cost");
   double best = std::numeric_limits<double>::infinity();
   const VariantSpec* chosen = nullptr;
   for (const auto& v : variants) {
@@ -86,7 +93,7 @@ void choose(Decision& decision, const std::vector<VariantSpec>& variants, const 
                 v.rejected_because.empty() && !v.declined_because.empty() ? "runs only when forced: " + v.declined_because
                                                                            : v.rejected_because};
     if (c.rejected_because.empty()) {
-      price(c, costs, cost_terms);
+      price(c, model, decision.features, cost_terms);
       if (c.predicted_ms < best) { best = c.predicted_ms; chosen = &v; }
     }
     decision.candidates.push_back(c);
@@ -109,7 +116,7 @@ void choose(Decision& decision, const std::vector<VariantSpec>& variants, const 
       if (c.variant != decision.variant) continue;
       c.params = decision.params;
       c.rejected_because.clear();  // declined, maybe, but forced
-      price(c, costs, cost_terms);
+      price(c, model, decision.features, cost_terms);
     }
     return;
   }

@@ -64,6 +64,7 @@ nlohmann::json to_json(const Decision& d) {
                         {"measured_ms", c.measured_ms >= 0 ? nlohmann::json(c.measured_ms) : nlohmann::json(nullptr)}};
     if (!c.rejected_because.empty()) j["rejected_because"] = c.rejected_because;
     else j["terms"] = c.terms;
+    if (priced) j["correction"] = c.correction;
     candidates.push_back(j);
   }
   nlohmann::json steps = nlohmann::json::array();
@@ -78,6 +79,18 @@ nlohmann::json to_json(const Decision& d) {
           {"compile_ms", d.compile_ms}, {"load_ms", d.load_ms}, {"measure_ms", d.measure_ms},
           {"measure_steps", steps}};
 }
+
+namespace {
+
+// How the model's neighbour correction moved a candidate's price, when it did.
+std::string correction_note(const Candidate& c) {
+  if (c.correction == 1) return "";
+  std::ostringstream note;
+  note << std::setprecision(3) << " (the formula's price x " << c.correction << " from timed neighbours)";
+  return note.str();
+}
+
+}  // namespace
 
 std::string describe(const Decision& d) {
   std::ostringstream out;
@@ -97,7 +110,7 @@ std::string describe(const Decision& d) {
   for (const auto& c : d.candidates) {
     out << "    " << (c.variant == d.variant ? "* " : "  ") << std::left << std::setw(20) << c.variant;
     if (!c.rejected_because.empty()) out << " rejected: " << c.rejected_because;
-    else if (std::isfinite(c.predicted_ms)) out << " predicted " << c.predicted_ms << " ms";
+    else if (std::isfinite(c.predicted_ms)) out << " predicted " << c.predicted_ms << " ms" << correction_note(c);
     else out << " " << c.params.dump() << " (not priced)";
     if (c.measured_ms >= 0) out << ", measured " << c.measured_ms << " ms";
     out << "\n";

@@ -1,8 +1,8 @@
 // A model as the planner reads it from the cache database (a tuned model is JSON written by
 // the tuner, and a damaged or hand-edited one must not crash a call): parsed, checked as
 // ops/plan_sources.cpp checks it (models::model_problem), then, when accepted, its trees
-// evaluated and every cost formula priced, as the planners do. Each step returns or throws a
-// sparsejit::Error; anything else is a finding.
+// evaluated and every cost formula priced with its neighbour correction, as the planners do.
+// Each step returns or throws a sparsejit::Error; anything else is a finding.
 #include <cstdint>
 #include <string>
 
@@ -11,6 +11,7 @@
 #include "models/cost_model.hpp"
 #include "models/decision_tree.hpp"
 #include "models/model_check.hpp"
+#include "models/neighbour_correction.hpp"
 #include "sparsejit/error.hpp"
 
 namespace {
@@ -43,6 +44,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   for (const auto& [variant, coefficients] : model["cost"].items()) {
     try {
       sparsejit::models::linear_cost(coefficients, features());
+      sparsejit::models::neighbour_factor(model, variant, features());
     } catch (const sparsejit::Error&) {
     }
   }

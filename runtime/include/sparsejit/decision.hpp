@@ -60,6 +60,9 @@ struct Candidate {
   // Device ms of one call when the candidate was timed for this pattern (source Measured or
   // Recorded); negative when it was not.
   double measured_ms = -1;
+  // The model's neighbour correction in predicted_ms (the formula's price times it): 1 when the
+  // model has none or no timed pattern near this one ran the variant.
+  double correction = 1;
 };
 
 // One setting measured selection timed, in the order it timed them: what the setting cost.
