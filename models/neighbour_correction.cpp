@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <utility>
 #include <vector>
 
@@ -75,26 +76,37 @@ std::optional<std::string> neighbours_problem(const nlohmann::json& section) {
   return std::nullopt;
 }
 
-double neighbour_factor(const nlohmann::json& model, const std::string& variant, const nlohmann::json& features) {
-  if (!model.contains("neighbours")) return 1.0;
+std::map<std::string, double> neighbour_factors(const nlohmann::json& model, const nlohmann::json& features) {
+  std::map<std::string, double> factors;
+  if (!model.contains("neighbours")) return factors;
   const nlohmann::json& section = model["neighbours"];
   const std::vector<double> at = position(section, features);
-  std::vector<std::pair<double, double>> timed;  // (distance, log ratio) of the points that timed the variant
+  // Each point's distance once, then its ratios to the variants it timed: (distance, log ratio).
+  std::map<std::string, std::vector<std::pair<double, double>>> timed;
   for (const auto& point : section["points"]) {
-    const nlohmann::json& ratios = point["log_ratio"];
-    if (ratios.contains(variant)) timed.emplace_back(distance(at, point["at"], section["scale"]), ratios[variant].get<double>());
+    const double d = distance(at, point["at"], section["scale"]);
+    for (const auto& [variant, ratio] : point["log_ratio"].items()) timed[variant].emplace_back(d, ratio.get<double>());
   }
-  if (timed.empty()) return 1.0;
-  const std::size_t count = std::min(timed.size(), std::size_t(section["count"].get<int64_t>()));
-  std::partial_sort(timed.begin(), timed.begin() + std::ptrdiff_t(count), timed.end());
+  const auto most = std::size_t(section["count"].get<int64_t>());
   const double softening = section["softening"].get<double>();
-  double weighted = 0, weights = 0;
-  for (std::size_t i = 0; i < count; ++i) {
-    const double w = 1.0 / (timed[i].first + softening);
-    weighted += w * timed[i].second;
-    weights += w;
+  for (auto& [variant, near] : timed) {
+    const std::size_t count = std::min(near.size(), most);
+    std::partial_sort(near.begin(), near.begin() + std::ptrdiff_t(count), near.end());
+    double weighted = 0, weights = 0;
+    for (std::size_t i = 0; i < count; ++i) {
+      const double w = 1.0 / (near[i].first + softening);
+      weighted += w * near[i].second;
+      weights += w;
+    }
+    factors[variant] = std::exp(weighted / weights);
   }
-  return std::exp(weighted / weights);
+  return factors;
+}
+
+double neighbour_factor(const nlohmann::json& model, const std::string& variant, const nlohmann::json& features) {
+  const std::map<std::string, double> factors = neighbour_factors(model, features);
+  const auto it = factors.find(variant);
+  return it == factors.end() ? 1.0 : it->second;
 }
 
 }  // namespace sparsejit::models

@@ -17,6 +17,7 @@
 // A feature is read as log(max(value, kFeatureFloor)), so an empty row or a density of 0 has
 // a finite position. bench/refit_costs.py --neighbours writes the section.
 #pragma once
+#include <map>
 #include <optional>
 #include <string>
 
@@ -29,9 +30,12 @@ inline constexpr double kFeatureFloor = 1e-6;
 // What is wrong with a "neighbours" section, or nullopt (model_check reads it).
 std::optional<std::string> neighbours_problem(const nlohmann::json& section);
 
-// The factor for `variant`'s formula at `features` (a Decision's features): 1 when the model
-// has no "neighbours" section or no point timed the variant. The section must be valid
-// (neighbours_problem); a feature it names that `features` lacks is an InvalidInputError.
+// The factor of every variant some point timed, at `features` (a Decision's features), in one
+// pass over the points (a planner prices all its candidates at once); empty when the model has
+// no "neighbours" section. The section must be valid (neighbours_problem); a feature it names
+// that `features` lacks is an InvalidInputError.
+std::map<std::string, double> neighbour_factors(const nlohmann::json& model, const nlohmann::json& features);
+// One variant's factor: 1 when the model has no section or no point timed the variant.
 double neighbour_factor(const nlohmann::json& model, const std::string& variant, const nlohmann::json& features);
 
 }  // namespace sparsejit::models

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 
 #include "models/cost_model.hpp"
 #include "models/neighbour_correction.hpp"
@@ -56,16 +57,16 @@ nlohmann::json merge_params(const std::string& variant, const nlohmann::json& de
 
 namespace {
 
-// The model's formula for the candidate's terms, times its neighbour correction at the
-// decision's features (1 without one).
-void price(Candidate& c, const nlohmann::json& model, const nlohmann::json& features, const CostTerms& cost_terms) {
-  const nlohmann::json& costs = model.at("cost");
+// The model's formula for the candidate's terms, times its variant's neighbour correction
+// (models::neighbour_factors at the decision's features; none listed: 1).
+void price(Candidate& c, const nlohmann::json& costs, const std::map<std::string, double>& corrections, const CostTerms& cost_terms) {
   c.terms = cost_terms(c.variant, c.params);
   if (!costs.contains(c.variant)) {
     c.predicted_ms = std::numeric_limits<double>::infinity();
     return;
   }
-  c.correction = models::neighbour_factor(model, c.variant, features);
+  const auto correction = corrections.find(c.variant);
+  c.correction = correction == corrections.end() ? 1.0 : correction->second;
   c.predicted_ms = models::linear_cost(costs.at(c.variant), c.terms) * c.correction;
 }
 
@@ -86,6 +87,8 @@ void choose(Decision& decision, const std::vector<VariantSpec>& variants, const 
             const CostTerms& cost_terms, const std::optional<ForcedChoice>& forced, const ParamsCheck& check_forced) {
   decision.model_id = model.value("id", "");
   decision.model_version = model.value("version", "");
+  const nlohmann::json& costs = model.at("cost");
+  const std::map<std::string, double> corrections = models::neighbour_factors(model, decision.features);
   double best = std::numeric_limits<double>::infinity();
   const VariantSpec* chosen = nullptr;
   for (const auto& v : variants) {
@@ -93,7 +96,7 @@ void choose(Decision& decision, const std::vector<VariantSpec>& variants, const 
                 v.rejected_because.empty() && !v.declined_because.empty() ? "runs only when forced: " + v.declined_because
                                                                            : v.rejected_because};
     if (c.rejected_because.empty()) {
-      price(c, model, decision.features, cost_terms);
+      price(c, costs, corrections, cost_terms);
       if (c.predicted_ms < best) { best = c.predicted_ms; chosen = &v; }
     }
     decision.candidates.push_back(c);
@@ -116,7 +119,7 @@ void choose(Decision& decision, const std::vector<VariantSpec>& variants, const 
       if (c.variant != decision.variant) continue;
       c.params = decision.params;
       c.rejected_because.clear();  // declined, maybe, but forced
-      price(c, model, decision.features, cost_terms);
+      price(c, costs, corrections, cost_terms);
     }
     return;
   }
