@@ -20,11 +20,14 @@ namespace sparsejit::plan {
 std::optional<double> model_margin(const Decision& decision);
 
 // Whether timing the shortlist is skipped because the margin is at least `threshold`
-// (Options::measure_skip_margin). Its default, 2, is kShortlistSpread: the cost formulas are
-// within 2x of the measured time for nearly every benchmarked case, so the shortlist leaves out
-// what is priced beyond 2x of the cheapest, and at that margin it would time the vendor alone
-// (itself priced 2x slower). With the shipped models the margin reached 2 in 1 of 62 SpMM and
-// none of 62 SDDMM cases (every third shared matrix, K = 32 and 128; medians 1.18 and 1.05).
+// (Options::measure_skip_margin). Its default, 1.5: no choice made at that margin was off on
+// the H200 (2026-11-28, bench/results/2026-11-28-h200-spmm-model-v10/). SpMM v10's choices
+// under 5-fold cross-validation by matrix over 329 patterns (the correction made without the
+// judged matrix): the margin was >= 1.5 in 225-227 of 987 (pattern, K) cases and every one of
+// them was the fastest variant (at 1.3, one was 1.13x the fastest). SDDMM v10 (fitted on the
+// H100) on the H200's SDDMM set: >= 1.5 in 83 of 282 cases, every one the fastest. It was 2
+// (kShortlistSpread, where the shortlist would time the vendor alone) until the models
+// carried those numbers.
 bool margin_skips_measuring(const Decision& decision, double threshold);
 
 // What one measured selection may spend and has spent, in host ms (pure arithmetic: the

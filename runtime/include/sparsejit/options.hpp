@@ -52,9 +52,9 @@ struct Options {
   bool measure = true;
   // Measured selection is skipped when every other candidate the model priced is predicted at
   // least this many times slower than its choice: the model's margin is too wide for timing
-  // to change the choice (plan/measure_policy.hpp). The default is the shortlist's own spread:
-  // at that margin it would time the vendor alone. >= 1; infinity: always time.
-  double measure_skip_margin = 2.0;
+  // to change the choice (plan/measure_policy.hpp, which says what the default rests on).
+  // >= 1; infinity: always time.
+  double measure_skip_margin = 1.5;
   // The host time one measured selection may spend, in ms: once spent, no further setting is
   // started (the model's choice and cuSPARSE are always timed), and long calls are timed with
   // fewer repeats. > 0.
