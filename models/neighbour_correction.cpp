@@ -28,24 +28,29 @@ std::optional<std::string> point_problem(const nlohmann::json& point, std::size_
   return std::nullopt;
 }
 
+std::vector<double> numbers(const nlohmann::json& array) {
+  std::vector<double> out;
+  for (const auto& v : array) out.push_back(v.get<double>());
+  return out;
+}
+
 // The log position of `features` along the section's features, each divided by its scale.
-std::vector<double> position(const nlohmann::json& section, const nlohmann::json& features) {
+std::vector<double> position(const nlohmann::json& section, const std::vector<double>& scale, const nlohmann::json& features) {
   const nlohmann::json& names = section["features"];
-  const nlohmann::json& scale = section["scale"];
   std::vector<double> at;
   for (std::size_t i = 0; i < names.size(); ++i) {
     const std::string name = names[i].get<std::string>();
     if (!features.contains(name) || !features[name].is_number())
       throw InvalidInputError("the model's neighbour correction needs feature '" + name + "', which the planner did not provide");
-    at.push_back(std::log(std::max(features[name].get<double>(), kFeatureFloor)) / scale[i].get<double>());
+    at.push_back(std::log(std::max(features[name].get<double>(), kFeatureFloor)) / scale[i]);
   }
   return at;
 }
 
-double distance(const std::vector<double>& at, const nlohmann::json& point, const nlohmann::json& scale) {
+double distance(const std::vector<double>& at, const nlohmann::json& point, const std::vector<double>& scale) {
   double sum = 0;
   for (std::size_t i = 0; i < at.size(); ++i) {
-    const double d = at[i] - point[i].get<double>() / scale[i].get<double>();
+    const double d = at[i] - point[i].get<double>() / scale[i];
     sum += d * d;
   }
   return std::sqrt(sum);
@@ -80,11 +85,12 @@ std::map<std::string, double> neighbour_factors(const nlohmann::json& model, con
   std::map<std::string, double> factors;
   if (!model.contains("neighbours")) return factors;
   const nlohmann::json& section = model["neighbours"];
-  const std::vector<double> at = position(section, features);
+  const std::vector<double> scale = numbers(section["scale"]);  // read once, not once a point
+  const std::vector<double> at = position(section, scale, features);
   // Each point's distance once, then its ratios to the variants it timed: (distance, log ratio).
   std::map<std::string, std::vector<std::pair<double, double>>> timed;
   for (const auto& point : section["points"]) {
-    const double d = distance(at, point["at"], section["scale"]);
+    const double d = distance(at, point["at"], scale);
     for (const auto& [variant, ratio] : point["log_ratio"].items()) timed[variant].emplace_back(d, ratio.get<double>());
   }
   const auto most = std::size_t(section["count"].get<int64_t>());

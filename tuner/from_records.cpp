@@ -53,13 +53,26 @@ Measurement to_measurement(const cache::TuningRecord& r, const std::string& case
   return m;
 }
 
-// The model's price of a measurement from its stored terms and features, as the planner prices
-// it (with the model's neighbour correction); nullopt when it cannot be priced.
-std::optional<double> price(const nlohmann::json& model, const Measurement& m) {
-  const nlohmann::json& cost = model.value("cost", nlohmann::json::object());
-  if (m.terms.empty() || !cost.contains(m.variant)) return std::nullopt;
+// The model's neighbour correction of every variant at a case's features, in one pass for all
+// of the case's settings (they share the pattern and K); nullopt when the features lack one the
+// correction reads, so that none of the case is priced.
+std::optional<std::map<std::string, double>> case_corrections(const nlohmann::json& model, const nlohmann::json& features) {
   try {
-    return models::linear_cost(cost.at(m.variant), m.terms) * models::neighbour_factor(model, m.variant, m.features);
+    return models::neighbour_factors(model, features);
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+}
+
+// The model's price of a measurement from its stored terms, as the planner prices it (times its
+// variant's neighbour correction); nullopt when it cannot be priced.
+std::optional<double> price(const nlohmann::json& model, const std::optional<std::map<std::string, double>>& corrections,
+                            const Measurement& m) {
+  const nlohmann::json& cost = model.value("cost", nlohmann::json::object());
+  if (m.terms.empty() || !cost.contains(m.variant) || !corrections) return std::nullopt;
+  const auto correction = corrections->find(m.variant);
+  try {
+    return models::linear_cost(cost.at(m.variant), m.terms) * (correction == corrections->end() ? 1.0 : correction->second);
   } catch (const Error&) {
     return std::nullopt;  // a term the coefficients need is missing from the record
   }
@@ -140,8 +153,9 @@ const Measurement* model_pick(Op op, const nlohmann::json& model, const std::vec
   if (!tree_named) eligible = correct;
   const Measurement* pick = nullptr;
   double cheapest = std::numeric_limits<double>::infinity();
+  const auto corrections = case_corrections(model, correct.front()->features);
   for (const Measurement* m : eligible) {
-    const std::optional<double> cost = price(model, *m);
+    const std::optional<double> cost = price(model, corrections, *m);
     if (cost && *cost < cheapest) {
       cheapest = *cost;
       pick = m;
