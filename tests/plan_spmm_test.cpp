@@ -362,5 +362,33 @@ TEST(PlanCost, RowsplitPricesTheWavesOfItsSmallBlocks) {
   EXPECT_DOUBLE_EQ(rowsplit_loads(20000), 60.0);
 }
 
+// csr_rowsplit's row tiles: the planner keeps a row a block (the tile is slower on many
+// layers), prices a forced tile by its grid (a 250-row layer at K = 512 in 16 tiles of 16 rows
+// over 8 slices of 64 columns: 16 x 16 x 8 x 16 x 4 thread slots), and the tuner's search space
+// holds the tile for f32 in float4 vectors only.
+TEST(PlanRowsplit, TilesAreForcedOrSearchedNotPlanned) {
+  const Planned p = planned(generate::uniform(250, 2304, 230, 5));
+  const plan::SpmmProblem f32{512, DType::F32, false, 512, 512};
+  const Decision planned_choice = plan::plan_spmm(p.features, f32, h200(), {}, p.split);
+  for (const auto& c : planned_choice.candidates)
+    if (c.variant == "csr_rowsplit") EXPECT_EQ(c.params["rows"], 1);
+
+  Options tile;
+  tile.variant = "csr_rowsplit";
+  tile.params = {{"rows", 16}, {"lanes", 16}, {"parts", 4}, {"cf", 1}, {"unroll", 8}};
+  const Decision forced = plan::plan_spmm(p.features, f32, h200(), tile, p.split);
+  ASSERT_EQ(forced.variant, "csr_rowsplit");
+  EXPECT_EQ(forced.params["rows"], 16);
+  EXPECT_DOUBLE_EQ(candidate(forced, "csr_rowsplit").terms["thread_slots"].get<double>(), 16.0 * 16 * 8 * 16 * 4);
+
+  const auto has_tile = [&](DType dtype) {
+    for (const auto& [variant, params] : plan::spmm_search_space(p.features, {512, dtype, false, 512, 512}, h200()))
+      if (variant == "csr_rowsplit" && params.value("rows", 1) == 16) return true;
+    return false;
+  };
+  EXPECT_TRUE(has_tile(DType::F32));
+  EXPECT_FALSE(has_tile(DType::F64));
+}
+
 }  // namespace
 }  // namespace sparsejit

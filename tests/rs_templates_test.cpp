@@ -180,28 +180,29 @@ TEST(MergeTemplates, RenderedSourceCarriesThePlannedShapeAndSlice) {
 // csr_rowsplit
 
 struct RowsplitShape {
-  int lanes, cf, unroll, parts;
+  int lanes, cf, unroll, parts, rows = 1;
 };
 
 Decision forced_rowsplit(DType dtype, int32_t k, int vec_width, const RowsplitShape& s) {
   const Csr<double> a = generate::uniform(64, 576, 200, 1);
   Options o;
   o.variant = "csr_rowsplit";
-  o.params = {{"vec_width", vec_width}, {"lanes", s.lanes}, {"cf", s.cf}, {"unroll", s.unroll}, {"parts", s.parts}};
+  o.params = {{"vec_width", vec_width}, {"lanes", s.lanes}, {"cf", s.cf}, {"unroll", s.unroll}, {"parts", s.parts}, {"rows", s.rows}};
   return plan::plan_spmm(inspect(a.pattern()), {k, dtype, false, k, k}, {}, o);
 }
 
 void compile_rowsplit(DType dtype) {
   const int vector = dtype == DType::F64 ? 2 : 4;
   for (int vec_width : {vector, 1}) {
-    for (const RowsplitShape& s : {RowsplitShape{8, 1, 4, 2}, RowsplitShape{16, 2, 8, 4}, RowsplitShape{32, 4, 1, 16}, RowsplitShape{32, 1, 2, 8}}) {
+    for (const RowsplitShape& s : {RowsplitShape{8, 1, 4, 2}, RowsplitShape{16, 2, 8, 4}, RowsplitShape{32, 4, 1, 16}, RowsplitShape{32, 1, 2, 8},
+                                   RowsplitShape{16, 1, 8, 4, 16}, RowsplitShape{32, 2, 2, 8, 2}}) {
       const Decision d = forced_rowsplit(dtype, 128, vec_width, s);
       const auto specs = kernel_specs(d, dtype, false);
       ASSERT_EQ(specs.size(), 1u);
       EXPECT_EQ(specs[0].template_name, "spmm_csr_rowsplit.cu");
       expect_compiles(specs[0], std::string(to_string(dtype)) + " csr_rowsplit vec=" + std::to_string(vec_width) + " lanes=" +
                                     std::to_string(s.lanes) + " cf=" + std::to_string(s.cf) + " unroll=" + std::to_string(s.unroll) +
-                                    " parts=" + std::to_string(s.parts));
+                                    " parts=" + std::to_string(s.parts) + " rows=" + std::to_string(s.rows));
     }
   }
 }
@@ -214,12 +215,32 @@ TEST(RowsplitTemplates, RenderedSourceCarriesThePlannedShapeAndSlice) {
   const Decision d = forced_rowsplit(DType::F32, 512, 4, {16, 2, 4, 8});
   const std::string source = jit::render(kernel_specs(d, DType::F32, false).at(0));
   for (const char* line : {"constexpr int kLanes = 16;", "constexpr int kCf = 2;", "constexpr int kUnroll = 4;",
-                           "constexpr int kParts = 8;", "sj_walk_row<kLanes, kUnroll, kCf, float4>", "__launch_bounds__(16 * 8)"})
+                           "constexpr int kParts = 8;", "sj_walk_row<kLanes, kUnroll, kCf, float4>", "__launch_bounds__(16 * 8 * 1)"})
     EXPECT_NE(source.find(line), std::string::npos) << line;
+}
+
+TEST(RowsplitTemplates, RowTileSourceHasItsRowsAndBlockSize) {
+  const Decision d = forced_rowsplit(DType::F32, 512, 4, {16, 1, 8, 4, 16});
+  const std::string source = jit::render(kernel_specs(d, DType::F32, false).at(0));
+  for (const char* line : {"constexpr int kRows = 16;", "__launch_bounds__(16 * 4 * 16)", "partial[kRows * kParts][kLanes * kCf]"})
+    EXPECT_NE(source.find(line), std::string::npos) << line;
+}
+
+// Parameters recorded before row tiles existed (a tuning record of an earlier build) have no
+// `rows`: they are a row a block.
+TEST(RowsplitTemplates, ParametersWithoutRowsAreARowABlock) {
+  Decision d = forced_rowsplit(DType::F32, 512, 4, {16, 2, 4, 8});
+  d.params.erase("rows");
+  const std::string source = jit::render(kernel_specs(d, DType::F32, false).at(0));
+  EXPECT_NE(source.find("constexpr int kRows = 1;"), std::string::npos);
+  EXPECT_NE(source.find("__launch_bounds__(16 * 8 * 1)"), std::string::npos);
 }
 
 TEST(RowsplitTemplates, FewerPartsThanVectorsPerLaneOrTransposeAreRejected) {
   EXPECT_THROW(forced_rowsplit(DType::F32, 128, 4, {8, 4, 4, 2}), InvalidInputError);
+  EXPECT_THROW(forced_rowsplit(DType::F32, 128, 4, {8, 1, 4, 2, 3}), InvalidInputError);      // rows 3
+  EXPECT_THROW(forced_rowsplit(DType::F32, 128, 4, {32, 1, 4, 8, 8}), InvalidInputError);     // 2048 threads
+  EXPECT_THROW(forced_rowsplit(DType::F32, 128, 4, {32, 4, 2, 16, 2}), InvalidInputError);    // 64 KB of partial sums
   const Csr<double> a = generate::uniform(64, 576, 200, 1);
   Options o;
   o.variant = "csr_rowsplit";

@@ -112,17 +112,24 @@ TEST_F(SplitRowsGpu, MergeEveryParameterSetTypeKAndDirection) {
 }
 
 // Two groups and scalar walks, the most groups with the most vectors per lane, and a middle
-// shape with the longest read-ahead.
+// shape with the longest read-ahead, a row a block; then row tiles: the wide-K tile (16 rows),
+// 2 rows of 1024 threads, and 4 rows with two vectors a lane (tiles past the last row when
+// the row count is not a multiple).
 std::vector<nlohmann::json> rowsplit_param_sets() {
   return {nlohmann::json::object(),
           {{"parts", 2}, {"lanes", 8}, {"unroll", 1}},
           {{"parts", 16}, {"lanes", 32}, {"cf", 4}, {"unroll", 2}},
-          {{"parts", 4}, {"lanes", 16}, {"cf", 2}, {"unroll", 8}}};
+          {{"parts", 4}, {"lanes", 16}, {"cf", 2}, {"unroll", 8}},
+          {{"rows", 16}, {"parts", 4}, {"lanes", 16}, {"cf", 1}, {"unroll", 8}},
+          {{"rows", 2}, {"parts", 16}, {"lanes", 32}, {"cf", 1}, {"unroll", 2}},
+          {{"rows", 4}, {"parts", 2}, {"lanes", 8}, {"cf", 2}, {"unroll", 4}}};
 }
 
 TEST_F(SplitRowsGpu, RowsplitEveryParameterSetTypeAndK) {
   auto shapes = matrices();
   shapes.emplace_back("pruned layer 64 x 576 at 50%", generate::uniform(64, 576, 288, 13));
+  // 250 rows: the last of 16 row tiles holds 10 rows.
+  shapes.emplace_back("pruned layer 250 x 2304 at 10%", generate::uniform(250, 2304, 230, 17));
   for (const auto& [name, m] : shapes) {
     for (int32_t k : kWidths) {
       for (const auto& params : rowsplit_param_sets()) {
@@ -162,6 +169,8 @@ TEST_F(SplitRowsGpu, InvalidForcedParametersAreRejected) {
   EXPECT_THROW(rt().spmm(da, db, dc, forced({{"nnz_per_group", 0}}, false)), InvalidInputError);
   EXPECT_THROW(rt().spmm(da, db, dc, forced({{"lanes", 12}}, false)), InvalidInputError);
   EXPECT_THROW(rt().spmm(da, db, dc, forced({{"parts", 3}}, false, "csr_rowsplit")), InvalidInputError);
+  EXPECT_THROW(rt().spmm(da, db, dc, forced({{"rows", 3}}, false, "csr_rowsplit")), InvalidInputError);
+  EXPECT_THROW(rt().spmm(da, db, dc, forced({{"rows", 16}, {"parts", 4}, {"lanes", 32}}, false, "csr_rowsplit")), InvalidInputError);
   EXPECT_THROW(rt().spmm(da, db, dc, forced(nlohmann::json::object(), true, "csr_rowsplit")), UnsupportedError);
 }
 
