@@ -370,8 +370,11 @@ TEST(PlanRowsplit, TilesAreForcedOrSearchedNotPlanned) {
   const Planned p = planned(generate::uniform(250, 2304, 230, 5));
   const plan::SpmmProblem f32{512, DType::F32, false, 512, 512};
   const Decision planned_choice = plan::plan_spmm(p.features, f32, h200(), {}, p.split);
-  for (const auto& c : planned_choice.candidates)
-    if (c.variant == "csr_rowsplit") EXPECT_EQ(c.params["rows"], 1);
+  for (const auto& c : planned_choice.candidates) {
+    if (c.variant == "csr_rowsplit") {
+      EXPECT_EQ(c.params["rows"], 1);
+    }
+  }
 
   Options tile;
   tile.variant = "csr_rowsplit";
