@@ -22,7 +22,7 @@ const int kParts[] = {2, 4, 8, 16};
 // (geomean 0.87; faster on 256 x 2304 layers, up to 2x slower on 2048 x 512 ones:
 // bench/results/2026-11-28-h200-spmm-slices-shared), so no planner rule takes it: the tuner's
 // timings decide where it does.
-const nlohmann::json kRowTile = {{"lanes", 16}, {"cf", 1}, {"parts", 4}, {"unroll", 8}, {"rows", 16}};
+const nlohmann::json kRowTile = {{"vec_width", 4}, {"lanes", 16}, {"cf", 1}, {"parts", 4}, {"unroll", 8}, {"rows", 16}};
 // A kernel's static shared memory.
 constexpr int64_t kStaticSharedBytes = 48 * 1024;
 
@@ -31,13 +31,6 @@ nlohmann::json rowsplit_params(const plan::SpmmProblem& p, int parts) {
   const int vec = vector_width(p);
   const int lanes = lanes_for(vector_units(p, vec));
   return {{"vec_width", vec}, {"lanes", lanes}, {"cf", cf_for(p, vec, lanes)}, {"unroll", kUnroll}, {"parts", parts}, {"rows", 1}};
-}
-
-// The row tile's parameters (float4 vectors).
-nlohmann::json row_tile_params(const plan::SpmmProblem& p) {
-  nlohmann::json params = kRowTile;
-  params["vec_width"] = vector_width(p);
-  return params;
 }
 
 // Rows a block; 1 where the parameters predate row tiles (a tuning record of an earlier build).
@@ -143,8 +136,8 @@ class CsrRowsplit final : public SpmmVariantOf<CsrRowsplit> {
   std::vector<nlohmann::json> search_space(const SpmmPlanInputs& in) const override {
     std::vector<nlohmann::json> space;
     if (in.problem.transpose_a) return space;
-    if (vector_width(in.problem) == 4) space.push_back(row_tile_params(in.problem));
     const int vec = vector_width(in.problem);
+    if (vec == 4) space.push_back(kRowTile);
     for (int lanes : lanes_covering_k_and_32(in.problem)) {
       for (int parts : kParts) {
         nlohmann::json params = rowsplit_params(in.problem, parts);
