@@ -17,8 +17,13 @@ take turns, batch by batch: per_call_us):
     torch-op   one PyTorch elementwise op that allocates its result (torch.mul(b, 2.0)):
                what a single launched kernel costs from Python with PyTorch's own machinery
     call/op    call over torch-op: the call's host time in units of PyTorch's own
+    device     the device time of one call (call-out's launches captured in a CUDA graph,
+               replayed between events): a host time is the host's only where the device's
+               is well below it (device/call under about 0.7); near or above it, the loop
+               measures how fast the GPU retires the calls, not what the host spends
 
     python python/benchmarks/host_overhead.py gen:uniform:20000:8 -k 32
+    python python/benchmarks/host_overhead.py cora.mtx.gz -k 128 --variant csr_merge
 """
 
 import argparse
@@ -52,6 +57,28 @@ def per_call_us(steps, repeat, batches):
     return {name: statistics.median(times) for name, times in samples.items()}
 
 
+def device_us(call, replays=50, captured=20):
+    """µs of device time per call: `captured` calls captured in one CUDA graph (on a side
+    stream, as PyTorch requires), the graph replayed `replays` times between two events."""
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.stream(stream):
+        call()  # what the first call on a stream prepares, outside the capture
+        with torch.cuda.graph(graph, stream=stream):
+            for _ in range(captured):
+                call()
+    torch.cuda.current_stream().wait_stream(stream)
+    graph.replay()
+    begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    begin.record()
+    for _ in range(replays):
+        graph.replay()
+    end.record()
+    end.synchronize()
+    return begin.elapsed_time(end) * 1e3 / (replays * captured)
+
+
 def csr_tensor(source):
     h = sparsejit.load(source)
     return torch.sparse_csr_tensor(
@@ -59,12 +86,12 @@ def csr_tensor(source):
     ).cuda()
 
 
-def spmm_steps(a, m, k):
+def spmm_steps(a, m, k, variant):
     b = torch.randn(a.shape[1], k, device="cuda")
     c = torch.empty(a.shape[0], k, device="cuda")
     stream = torch.cuda.current_stream().cuda_stream
     rows, cols = a.shape[0], b.shape[1]
-    config = _sparsejit.call_config("spmm", "", m.reuse, False)
+    config = _sparsejit.call_config("spmm", variant or "", m.reuse, False)
 
     def cxx():
         m._handle.spmm(config, b.data_ptr(), b.shape[0], cols, cols, c.data_ptr(), rows, cols, cols, stream)
@@ -73,19 +100,19 @@ def spmm_steps(a, m, k):
         "alloc": lambda: b.new_empty(rows, cols),
         "c++": cxx,
         "plain": lambda: m._handle.spmm_plain(config, b, None),
-        "call": lambda: sparsejit.spmm(m, b),
-        "call-out": lambda: sparsejit.spmm(m, b, out=c),
+        "call": lambda: sparsejit.spmm(m, b, variant=variant),
+        "call-out": lambda: sparsejit.spmm(m, b, variant=variant, out=c),
         "torch": lambda: torch.sparse.mm(a, b),
         "torch-op": lambda: torch.mul(b, 2.0),
     }
 
 
-def sddmm_steps(a, m, k):
+def sddmm_steps(a, m, k, variant):
     x = torch.randn(a.shape[0], k, device="cuda")
     y = torch.randn(a.shape[1], k, device="cuda")
     p = torch.empty(m.nnz, device="cuda")
     stream = torch.cuda.current_stream().cuda_stream
-    config = _sparsejit.call_config("sddmm", "", m.reuse, False)
+    config = _sparsejit.call_config("sddmm", variant or "", m.reuse, False)
 
     def cxx():
         m._handle.sddmm(config, x.data_ptr(), x.shape[0], k, k, y.data_ptr(), y.shape[0], k, k, p.data_ptr(), stream)
@@ -95,8 +122,8 @@ def sddmm_steps(a, m, k):
         "alloc": lambda: x.new_empty(m.nnz),
         "c++": cxx,
         "plain": lambda: m._handle.sddmm_plain(config, x, y, None),
-        "call": lambda: sparsejit.sddmm(m, x, y),
-        "call-out": lambda: sparsejit.sddmm(m, x, y, out=p),
+        "call": lambda: sparsejit.sddmm(m, x, y, variant=variant),
+        "call-out": lambda: sparsejit.sddmm(m, x, y, variant=variant, out=p),
         "torch": lambda: torch.sparse.sampled_addmm(a, x, yt, beta=0.0),
         "torch-op": lambda: torch.mul(x, 2.0),
     }
@@ -108,18 +135,25 @@ def main(argv=None):
     p.add_argument("-k", type=int, default=32)
     p.add_argument("--repeat", type=int, default=200)
     p.add_argument("--batches", type=int, default=15)
+    p.add_argument("--ops", default="spmm,sddmm", help="the products timed, comma-separated")
+    p.add_argument("--variant", help="a forced variant (as sparsejit.spmm's variant=) for the products timed")
     args = p.parse_args(argv)
     a = csr_tensor(args.matrix)
     m = sparsejit.Matrix(a)
     print(f"sparsejit {sparsejit.__version__} ({sparsejit.__file__}), torch {torch.__version__}, "
           f"{torch.cuda.get_device_name()}, {args.matrix}, K = {args.k}; µs per call")  # fmt: skip
-    for op, steps in (("spmm", spmm_steps(a, m, args.k)), ("sddmm", sddmm_steps(a, m, args.k))):
+    makers = {"spmm": spmm_steps, "sddmm": sddmm_steps}
+    for op in args.ops.split(","):
+        steps = makers[op](a, m, args.k, args.variant)
         # An older package (compared against this one) has no plain product: that step is left out.
         steps = {name: call for name, call in steps.items() if name != "plain" or hasattr(m._handle, "spmm_plain")}
         times = per_call_us(steps, args.repeat, args.batches)
         for name, us in times.items():
             print(f"{op:6} {name:9} {us:7.2f}", flush=True)
         print(f"{op:6} call/op   {times['call'] / times['torch-op']:7.2f}", flush=True)
+        device = device_us(steps["call-out"])
+        print(f"{op:6} device    {device:7.2f}", flush=True)
+        print(f"{op:6} dev/call  {device / times['call']:7.2f}", flush=True)
         print(f"{op:6} variant   {m.last_decision['variant']}", flush=True)
     return 0
 

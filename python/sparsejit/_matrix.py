@@ -132,7 +132,8 @@ class Matrix:
 
     @property
     def last_call(self):
-        """What the last product made with this matrix reported (plan_reused, decision_json()),
+        """What the last product made with this matrix reported (plan_reused, launched_as_graph:
+        its kernels issued as one replay of the plan's CUDA graph, decision_json()),
         None before one; kept by the handle, so a call makes no record Python never reads."""
         return self._handle.last_call
 

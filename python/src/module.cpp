@@ -71,6 +71,9 @@ Reuse parse_reuse(const std::string& text) {
 Options call_options(Op op, const std::string& variant, const std::string& reuse, bool transpose_a, uintptr_t stream) {
   Options options;
   options.transpose_a = transpose_a;
+  // Calls from Python on small matrices cost the host more than the device: launched as one
+  // graph replay, a plan's kernels cost it about half (Options::replay_launches).
+  options.replay_launches = true;
   options.reuse = parse_reuse(reuse);
   options.stream = reinterpret_cast<void*>(stream);
   if (!variant.empty()) {
@@ -482,6 +485,7 @@ NB_MODULE(_sparsejit, m) {
 
   nb::class_<Call>(m, "Call")
       .def_prop_ro("plan_reused", [](const Call& c) { return c.info.plan_reused; })
+      .def_prop_ro("launched_as_graph", [](const Call& c) { return c.info.launched_as_graph; })
       .def("decision_json", &Call::decision_json);
 
   nb::class_<CallConfig>(m, "CallConfig");

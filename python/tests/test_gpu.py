@@ -82,6 +82,37 @@ def test_matrix_keeps_its_plans_and_follows_new_values():
     assert relative_error(sparsejit.spmm(m, b, variant="rs"), expected) < 1e-5
 
 
+def test_spmm_replays_its_launches_as_a_graph_with_each_calls_operands():
+    a = random_csr(400, 300, 20, index_dtype=torch.int32)
+    m = sparsejit.Matrix(a)
+    for variant in ("csr_vector", "csr_merge", "cusparse"):
+        for _ in range(3):  # new operands every call: the graph's arguments follow them
+            b = torch.randn(300, 48, device="cuda")
+            c = torch.full((400, 48), float("nan"), device="cuda")
+            sparsejit.spmm(m, b, variant=variant, out=c)
+            assert relative_error(c, torch.sparse.mm(a, b)) < 1e-5
+            # cuSPARSE's calls are its own: launched as usual
+            assert m.last_call.launched_as_graph == (variant != "cusparse")
+        with torch.cuda.stream(torch.cuda.Stream()):
+            b = torch.randn(300, 48, device="cuda")
+            c = sparsejit.spmm(m, b, variant=variant)
+        torch.cuda.synchronize()
+        assert relative_error(c, torch.sparse.mm(a, b)) < 1e-5
+
+
+def test_sddmm_replays_its_launches_as_a_graph_with_each_calls_operands():
+    s = random_csr(400, 300, 20)
+    m = sparsejit.Matrix(s)
+    for variant in ("row_gather", "coo_flat", "cusparse"):
+        for _ in range(3):
+            a, b = torch.randn(400, 40, device="cuda"), torch.randn(300, 40, device="cuda")
+            p = torch.full((m.nnz,), float("nan"), device="cuda")
+            sparsejit.sddmm(m, a, b, variant=variant, out=p)
+            expected = torch.sparse.sampled_addmm(s, a, b.t(), beta=0.0).values() * s.values()
+            assert relative_error(p, expected) < 1e-5
+            assert m.last_call.launched_as_graph == (variant != "cusparse")
+
+
 def test_last_call_is_a_record_of_that_call_and_reuse_follows_the_matrix():
     a = random_csr(300, 300, 20, index_dtype=torch.int32)
     m = sparsejit.Matrix(a)

@@ -1,6 +1,7 @@
 #include "sparsejit/device_matrix.hpp"
 
 #include "cuda/driver_api.hpp"
+#include "cuda/launch_graph.hpp"
 #include "cuda/memory.hpp"
 #include "sparsejit/error.hpp"
 
@@ -183,7 +184,7 @@ void DeviceDense<T>::upload(const Dense<T>& host) {
 
 template <class T>
 void DeviceDense<T>::clear_async(CUstream stream) {
-  if (rows_ == 0 || cols_ == 0) return;
+  if (rows_ == 0 || cols_ == 0 || cuda::LaunchGraph::refuse_other_work()) return;
   context_.make_current();
   const std::size_t row_bytes = std::size_t(cols_) * sizeof(T);
   if (ld_ == cols_) {  // one run; the storage may reach past it (a borrowed array's)

@@ -33,6 +33,8 @@ namespace sparsejit::cuda {
   X(cuEventDestroy_v2) X(cuEventQuery)                                                    \
   X(cuStreamBeginCapture_v2) X(cuStreamEndCapture) X(cuGraphInstantiateWithFlags)       \
   X(cuGraphLaunch) X(cuGraphExecDestroy) X(cuGraphDestroy)                                \
+  X(cuGraphCreate) X(cuGraphAddKernelNode_v2) X(cuGraphAddDependencies_v2)               \
+  X(cuGraphExecKernelNodeSetParams_v2)                                                   \
   X(cuMemPoolCreate) X(cuMemPoolDestroy) X(cuMemPoolSetAttribute) X(cuMemPoolTrimTo)    \
   X(cuMemPoolGetAttribute) X(cuMemAllocFromPoolAsync) X(cuMemFreeAsync)
 

@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include "cuda/context.hpp"
+#include "cuda/launch_graph.hpp"
 #include "sparsejit/error.hpp"
 
 namespace sparsejit::cuda {
@@ -50,6 +51,7 @@ Kernel Module::function(const std::string& name) const {
 
 void Kernel::launch(Dim3 grid, Dim3 block, unsigned shared_bytes, CUstream stream, void** args,
                     bool early_launch) const {
+  if (LaunchGraph::take_launch(function_, grid, block, shared_bytes, args, early_launch)) return;
   module_->context.make_current();
   CUresult result;
   if (early_launch) {

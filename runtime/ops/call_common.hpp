@@ -7,6 +7,8 @@
 #include <string>
 #include <type_traits>
 
+#include "cuda/graph.hpp"
+#include "cuda/launch_graph.hpp"
 #include "ops/kernel_loader.hpp"
 #include "sparsejit/decision.hpp"
 #include "sparsejit/device_matrix.hpp"
@@ -50,6 +52,18 @@ constexpr bool kFloatOrDouble = std::is_same_v<T, float> || std::is_same_v<T, do
 
 // Whether a call's kernels launch early (Options::early_launch; the attribute exists from sm_90 on).
 inline bool launches_early(const Options& options, int sm) { return options.early_launch && sm >= 90; }
+
+// Enqueues one call of a plan: as a replay of its `graph` when the call asks for it
+// (Options::replay_launches), the plan only launches kernels and `stream` is not being captured
+// (the caller's graph then takes the launches); else `enqueue` runs as usual. Returns whether
+// the graph was launched.
+template <class Enqueue>
+bool launch_plan(const Context& context, cuda::LaunchGraph& graph, bool replay, bool launches_only, CUstream stream,
+                 Enqueue&& enqueue) {
+  if (replay && launches_only && !cuda::is_capturing(context, stream) && graph.run(context, stream, enqueue)) return true;
+  enqueue();
+  return false;
+}
 
 // Grid size for `work` items at `per_block` items per block; UnsupportedError past the grid limit.
 unsigned blocks_for(int64_t work, int64_t per_block);

@@ -33,6 +33,8 @@ struct PreparedSddmm {
   std::unique_ptr<variants::SddmmExecution<T>> execution;
   // Measured selection has run for this plan's pattern and problem, or will not.
   std::atomic<bool> settled{false};
+  // The execution's launches as a graph (Options::replay_launches), built by the first call.
+  cuda::LaunchGraph graph;
 };
 
 template <class T>
@@ -72,10 +74,13 @@ std::shared_ptr<PreparedSddmm<T>> prepare_sddmm(detail::RuntimeState& rt, const 
   return prepared;
 }
 
+// replay: Options::replay_launches (ops::launch_plan). Returns whether the graph was launched.
 template <class T>
-void run_prepared(detail::RuntimeState& rt, PreparedSddmm<T>& prepared, const DeviceCsr<T>& s, const DeviceDense<T>& a,
-                  const DeviceDense<T>& b, DeviceBuffer& p, CUstream stream, bool early) {
-  prepared.execution->run(rt, {s, a, b, p, stream, early});
+bool run_prepared(detail::RuntimeState& rt, PreparedSddmm<T>& prepared, const DeviceCsr<T>& s, const DeviceDense<T>& a,
+                  const DeviceDense<T>& b, DeviceBuffer& p, CUstream stream, bool early, bool replay) {
+  const variants::SddmmOperands<T> operands{s, a, b, p, stream, early};
+  return ops::launch_plan(rt.context, prepared.graph, replay, prepared.execution->launches_only(), stream,
+                          [&] { prepared.execution->run(rt, operands); });
 }
 
 }  // namespace
@@ -122,15 +127,15 @@ CallInfo Runtime::sddmm(const DeviceCsr<T>& s, const DeviceDense<T>& a, const De
         [&](const std::vector<plan::TimedChoice>& times) {
           return prepare_sddmm<T>(rt, s, *features, problem, options, ops::EarlierTimes{times, DecisionSource::Measured});
         },
-        [&](PreparedSddmm<T>& plan, CUstream stream) { run_prepared(rt, plan, s, a, b, p, stream, early); },
+        [&](PreparedSddmm<T>& plan, CUstream stream) { run_prepared(rt, plan, s, a, b, p, stream, early, false); },
         [&](const plan::TimedChoice& t) { return plan::sddmm_neighbors(t.variant, t.params, problem, rt.target); },
         [&](const Options& forced) {
           const Decision d = plan::plan_sddmm(*features, problem, rt.target, forced, ops::plan_sources(Op::SDDMM, rt.target));
           return !ops::kernels_cached(variants::sddmm_variant(d.variant).kernel_specs(d, problem, rt.target), rt.target.sm);
         }};
   });
-  run_prepared(rt, *prepared, s, a, b, p, static_cast<CUstream>(options.stream), early);
-  return {prepared->decision, reused};
+  const bool as_graph = run_prepared(rt, *prepared, s, a, b, p, static_cast<CUstream>(options.stream), early, options.replay_launches);
+  return {prepared->decision, reused, as_graph};
 }
 
 Decision explain_sddmm(PatternView s, int32_t k, DType dtype, const Options& options, int device) {

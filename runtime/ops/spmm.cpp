@@ -33,6 +33,8 @@ struct PreparedSpmm {
   // Measured selection has run for this plan's pattern and problem, or will not (forced, or
   // taken from earlier times): set once, by the call that decides.
   std::atomic<bool> settled{false};
+  // The execution's launches as a graph (Options::replay_launches), built by the first call.
+  cuda::LaunchGraph graph;
 };
 
 void check_spmm_shapes(int32_t a_rows, int32_t a_cols, bool transpose, int32_t b_rows, int32_t b_cols,
@@ -85,14 +87,18 @@ std::shared_ptr<PreparedSpmm<T>> prepare_spmm(detail::RuntimeState& rt, const De
   return prepared;
 }
 
+// replay: Options::replay_launches (ops::launch_plan). Returns whether the graph was launched.
 template <class T>
-void run_prepared(detail::RuntimeState& rt, PreparedSpmm<T>& p, const DeviceCsr<T>& a, const DeviceDense<T>& b,
-                  DeviceDense<T>& c, CUstream stream, bool early) {
+bool run_prepared(detail::RuntimeState& rt, PreparedSpmm<T>& p, const DeviceCsr<T>& a, const DeviceDense<T>& b,
+                  DeviceDense<T>& c, CUstream stream, bool early, bool replay) {
   if (a.nnz() == 0 && c.rows() > 0) {  // nothing to multiply: C = 0
     c.clear_async(stream);
-  } else if (p.execution) {
-    p.execution->run(rt, variants::SpmmOperands<T>{a, b, c, stream, early});
+    return false;
   }
+  if (!p.execution) return false;
+  const variants::SpmmOperands<T> operands{a, b, c, stream, early};
+  return ops::launch_plan(rt.context, p.graph, replay, p.execution->launches_only(), stream,
+                          [&] { p.execution->run(rt, operands); });
 }
 
 }  // namespace
@@ -127,7 +133,7 @@ CallInfo Runtime::spmm(const DeviceCsr<T>& a, const DeviceDense<T>& b, DeviceDen
         [&](const std::vector<plan::TimedChoice>& times) {
           return prepare_spmm<T>(rt, a, *features, problem, options, ops::EarlierTimes{times, DecisionSource::Measured});
         },
-        [&](PreparedSpmm<T>& p, CUstream stream) { run_prepared(rt, p, a, b, c, stream, early); },
+        [&](PreparedSpmm<T>& p, CUstream stream) { run_prepared(rt, p, a, b, c, stream, early, false); },
         [&](const plan::TimedChoice& t) { return plan::spmm_neighbors(t.variant, t.params, problem, rt.target); },
         [&](const Options& forced) {
           const Decision d = plan::plan_spmm(*features, problem, rt.target, forced, cached_split_stats(a),
@@ -135,8 +141,8 @@ CallInfo Runtime::spmm(const DeviceCsr<T>& a, const DeviceDense<T>& b, DeviceDen
           return !ops::kernels_cached(variants::SpmmRegistry::find(d.variant)->kernel_specs(d, problem), rt.target.sm);
         }};
   });
-  run_prepared(rt, *prepared, a, b, c, static_cast<CUstream>(options.stream), early);
-  return {prepared->decision, reused};
+  const bool as_graph = run_prepared(rt, *prepared, a, b, c, static_cast<CUstream>(options.stream), early, options.replay_launches);
+  return {prepared->decision, reused, as_graph};
 }
 
 Decision explain_spmm(PatternView a, int32_t k, DType dtype, const Options& options, int device) {

@@ -29,7 +29,7 @@ struct RunArgs {
   std::string input, op = "spmm", dtype = "f32", variant;
   int32_t k = 128;
   int repeat = 20;
-  bool check = false, transpose = false;
+  bool check = false, transpose = false, replay_launches = false;
   double measure_skip_margin = Options{}.measure_skip_margin, measure_budget_ms = Options{}.measure_budget_ms,
          measure_budget_calls = Options{}.measure_budget_calls;
   int64_t memory_limit = 0;  // --memory-limit, when given
@@ -267,6 +267,9 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--repeat", args.repeat, "Timed repetitions (the median is printed); `sparsejit bench` rotates operands, this does not")->capture_default_str();
   cmd->add_flag("--check", args.check, "Compare with the CPU reference first (output poisoned before the run)");
   cmd->add_flag("--transpose", args.transpose, "SpMM: C = Aᵀ·B");
+  cmd->add_flag("--replay-launches", args.replay_launches,
+                "SpMM and SDDMM: issue the plan's kernels as one CUDA graph replay (Options::replay_launches, the Python package's setting): "
+                "less host time per call, no early launch between calls");
   add_measure_options(cmd, args.measure_skip_margin, args.measure_budget_ms, args.measure_budget_calls);
   static const CLI::Option* memory_limit_given = nullptr;  // this command's option (the command may be built again)
   memory_limit_given = add_memory_limit_option(cmd, args.memory_limit);
@@ -278,6 +281,7 @@ void add_run_command(CLI::App& app) {
     args.call.measure_skip_margin = args.measure_skip_margin;
     args.call.measure_budget_calls = args.measure_budget_calls;
     args.call.measure_budget_ms = args.measure_budget_ms;
+    args.call.replay_launches = args.replay_launches;
     apply_memory_limit(args.call, op, *memory_limit_given, args.memory_limit);
     plan::check_measure_options(args.call);
     if (args.repeat < 1) throw InvalidInputError("--repeat " + std::to_string(args.repeat) + " must be >= 1");

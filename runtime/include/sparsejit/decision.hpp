@@ -100,6 +100,8 @@ struct Decision {
 struct CallInfo {
   std::shared_ptr<const Decision> decision;
   bool plan_reused = false;
+  // The call's kernels were issued as one replay of the plan's graph (Options::replay_launches).
+  bool launched_as_graph = false;
 };
 
 // What spgemm_numeric reports besides: how C's values were computed, "positions: ..." (each

@@ -73,6 +73,17 @@ struct Options {
   // that kernel's results before it reads or writes anything, so stream order holds and about
   // 0.3 µs of launch latency per kernel is hidden. false: ordinary stream-ordered launches.
   bool early_launch = true;
+  // SpMM and SDDMM: whether a call whose plan only launches kernels (SpMM's csr_vector,
+  // csr_rowsplit, csr_rowwarp, and csr_merge for A·B; SDDMM's row_gather and coo_flat) issues
+  // them as one CUDA graph, built by the plan's first such call and replayed with each call's
+  // operands. The host then spends about 1.5 µs on a call instead of about 3 µs per kernel
+  // (H200 machine), which is what a call costs when its kernels are shorter than that (small
+  // matrices, called from Python: the Python package turns it on). The price: the call's first
+  // kernel no longer launches early behind the previous call's last one, so back-to-back calls
+  // the device is slower at than the host lose early_launch's overlap between them. Calls made
+  // while the stream is being captured into a graph, and other plans, launch as usual
+  // (CallInfo::launched_as_graph says which).
+  bool replay_launches = false;
   // SpGEMM only: the most device memory the call may take for its workspace and C, in bytes
   // (A and B, already on the device, are not counted). Unset: what the device has free when
   // the pair is first planned (cuMemGetInfo plus what the runtime's memory pools hold unused).

@@ -47,6 +47,7 @@ class CooFlatExecution final : public SddmmExecution<T> {
     void* args[] = {&nnz, &k, &rows, &cols, &sv, &ap, &lda, &bp, &ldb, &pp};
     launch_(args, o.stream, o.early);
   }
+  bool launches_only() const override { return true; }
 
  private:
   Launch launch_;

@@ -40,6 +40,7 @@ class RowGatherExecution final : public SddmmExecution<T> {
     void* args[] = {&chunks, &k, &chunk_row, &chunk_ptr, &cols, &sv, &ap, &lda, &bp, &ldb, &pp};
     launch_(args, o.stream, o.early);
   }
+  bool launches_only() const override { return true; }
 
  private:
   Launch launch_;

@@ -55,6 +55,9 @@ class SddmmExecution {
   virtual ~SddmmExecution() = default;
   // Enqueues one call on operands.stream; S has nonzeros here.
   virtual void run(detail::RuntimeState& rt, const SddmmOperands<T>& operands) = 0;
+  // Whether run only launches kernels through cuda::Kernel (no other work on the stream, no
+  // vendor library): such a plan's calls can be replayed as a graph (Options::replay_launches).
+  virtual bool launches_only() const { return false; }
 };
 
 // What preparing an execution gets: the runtime, the matrix handle (its caches hold the

@@ -96,6 +96,7 @@ class MergeExecution final : public SpmmExecution<T> {
     void* args[] = {&nnz, &k, &row_idx, &col_idx, &values, &b, &ldb, &c, &ldc};
     launch_.kernel.launch(launch_.grid, launch_.block, launch_.shared_bytes, o.stream, args, o.early);
   }
+  bool launches_only() const override { return clear_.has_value(); }  // Aᵀ·B clears C with a memset
 
  private:
   Launch launch_;

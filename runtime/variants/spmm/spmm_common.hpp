@@ -118,6 +118,7 @@ class CsrKernelExecution final : public SpmmExecution<T> {
     launch_csr(launch_, o.a.rows(), o.b.cols(), o.a.row_ptr().ptr(), o.a.col_idx().ptr(), o.a.values().ptr(),
                o.b.buffer().ptr(), o.b.ld(), o.c.buffer().ptr(), o.c.ld(), o.stream, o.early);
   }
+  bool launches_only() const override { return !clear_c_; }
 
  private:
   Launch launch_;

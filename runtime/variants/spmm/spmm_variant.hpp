@@ -56,6 +56,9 @@ class SpmmExecution {
   // Enqueues one call on operands.stream (C overwritten). A has nonzeros here: the executor
   // clears C itself for an empty A.
   virtual void run(detail::RuntimeState& rt, const SpmmOperands<T>& operands) = 0;
+  // Whether run only launches kernels through cuda::Kernel (no other work on the stream, no
+  // vendor library): such a plan's calls can be replayed as a graph (Options::replay_launches).
+  virtual bool launches_only() const { return false; }
 };
 
 // What preparing an execution gets: the runtime, the matrix handle (its caches hold the
