@@ -138,12 +138,16 @@ def main(argv=None):
     p.add_argument("--ops", default="spmm,sddmm", help="the products timed, comma-separated")
     p.add_argument("--variant", help="a forced variant (as sparsejit.spmm's variant=) for the products timed")
     args = p.parse_args(argv)
+    makers = {"spmm": spmm_steps, "sddmm": sddmm_steps}
+    ops = args.ops.split(",")
+    unknown = [op for op in ops if op not in makers]
+    if unknown:
+        p.error(f"--ops {args.ops}: {', '.join(unknown)} is not spmm or sddmm")
     a = csr_tensor(args.matrix)
     m = sparsejit.Matrix(a)
     print(f"sparsejit {sparsejit.__version__} ({sparsejit.__file__}), torch {torch.__version__}, "
           f"{torch.cuda.get_device_name()}, {args.matrix}, K = {args.k}; µs per call")  # fmt: skip
-    makers = {"spmm": spmm_steps, "sddmm": sddmm_steps}
-    for op in args.ops.split(","):
+    for op in ops:
         steps = makers[op](a, m, args.k, args.variant)
         # An older package (compared against this one) has no plain product: that step is left out.
         steps = {name: call for name, call in steps.items() if name != "plain" or hasattr(m._handle, "spmm_plain")}

@@ -24,10 +24,9 @@ CUDA_KERNEL_NODE_PARAMS kernel_params(CUfunction function, const Dim3& grid, con
 // replaying them into the instantiated one.
 class LaunchGraph::Session {
  public:
-  explicit Session(LaunchGraph& graph) : graph_(graph), recording_(graph.exec_ == nullptr), previous_(active) {
-    active = this;
-  }
-  ~Session() { active = previous_; }
+  // One at a time on a thread: LaunchGraph::run starts none while one is active.
+  explicit Session(LaunchGraph& graph) : graph_(graph), recording_(graph.exec_ == nullptr) { active = this; }
+  ~Session() { active = nullptr; }
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
@@ -70,7 +69,6 @@ class LaunchGraph::Session {
 
   LaunchGraph& graph_;
   const bool recording_;
-  Session* const previous_;
   std::size_t next_ = 0;
   bool failed_ = false;
   bool refused_ = false;
