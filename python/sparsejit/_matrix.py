@@ -73,15 +73,15 @@ class Matrix:
         self.nnz = columns.length
         self.dtype = values.dtype
         self.device = offsets.device
-        self._configs = {}  # (op, transpose_a, variant, reuse as given) -> _sparsejit.CallConfig
-        self.reuse = reuse
         self.lib = lib
-        self.values = data
         self._rt = runtime(self.device)
+        # The handle keeps what every product reads (the values array, the default reuse, the
+        # parsed config of each combination of arguments), so a call reads it in C++.
         self._handle = _sparsejit.Csr(
             self._rt, self.dtype, rows, cols, offsets.ptr, columns.ptr, values.ptr, self.nnz, lib.stream(self.device)
         )
-        self._values_stamp = self._stamp(data)
+        self._handle.hold_values(data)
+        self.reuse = reuse
         self._ones = None
         reading = lib.tensor_reading(data)
         if reading is not None:
@@ -93,17 +93,16 @@ class Matrix:
     @property
     def reuse(self):
         """The default of `reuse` for the products made with this matrix."""
-        return self._reuse
+        return self._handle.default_reuse
 
     @reuse.setter
     def reuse(self, value):
-        self._reuse = value
-        self._configs = {}  # the configs made for reuse=None hold the old default
+        self._handle.default_reuse = value  # checked by the next product, which names it
 
-    @staticmethod
-    def _stamp(values):
-        # PyTorch counts in-place writes to a tensor (_version); CuPy has no such counter.
-        return getattr(values, "_version", None)
+    @property
+    def values(self):
+        """The matrix's nnz values (the array given, or the last one passed to set_values)."""
+        return self._handle.values
 
     def set_values(self, values):
         """Use `values` (nnz values of the matrix's dtype, same device) from now on; not copied."""
@@ -112,14 +111,12 @@ class Matrix:
             raise ValueError(f"values has {v.length} entries; the matrix has {self.nnz}")
         _arrays.require_same(v, "values", self.dtype, self.device, "the matrix")
         self._handle.use_values(v.ptr)
-        self.values = values
-        self._values_stamp = self._stamp(values)
+        self._handle.hold_values(values)
 
     def values_changed(self):
         """Say that the values were rewritten in place (needed for CuPy; PyTorch's in-place
         writes are seen): what the runtime derived from them is rebuilt on the next call."""
         self._handle.values_changed()
-        self._values_stamp = self._stamp(self.values)
 
     def _bind_values(self, values, rewritten):
         """Before a product: take `values` if they are other memory, and tell the handle when
@@ -175,7 +172,7 @@ class Matrix:
     def _sddmm(self, a, b, variant, reuse, out=None):
         """The values of S ∘ (A·Bᵀ), S this matrix, into `out`, else into a new 1-D array of a's
         library (read as _spmm reads its operands)."""
-        p = self._handle.sddmm_plain(self._ready("sddmm", False, variant, reuse), a, b, out)
+        p = self._handle.sddmm_call(a, b, variant, reuse, out)
         return self._sddmm_general(a, b, variant, reuse, out) if p is None else p
 
     def _sddmm_general(self, a, b, variant, reuse, out):
@@ -205,20 +202,11 @@ class Matrix:
         getattr(self._handle, op)(self._ready(op, transpose_a, variant, reuse), *operands, stream)
 
     def _ready(self, op, transpose_a, variant, reuse):
-        """Before a product: its config (made once per combination of the arguments), after
-        telling the handle when the values were rewritten in place since the last product
-        (PyTorch counts in-place writes in _version; CuPy's are told with values_changed)."""
-        if getattr(self.values, "_version", None) != self._values_stamp:  # _stamp's, without its call
-            self.values_changed()
-        return self._configs.get((op, transpose_a, variant, reuse)) or self._config(op, transpose_a, variant, reuse)
-
-    def _config(self, op, transpose_a, variant, reuse):
-        """The parsed settings of `op` with these arguments (reuse None: the matrix's), made
-        once and kept; InvalidInputError (a ValueError) for a variant or reuse it refuses."""
-        config = self._configs[(op, transpose_a, variant, reuse)] = _sparsejit.call_config(
-            op, variant or "", reuse or self._reuse, transpose_a
-        )
-        return config
+        """Before a product: its config (made once per combination of the arguments; reuse
+        None: the matrix's), after telling the handle when the values were rewritten in place
+        since the last product (PyTorch counts in-place writes in _version; CuPy's are told with
+        values_changed). InvalidInputError (a ValueError) for a variant or reuse it refuses."""
+        return self._handle.ready(op, transpose_a, variant, reuse)
 
     def _pattern(self):
         """This matrix's pattern with every value 1 (made once): SDDMM over it gives the

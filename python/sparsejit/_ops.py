@@ -27,8 +27,12 @@ def spmm(a, b, *, transpose_a=False, variant=None, reuse=None, out=None):
     "once" or "many" (default: the Matrix's). With PyTorch, gradients flow to B and to the
     Matrix's values (sparsejit.autograd), without `out`."""
     m = _matrix(a)
-    # Only PyTorch tensors have requires_grad; a CuPy or DLPack b takes no gradient. Tested
-    # here, not in a function of its own: this runs on every call.
+    # Nearly every call: contiguous PyTorch tensors of the matrix's dtype and device, no
+    # gradients wanted. The handle reads them and runs the product without Python code.
+    c = m._handle.spmm_call(b, transpose_a, variant, reuse, out)
+    if c is not None:
+        return c
+    # Only PyTorch tensors have requires_grad; a CuPy or DLPack b takes no gradient.
     if m.lib is _Torch and (getattr(b, "requires_grad", False) or m.values.requires_grad) and sys.modules["torch"].is_grad_enabled():
         if out is not None:
             raise ValueError("spmm: out= is not differentiable (B or the values require gradients): leave out unset")

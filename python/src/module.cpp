@@ -12,6 +12,8 @@
 #include <nanobind/stl/vector.h>
 
 #include <cstdint>
+#include <deque>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -98,6 +100,29 @@ template <class T> struct value_of<DeviceCsr<T>> { using type = T; };
 // The value type of a handle a visitor was given (as decltype(h)).
 template <class Handle> using value_t = typename value_of<std::decay_t<Handle>>::type;
 
+// The settings of a product that stay the same from call to call (op, transpose, variant,
+// reuse), parsed once: a Matrix keeps one per combination it is called with, so a call
+// converts no strings.
+struct CallConfig {
+  Op op;
+  Options options;
+};
+
+CallConfig call_config(const std::string& op_name, const std::string& variant, const std::string& reuse, bool transpose_a) {
+  const Op op = parse_op(op_name);
+  if (op != Op::SpMM && op != Op::SDDMM) throw InvalidInputError("a call config is spmm's or sddmm's, not " + op_name + "'s");
+  return {op, call_options(op, variant, reuse, transpose_a, 0)};
+}
+
+// The config's options on `stream` (the caller's current stream, read per call); a config of
+// the other product is the package's own mistake, refused before anything runs.
+Options on_stream(const CallConfig& config, Op op, uintptr_t stream) {
+  if (config.op != op) throw InvalidInputError(std::string("a call config of ") + to_string(config.op) + " given to " + to_string(op));
+  Options options = config.options;
+  options.stream = reinterpret_cast<void*>(stream);
+  return options;
+}
+
 // What a product reports to Python: whether the plan was reused, and its Decision (as JSON
 // text, made only when asked for).
 struct Call {
@@ -125,7 +150,6 @@ class CsrHandle {
   int32_t cols() { return visit([](auto& h) { return h.cols(); }); }
   int64_t nnz() { return visit([](auto& h) { return h.nnz(); }); }
   std::string dtype() { return std::holds_alternative<DeviceCsr<float>>(handle_) ? "float32" : "float64"; }
-  void values_changed() { visit([](auto& h) { h.values_changed(); }); }
   void use_values(uintptr_t values) {
     visit([&](auto& h) {
       using T = value_t<decltype(h)>;
@@ -141,6 +165,41 @@ class CsrHandle {
   const python::TensorReader* tensor_reader() const { return reader_ ? &*reader_ : nullptr; }
   template <class T>
   DeviceCsr<T>* get_if() { return std::get_if<DeviceCsr<T>>(&handle_); }
+
+  // The Matrix's state that every product reads, kept here so that a call reads it without
+  // running Python code (all of it read and written with the GIL held).
+  // The values array the matrix holds (its address is the handle's), and PyTorch's count of
+  // in-place writes to it when the handle last took them into account.
+  void hold_values(nb::object values) {
+    values_ = std::move(values);
+    values_writes_seen_ = python::write_count(values_);
+  }
+  const nb::object& values() const { return values_; }
+  // The values were rewritten in place: what the runtime derived from them is rebuilt.
+  void values_changed() {
+    visit([](auto& h) { h.values_changed(); });
+    values_writes_seen_ = python::write_count(values_);
+  }
+  // The reuse of the products called without one ("once" or "many"; checked when a config
+  // is made). The configs made for the old default go.
+  const std::string& default_reuse() const { return default_reuse_; }
+  void set_default_reuse(std::string reuse) {
+    default_reuse_ = std::move(reuse);
+    configs_.clear();
+  }
+  // Before a product: tells the runtime of the in-place writes PyTorch counted since the last
+  // one (CuPy's are told with values_changed), and gives the call's config, parsed once per
+  // combination of arguments and kept (InvalidInputError for a variant or reuse it refuses).
+  const CallConfig& ready(Op op, bool transpose_a, const std::optional<std::string>& variant,
+                          const std::optional<std::string>& reuse) {
+    if (python::write_count(values_) != values_writes_seen_) values_changed();
+    for (const KeptConfig& kept : configs_)
+      if (kept.op == op && kept.transpose_a == transpose_a && kept.variant == variant && kept.reuse == reuse) return kept.config;
+    // As the package's arguments read: no reuse (or "") is the matrix's, no variant is auto.
+    const std::string& reuse_text = reuse && !reuse->empty() ? *reuse : default_reuse_;
+    CallConfig made = call_config(to_string(op), variant.value_or(""), reuse_text, transpose_a);
+    return configs_.emplace_back(KeptConfig{op, transpose_a, variant, reuse, std::move(made)}).config;
+  }
 
  private:
   using Handle = std::variant<DeviceCsr<float>, DeviceCsr<double>>;
@@ -160,10 +219,21 @@ class CsrHandle {
     return dtype == DType::F32 ? borrowed<float>(ctx, rows, cols, row_ptr, col_idx, values, nnz, stream)
                                : borrowed<double>(ctx, rows, cols, row_ptr, col_idx, values, nnz, stream);
   }
+  // A config with the arguments it was made for (a Matrix meets a handful of combinations).
+  struct KeptConfig {
+    Op op;
+    bool transpose_a;
+    std::optional<std::string> variant, reuse;
+    CallConfig config;
+  };
   Runtime* rt_;  // the Python binding keeps the runtime alive as long as the handle
   Handle handle_;
   std::optional<Call> last_;
   std::optional<python::TensorReader> reader_;
+  nb::object values_;
+  std::optional<int64_t> values_writes_seen_;
+  std::string default_reuse_ = "many";
+  std::deque<KeptConfig> configs_;  // a deque: the references ready() returned stay valid
 };
 
 // A row-major dense operand over the caller's array: rows×cols, leading dimension ld.
@@ -171,29 +241,6 @@ template <class T>
 DeviceDense<T> dense_view(const Context& ctx, uintptr_t data, int32_t rows, int32_t cols, int64_t ld) {
   const std::size_t extent = rows <= 0 || cols <= 0 ? 0 : (std::size_t(rows) - 1) * std::size_t(ld) + std::size_t(cols);
   return DeviceDense<T>(ctx, DeviceBuffer::borrow(ctx, data, extent * sizeof(T)), rows, cols, ld);
-}
-
-// The settings of a product that stay the same from call to call (op, transpose, variant,
-// reuse), parsed once: a Matrix keeps one per combination it is called with, so a call
-// converts no strings.
-struct CallConfig {
-  Op op;
-  Options options;
-};
-
-CallConfig call_config(const std::string& op_name, const std::string& variant, const std::string& reuse, bool transpose_a) {
-  const Op op = parse_op(op_name);
-  if (op != Op::SpMM && op != Op::SDDMM) throw InvalidInputError("a call config is spmm's or sddmm's, not " + op_name + "'s");
-  return {op, call_options(op, variant, reuse, transpose_a, 0)};
-}
-
-// The config's options on `stream` (the caller's current stream, read per call); a config of
-// the other product is the package's own mistake, refused before anything runs.
-Options on_stream(const CallConfig& config, Op op, uintptr_t stream) {
-  if (config.op != op) throw InvalidInputError(std::string("a call config of ") + to_string(config.op) + " given to " + to_string(op));
-  Options options = config.options;
-  options.stream = reinterpret_cast<void*>(stream);
-  return options;
 }
 
 // Runs product(runtime, handle of its value type) with the GIL released (it may plan and
@@ -275,6 +322,23 @@ nb::object sddmm_plain(CsrHandle& s, const CallConfig& config, nb::handle a, nb:
   sddmm(s, config, pa->ptr, int32_t(pa->rows), int32_t(pa->cols), pa->cols, pb->ptr, int32_t(pb->rows), int32_t(pb->cols),
         pb->cols, values, reader->stream());
   return p;
+}
+
+// sparsejit.spmm's first step: the product on the operands spmm_plain takes, with the config
+// of these arguments (CsrHandle::ready). None, with nothing run, when B or the matrix's values
+// require gradients (the package's autograd path decides) or an operand is not such a tensor.
+nb::object spmm_call(CsrHandle& a, nb::handle b, bool transpose_a, const std::optional<std::string>& variant,
+                     const std::optional<std::string>& reuse, nb::handle out) {
+  const python::TensorReader* reader = a.tensor_reader();
+  if (reader == nullptr || reader->requires_grad(b) || reader->requires_grad(a.values())) return nb::none();
+  return spmm_plain(a, a.ready(Op::SpMM, transpose_a, variant, reuse), b, out);
+}
+
+// sparsejit.sddmm's first step, as spmm_call (SDDMM takes no gradients).
+nb::object sddmm_call(CsrHandle& s, nb::handle a, nb::handle b, const std::optional<std::string>& variant,
+                      const std::optional<std::string>& reuse, nb::handle out) {
+  if (s.tensor_reader() == nullptr) return nb::none();
+  return sddmm_plain(s, s.ready(Op::SDDMM, false, variant, reuse), a, b, out);
 }
 
 // A 1-D device array owned here (one of a product's CSR arrays), lent to PyTorch or CuPy
@@ -481,7 +545,20 @@ NB_MODULE(_sparsejit, m) {
       .def("sddmm", &sddmm)
       .def("read_tensors", &CsrHandle::read_tensors)
       .def("spmm_plain", &spmm_plain, nb::arg("config"), nb::arg("b"), nb::arg("out").none())
-      .def("sddmm_plain", &sddmm_plain, nb::arg("config"), nb::arg("a"), nb::arg("b"), nb::arg("out").none());
+      .def("sddmm_plain", &sddmm_plain, nb::arg("config"), nb::arg("a"), nb::arg("b"), nb::arg("out").none())
+      .def("spmm_call", &spmm_call, nb::arg("b"), nb::arg("transpose_a"), nb::arg("variant").none(), nb::arg("reuse").none(),
+           nb::arg("out").none())
+      .def("sddmm_call", &sddmm_call, nb::arg("a"), nb::arg("b"), nb::arg("variant").none(), nb::arg("reuse").none(),
+           nb::arg("out").none())
+      .def("hold_values", &CsrHandle::hold_values)
+      .def_prop_ro("values", &CsrHandle::values)
+      .def_prop_rw("default_reuse", &CsrHandle::default_reuse, &CsrHandle::set_default_reuse)
+      // A copy: the config outlives a change of the default reuse, which drops the kept ones.
+      .def(
+          "ready",
+          [](CsrHandle& h, const std::string& op, bool transpose_a, const std::optional<std::string>& variant,
+             const std::optional<std::string>& reuse) { return h.ready(parse_op(op), transpose_a, variant, reuse); },
+          nb::arg("op"), nb::arg("transpose_a"), nb::arg("variant").none(), nb::arg("reuse").none(), nb::rv_policy::copy);
 
   nb::class_<Call>(m, "Call")
       .def_prop_ro("plan_reused", [](const Call& c) { return c.info.plan_reused; })

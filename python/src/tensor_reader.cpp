@@ -18,6 +18,8 @@ struct Names {
   PyObject* shape = PyUnicode_InternFromString("shape");
   PyObject* data_ptr = PyUnicode_InternFromString("data_ptr");
   PyObject* new_empty = PyUnicode_InternFromString("new_empty");
+  PyObject* requires_grad = PyUnicode_InternFromString("requires_grad");
+  PyObject* version = PyUnicode_InternFromString("_version");
 };
 
 const Names& names() {
@@ -92,6 +94,22 @@ uintptr_t TensorReader::stream() const {
   if (!stream.is_valid()) throw nb::python_error();
   const uintptr_t value = PyLong_AsUnsignedLongLong(stream.ptr());
   if (PyErr_Occurred()) throw nb::python_error();
+  return value;
+}
+
+bool TensorReader::requires_grad(nb::handle x) {
+  const nb::object flag = nb::steal(PyObject_GetAttr(x.ptr(), names().requires_grad));
+  if (!flag.is_valid()) PyErr_Clear();  // not a tensor: the operand's reading says what it is
+  return flag.is_valid() && flag.ptr() == Py_True;
+}
+
+std::optional<int64_t> write_count(nb::handle x) {
+  const nb::object count = nb::steal(PyObject_GetAttr(x.ptr(), names().version));
+  const int64_t value = count.is_valid() ? PyLong_AsLongLong(count.ptr()) : -1;
+  if (PyErr_Occurred()) {
+    PyErr_Clear();
+    return std::nullopt;
+  }
   return value;
 }
 

@@ -37,6 +37,8 @@ class TensorReader {
   std::pair<nanobind::object, uintptr_t> new_empty(nanobind::handle like, int64_t rows, int64_t cols = -1) const;
   // The caller's current stream on the device.
   uintptr_t stream() const;
+  // Whether x is a tensor that requires gradients (false for anything else).
+  static bool requires_grad(nanobind::handle x);
 
  private:
   std::optional<PlainTensor> read(nanobind::handle x, Py_ssize_t dims) const;
@@ -45,5 +47,9 @@ class TensorReader {
   int device_index_;
   nanobind::object current_stream_;
 };
+
+// PyTorch's count of the in-place writes to tensor x (its _version); nullopt for an array
+// without one (CuPy's), whose writes its owner reports.
+std::optional<int64_t> write_count(nanobind::handle x);
 
 }  // namespace sparsejit::python

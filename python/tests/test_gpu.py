@@ -189,6 +189,26 @@ def test_gradients_through_spmm_equal_the_dense_formulas():
     assert relative_error(values.grad, (grad_c[rows] * b.detach()[cols]).sum(dim=1)) < 1e-5
 
 
+def test_spmm_without_gradients_wanted_takes_none_and_stays_right():
+    # Operands that require gradients go to autograd only where gradients are recorded: under
+    # no_grad the product runs as any other, and its result takes no gradient.
+    a = random_csr(200, 150, 8, index_dtype=torch.int32)
+    values = a.values().clone().requires_grad_()
+    m = sparsejit.Matrix((a.crow_indices(), a.col_indices(), values, a.shape))
+    b = torch.randn(150, 24, device="cuda", requires_grad=True)
+    expected = torch.sparse.mm(a, b.detach())
+    with torch.no_grad():
+        c = sparsejit.spmm(m, b)
+    assert not c.requires_grad and relative_error(c, expected) < 1e-5
+    c = sparsejit.spmm(m, b)
+    assert c.requires_grad and relative_error(c.detach(), expected) < 1e-5
+    with torch.no_grad():
+        values.mul_(3.0)  # in place, after a product: the next one sees it
+    with torch.no_grad():
+        c = sparsejit.spmm(m, b, reuse="")  # "" is the matrix's own reuse, as None is
+    assert relative_error(c, 3.0 * expected) < 1e-5
+
+
 def test_calls_run_on_the_callers_stream():
     # B is written by a long chain of work on a side stream (PyTorch's are not ordered with the
     # legacy default stream); a call made on that stream must see it finished, with no
