@@ -75,12 +75,13 @@ class Matrix:
         self.device = offsets.device
         self.lib = lib
         self._rt = runtime(self.device)
-        # The handle keeps what every product reads (the values array, the default reuse, the
-        # parsed config of each combination of arguments), so a call reads it in C++.
+        # The handle keeps what every product reads (the values' write count, the default reuse,
+        # the parsed config of each combination of arguments), so a call reads it in C++.
         self._handle = _sparsejit.Csr(
             self._rt, self.dtype, rows, cols, offsets.ptr, columns.ptr, values.ptr, self.nnz, lib.stream(self.device)
         )
-        self._handle.hold_values(data)
+        self.values = data
+        self._handle.note_values(data)
         self.reuse = reuse
         self._ones = None
         reading = lib.tensor_reading(data)
@@ -99,11 +100,6 @@ class Matrix:
     def reuse(self, value):
         self._handle.default_reuse = value  # checked by the next product, which names it
 
-    @property
-    def values(self):
-        """The matrix's nnz values (the array given, or the last one passed to set_values)."""
-        return self._handle.values
-
     def set_values(self, values):
         """Use `values` (nnz values of the matrix's dtype, same device) from now on; not copied."""
         v = self.lib.vector(values, "values")
@@ -111,12 +107,13 @@ class Matrix:
             raise ValueError(f"values has {v.length} entries; the matrix has {self.nnz}")
         _arrays.require_same(v, "values", self.dtype, self.device, "the matrix")
         self._handle.use_values(v.ptr)
-        self._handle.hold_values(values)
+        self.values = values
+        self._handle.note_values(values)
 
     def values_changed(self):
         """Say that the values were rewritten in place (needed for CuPy; PyTorch's in-place
         writes are seen): what the runtime derived from them is rebuilt on the next call."""
-        self._handle.values_changed()
+        self._handle.values_changed(self.values)
 
     def _bind_values(self, values, rewritten):
         """Before a product: take `values` if they are other memory, and tell the handle when
@@ -172,7 +169,7 @@ class Matrix:
     def _sddmm(self, a, b, variant, reuse, out=None):
         """The values of S ∘ (A·Bᵀ), S this matrix, into `out`, else into a new 1-D array of a's
         library (read as _spmm reads its operands)."""
-        p = self._handle.sddmm_call(a, b, variant, reuse, out)
+        p = self._handle.sddmm_call(self.values, a, b, variant, reuse, out)
         return self._sddmm_general(a, b, variant, reuse, out) if p is None else p
 
     def _sddmm_general(self, a, b, variant, reuse, out):
@@ -206,7 +203,7 @@ class Matrix:
         None: the matrix's), after telling the handle when the values were rewritten in place
         since the last product (PyTorch counts in-place writes in _version; CuPy's are told with
         values_changed). InvalidInputError (a ValueError) for a variant or reuse it refuses."""
-        return self._handle.ready(op, transpose_a, variant, reuse)
+        return self._handle.ready(self.values, op, transpose_a, variant, reuse)
 
     def _pattern(self):
         """This matrix's pattern with every value 1 (made once): SDDMM over it gives the

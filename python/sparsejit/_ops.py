@@ -29,7 +29,7 @@ def spmm(a, b, *, transpose_a=False, variant=None, reuse=None, out=None):
     m = _matrix(a)
     # Nearly every call: contiguous PyTorch tensors of the matrix's dtype and device, no
     # gradients wanted. The handle reads them and runs the product without Python code.
-    c = m._handle.spmm_call(b, transpose_a, variant, reuse, out)
+    c = m._handle.spmm_call(m.values, b, transpose_a, variant, reuse, out)
     if c is not None:
         return c
     # Only PyTorch tensors have requires_grad; a CuPy or DLPack b takes no gradient.

@@ -12,7 +12,7 @@
 #include <nanobind/stl/vector.h>
 
 #include <cstdint>
-#include <deque>
+#include <memory>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -167,18 +167,16 @@ class CsrHandle {
   DeviceCsr<T>* get_if() { return std::get_if<DeviceCsr<T>>(&handle_); }
 
   // The Matrix's state that every product reads, kept here so that a call reads it without
-  // running Python code (all of it read and written with the GIL held).
-  // The values array the matrix holds (its address is the handle's), and PyTorch's count of
-  // in-place writes to it when the handle last took them into account.
-  void hold_values(nb::object values) {
-    values_ = std::move(values);
-    values_writes_seen_ = python::write_count(values_);
-  }
-  const nb::object& values() const { return values_; }
+  // running Python code (all of it read and written with the GIL held). Its values array is the
+  // Matrix's (passed to each call, never held here: a Python reference that the garbage
+  // collector cannot see would keep cycles through it alive).
+  // PyTorch's count of in-place writes to `values` (the array the handle's address is of) when
+  // the handle last took them into account.
+  void note_values(nb::handle values) { values_writes_seen_ = python::write_count(values); }
   // The values were rewritten in place: what the runtime derived from them is rebuilt.
-  void values_changed() {
+  void values_changed(nb::handle values) {
     visit([](auto& h) { h.values_changed(); });
-    values_writes_seen_ = python::write_count(values_);
+    note_values(values);
   }
   // The reuse of the products called without one ("once" or "many"; checked when a config
   // is made). The configs made for the old default go.
@@ -190,15 +188,18 @@ class CsrHandle {
   // Before a product: tells the runtime of the in-place writes PyTorch counted since the last
   // one (CuPy's are told with values_changed), and gives the call's config, parsed once per
   // combination of arguments and kept (InvalidInputError for a variant or reuse it refuses).
-  const CallConfig& ready(Op op, bool transpose_a, const std::optional<std::string>& variant,
-                          const std::optional<std::string>& reuse) {
-    if (python::write_count(values_) != values_writes_seen_) values_changed();
+  // Shared: the caller holds it through the Python code a call still runs (reading operands,
+  // allocating C), which may change the default reuse and drop the kept configs.
+  std::shared_ptr<const CallConfig> ready(nb::handle values, Op op, bool transpose_a, const std::optional<std::string>& variant,
+                                          const std::optional<std::string>& reuse) {
+    if (python::write_count(values) != values_writes_seen_) values_changed(values);
     for (const KeptConfig& kept : configs_)
       if (kept.op == op && kept.transpose_a == transpose_a && kept.variant == variant && kept.reuse == reuse) return kept.config;
     // As the package's arguments read: no reuse (or "") is the matrix's, no variant is auto.
     const std::string& reuse_text = reuse && !reuse->empty() ? *reuse : default_reuse_;
-    CallConfig made = call_config(to_string(op), variant.value_or(""), reuse_text, transpose_a);
-    return configs_.emplace_back(KeptConfig{op, transpose_a, variant, reuse, std::move(made)}).config;
+    auto made = std::make_shared<const CallConfig>(call_config(to_string(op), variant.value_or(""), reuse_text, transpose_a));
+    configs_.push_back(KeptConfig{op, transpose_a, variant, reuse, made});
+    return made;
   }
 
  private:
@@ -224,16 +225,15 @@ class CsrHandle {
     Op op;
     bool transpose_a;
     std::optional<std::string> variant, reuse;
-    CallConfig config;
+    std::shared_ptr<const CallConfig> config;
   };
   Runtime* rt_;  // the Python binding keeps the runtime alive as long as the handle
   Handle handle_;
   std::optional<Call> last_;
   std::optional<python::TensorReader> reader_;
-  nb::object values_;
   std::optional<int64_t> values_writes_seen_;
   std::string default_reuse_ = "many";
-  std::deque<KeptConfig> configs_;  // a deque: the references ready() returned stay valid
+  std::vector<KeptConfig> configs_;
 };
 
 // A row-major dense operand over the caller's array: rows×cols, leading dimension ld.
@@ -325,20 +325,23 @@ nb::object sddmm_plain(CsrHandle& s, const CallConfig& config, nb::handle a, nb:
 }
 
 // sparsejit.spmm's first step: the product on the operands spmm_plain takes, with the config
-// of these arguments (CsrHandle::ready). None, with nothing run, when B or the matrix's values
-// require gradients (the package's autograd path decides) or an operand is not such a tensor.
-nb::object spmm_call(CsrHandle& a, nb::handle b, bool transpose_a, const std::optional<std::string>& variant,
+// of these arguments (CsrHandle::ready; `values`: the matrix's values array). None, with nothing
+// run, when B or the values require gradients (the package's autograd path decides) or an
+// operand is not such a tensor.
+nb::object spmm_call(CsrHandle& a, nb::handle values, nb::handle b, bool transpose_a, const std::optional<std::string>& variant,
                      const std::optional<std::string>& reuse, nb::handle out) {
   const python::TensorReader* reader = a.tensor_reader();
-  if (reader == nullptr || reader->requires_grad(b) || reader->requires_grad(a.values())) return nb::none();
-  return spmm_plain(a, a.ready(Op::SpMM, transpose_a, variant, reuse), b, out);
+  if (reader == nullptr || reader->requires_grad(b) || reader->requires_grad(values)) return nb::none();
+  const std::shared_ptr<const CallConfig> config = a.ready(values, Op::SpMM, transpose_a, variant, reuse);
+  return spmm_plain(a, *config, b, out);
 }
 
 // sparsejit.sddmm's first step, as spmm_call (SDDMM takes no gradients).
-nb::object sddmm_call(CsrHandle& s, nb::handle a, nb::handle b, const std::optional<std::string>& variant,
+nb::object sddmm_call(CsrHandle& s, nb::handle values, nb::handle a, nb::handle b, const std::optional<std::string>& variant,
                       const std::optional<std::string>& reuse, nb::handle out) {
   if (s.tensor_reader() == nullptr) return nb::none();
-  return sddmm_plain(s, s.ready(Op::SDDMM, false, variant, reuse), a, b, out);
+  const std::shared_ptr<const CallConfig> config = s.ready(values, Op::SDDMM, false, variant, reuse);
+  return sddmm_plain(s, *config, a, b, out);
 }
 
 // A 1-D device array owned here (one of a product's CSR arrays), lent to PyTorch or CuPy
@@ -536,7 +539,7 @@ NB_MODULE(_sparsejit, m) {
       .def_prop_ro("cols", &CsrHandle::cols)
       .def_prop_ro("nnz", &CsrHandle::nnz)
       .def_prop_ro("dtype", &CsrHandle::dtype)
-      .def("values_changed", &CsrHandle::values_changed)
+      .def("values_changed", &CsrHandle::values_changed, nb::arg("values"))
       .def("use_values", &CsrHandle::use_values)
       // A copy: a later product does not change a record Python already holds.
       .def_prop_ro("last_call", [](const CsrHandle& h) { return h.last_call(); })
@@ -546,19 +549,18 @@ NB_MODULE(_sparsejit, m) {
       .def("read_tensors", &CsrHandle::read_tensors)
       .def("spmm_plain", &spmm_plain, nb::arg("config"), nb::arg("b"), nb::arg("out").none())
       .def("sddmm_plain", &sddmm_plain, nb::arg("config"), nb::arg("a"), nb::arg("b"), nb::arg("out").none())
-      .def("spmm_call", &spmm_call, nb::arg("b"), nb::arg("transpose_a"), nb::arg("variant").none(), nb::arg("reuse").none(),
-           nb::arg("out").none())
-      .def("sddmm_call", &sddmm_call, nb::arg("a"), nb::arg("b"), nb::arg("variant").none(), nb::arg("reuse").none(),
-           nb::arg("out").none())
-      .def("hold_values", &CsrHandle::hold_values)
-      .def_prop_ro("values", &CsrHandle::values)
+      .def("spmm_call", &spmm_call, nb::arg("values"), nb::arg("b"), nb::arg("transpose_a"), nb::arg("variant").none(),
+           nb::arg("reuse").none(), nb::arg("out").none())
+      .def("sddmm_call", &sddmm_call, nb::arg("values"), nb::arg("a"), nb::arg("b"), nb::arg("variant").none(),
+           nb::arg("reuse").none(), nb::arg("out").none())
+      .def("note_values", &CsrHandle::note_values, nb::arg("values"))
       .def_prop_rw("default_reuse", &CsrHandle::default_reuse, &CsrHandle::set_default_reuse)
       // A copy: the config outlives a change of the default reuse, which drops the kept ones.
       .def(
           "ready",
-          [](CsrHandle& h, const std::string& op, bool transpose_a, const std::optional<std::string>& variant,
-             const std::optional<std::string>& reuse) { return h.ready(parse_op(op), transpose_a, variant, reuse); },
-          nb::arg("op"), nb::arg("transpose_a"), nb::arg("variant").none(), nb::arg("reuse").none(), nb::rv_policy::copy);
+          [](CsrHandle& h, nb::handle values, const std::string& op, bool transpose_a, const std::optional<std::string>& variant,
+             const std::optional<std::string>& reuse) { return *h.ready(values, parse_op(op), transpose_a, variant, reuse); },
+          nb::arg("values"), nb::arg("op"), nb::arg("transpose_a"), nb::arg("variant").none(), nb::arg("reuse").none());
 
   nb::class_<Call>(m, "Call")
       .def_prop_ro("plan_reused", [](const Call& c) { return c.info.plan_reused; })

@@ -209,6 +209,33 @@ def test_spmm_without_gradients_wanted_takes_none_and_stays_right():
     assert relative_error(c, 3.0 * expected) < 1e-5
 
 
+def test_a_call_survives_python_code_that_changes_the_matrix_mid_call():
+    # The handle reads B and allocates C through PyTorch, which may run Python code (here a
+    # tensor subclass's __torch_function__) that changes the matrix's default reuse and so
+    # drops its kept configs; the call in flight keeps its own.
+    a = random_csr(200, 150, 8, index_dtype=torch.int32)
+    m = sparsejit.Matrix(a)
+    # PyTorch keeps the subclass in its caches for the process: it reaches the matrix only
+    # through this list, emptied at the end, so that nothing of ours outlives the test.
+    meddled = [m]
+
+    class Meddler(torch.Tensor):
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            if func is torch.Tensor.new_empty and meddled:
+                meddled[0].reuse = "once" if meddled[0].reuse == "many" else "many"
+            return super().__torch_function__(func, types, args, kwargs or {})
+
+    plain = torch.randn(150, 24, device="cuda")
+    b = plain.as_subclass(Meddler)
+    try:
+        for _ in range(3):
+            c = sparsejit.spmm(m, b)
+            assert relative_error(c.as_subclass(torch.Tensor), torch.sparse.mm(a, plain)) < 1e-5
+    finally:
+        meddled.clear()
+
+
 def test_calls_run_on_the_callers_stream():
     # B is written by a long chain of work on a side stream (PyTorch's are not ordered with the
     # legacy default stream); a call made on that stream must see it finished, with no

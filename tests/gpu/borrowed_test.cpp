@@ -5,6 +5,10 @@
 // borrowed strided array reads only its rows×cols elements and, as C, writes only them.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <limits>
+#include <vector>
+
 #include "plan/planner.hpp"
 #include "sparsejit/error.hpp"
 #include "sparsejit/generate.hpp"
@@ -114,6 +118,42 @@ TEST_F(BorrowedGpu, UseValuesTakesOtherMemory) {
                                                    "16 bytes, " + std::to_string(a.nnz()) + " elements");
 }
 
+// cuSPARSE binds the arrays of a prepared call, so the cusparse variants keep a few calls, one
+// per set of arrays: more sets than they keep (a fresh C every call, as from Python), and
+// values moved to other memory under the same B and C, must each be computed right.
+TEST_F(BorrowedGpu, VendorSpmmFollowsEveryOperandSetAndNewValues) {
+  Csr<float> a = random_matrix(120, 90, 8);
+  const DeviceCsr<float> owner(rt().context(), a);
+  DeviceCsr<float> view = borrowed_view(owner);
+  Options options;
+  options.variant = "cusparse";
+  std::vector<DeviceBuffer> replaced_values;  // the view borrows them: kept to the end
+  for (const bool transpose : {false, true}) {
+    Dense<float> b(transpose ? a.rows : a.cols, 24), nan(transpose ? a.cols : a.rows, 24), expected;
+    generate::fill_random(b, next_seed());
+    std::fill(nan.data.begin(), nan.data.end(), std::numeric_limits<float>::quiet_NaN());
+    reference::spmm(a, b, expected, transpose);
+    const DeviceDense<float> db(rt().context(), b);
+    options.transpose_a = transpose;
+    std::vector<DeviceDense<float>> outputs;  // all kept: twelve distinct arrays, more than the calls kept
+    for (int call = 0; call < 12; ++call) {
+      outputs.emplace_back(rt().context(), nan);
+      rt().spmm(view, db, outputs.back(), options);
+      EXPECT_LT(test::relative_error(test::as_double(outputs.back().download().data), test::as_double(expected.data)), 1e-5)
+          << "transpose " << transpose << ", call " << call;
+    }
+    // The matrix's values moved to other memory: the call kept for the last output must not
+    // read the old ones.
+    generate::fill_random(a.values, next_seed());
+    view.use_values(borrow(replaced_values.emplace_back(DeviceBuffer::from_host(rt().context(), a.values))));
+    outputs[11].upload(nan);
+    rt().spmm(view, db, outputs[11], options);
+    reference::spmm(a, b, expected, transpose);
+    EXPECT_LT(test::relative_error(test::as_double(outputs[11].download().data), test::as_double(expected.data)), 1e-5)
+        << "transpose " << transpose << ", new values";
+  }
+}
+
 TEST_F(BorrowedGpu, WrongArraysAreRefusedNamingTheProblem) {
   const DeviceBuffer offsets = DeviceBuffer::from_host(rt().context(), std::vector<int32_t>{0, 2, 3});
   const DeviceBuffer columns = DeviceBuffer::from_host(rt().context(), std::vector<int32_t>{1, 9, 0});
@@ -195,7 +235,8 @@ TEST_F(BorrowedGpu, SpmmIntoAStridedOutputLeavesTheOtherColumns) {
   }
 }
 
-TEST_F(BorrowedGpu, SddmmWritesIntoABorrowedOutput) {
+// auto, then cusparse into twelve outputs, all kept (more than the variant keeps calls for).
+TEST_F(BorrowedGpu, SddmmWritesIntoBorrowedOutputs) {
   const Csr<float> s = random_matrix(90, 70, 7);
   Dense<float> a(90, 16), b(70, 16);
   generate::fill_random(a, next_seed());
@@ -205,10 +246,18 @@ TEST_F(BorrowedGpu, SddmmWritesIntoABorrowedOutput) {
   const DeviceCsr<float> owner(rt().context(), s);
   const DeviceCsr<float> view = borrowed_view(owner);
   const DeviceDense<float> da(rt().context(), a), db(rt().context(), b);
-  const DeviceBuffer out(rt().context(), s.values.size() * sizeof(float));
-  DeviceBuffer p = borrow(out);
-  rt().sddmm(view, da, db, p);
-  EXPECT_LT(test::relative_error(test::as_double(out.download_as<float>(s.values.size())), test::as_double(expected.values)), 1e-5);
+  const std::vector<float> nan(s.values.size(), std::numeric_limits<float>::quiet_NaN());
+  std::vector<DeviceBuffer> outputs;
+  for (int call = 0; call < 13; ++call) {
+    Options options;
+    options.variant = call == 0 ? "" : "cusparse";
+    const DeviceBuffer& out = outputs.emplace_back(DeviceBuffer::from_host(rt().context(), nan));
+    DeviceBuffer p = borrow(out);
+    rt().sddmm(view, da, db, p, options);
+    EXPECT_LT(test::relative_error(test::as_double(out.download_as<float>(s.values.size())), test::as_double(expected.values)),
+              1e-5)
+        << "call " << call;
+  }
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // cusparse: cuSPARSE's SDDMM, which computes the sampled dot products only (S's values are not
 // read: vendor/cusparse_sddmm.hpp), and a scale kernel multiplying P by S's values. cuSPARSE
-// binds A, B and P when a call is prepared, so a prepared call is kept per operand set.
-#include <map>
+// binds A, B and P when a call is prepared, so a prepared call is kept per operand set
+// (vendor/kept_calls.hpp).
+#include <memory>
 #include <mutex>
 #include <tuple>
 
@@ -9,6 +10,7 @@
 #include "ops/runtime_state.hpp"
 #include "variants/sddmm/sddmm_common.hpp"
 #include "vendor/cusparse_sddmm.hpp"
+#include "vendor/kept_calls.hpp"
 
 namespace sparsejit::variants::sddmm {
 
@@ -27,16 +29,9 @@ class VendorExecution final : public SddmmExecution<T> {
   void run(detail::RuntimeState& rt, const SddmmOperands<T>& o) override {
     {
       std::lock_guard<std::mutex> lock(rt.cusparse_mutex);
-      auto& call = calls_[{o.a.data(), o.a.ld(), o.b.data(), o.b.ld(), o.p.ptr()}];
-      if (!call) {
-        if (calls_.size() > 8) {  // operands change every call: keep only this one
-          auto mine = std::move(call);
-          calls_.clear();
-          call = std::move(mine);
-        }
-        call = std::make_unique<vendor::CusparseSampledDots<T>>(rt.cusparse, o.s, o.a, o.b, o.p, o.stream);
-      }
-      call->run(o.stream);
+      const OperandKey key{o.a.data(), o.a.ld(), o.b.data(), o.b.ld(), o.p.ptr()};
+      calls_.get(key, [&] { return std::make_unique<vendor::CusparseSampledDots<T>>(rt.cusparse, o.s, o.a, o.b, o.p, o.stream); })
+          .run(o.stream);
     }
     long long nnz = o.s.nnz();
     CUdeviceptr sv = o.s.values().ptr(), pv = o.p.ptr();
@@ -47,7 +42,7 @@ class VendorExecution final : public SddmmExecution<T> {
  private:
   using OperandKey = std::tuple<const void*, int64_t, const void*, int64_t, CUdeviceptr>;
   Launch scale_;
-  std::map<OperandKey, std::unique_ptr<vendor::CusparseSampledDots<T>>> calls_;  // under rt.cusparse_mutex
+  vendor::KeptCalls<OperandKey, vendor::CusparseSampledDots<T>> calls_;  // under rt.cusparse_mutex
 };
 
 }  // namespace

@@ -1,7 +1,8 @@
 // cusparse: the vendor's SpMM (CSR_ALG3 for A·B, the fastest for A·B on most shapes of the
 // H200 benchmark; CSR_ALG2 for Aᵀ·B, which ALG3 does not compute; `alg` forces 1, 2 or 3).
-// cuSPARSE binds B and C when a call is prepared, so a prepared call is kept per operand set.
-#include <map>
+// cuSPARSE binds A's values, B and C when a call is prepared, so a prepared call is kept per
+// operand set (vendor/kept_calls.hpp).
+#include <memory>
 #include <mutex>
 #include <tuple>
 
@@ -9,6 +10,7 @@
 #include "sparsejit/error.hpp"
 #include "variants/spmm/spmm_common.hpp"
 #include "vendor/cusparse_spmm.hpp"
+#include "vendor/kept_calls.hpp"
 
 namespace sparsejit::variants::spmm {
 
@@ -22,23 +24,18 @@ class VendorExecution final : public SpmmExecution<T> {
   VendorExecution(vendor::SpmmAlgorithm alg, bool transpose) : alg_(alg), transpose_(transpose) {}
   void run(detail::RuntimeState& rt, const SpmmOperands<T>& o) override {
     std::lock_guard<std::mutex> lock(rt.cusparse_mutex);
-    auto& call = calls_[{o.b.data(), o.b.ld(), o.c.data(), o.c.ld(), o.b.cols()}];
-    if (!call) {
-      if (calls_.size() > 8) {  // operands change every call: keep only this one
-        auto mine = std::move(call);
-        calls_.clear();
-        call = std::move(mine);
-      }
-      call = std::make_unique<vendor::CusparseSpmm<T>>(rt.cusparse, o.a, transpose_, o.b, o.c, alg_, o.stream);
-    }
-    call->run(o.stream);
+    // A's values too: the matrix's values may be replaced by other memory (use_values).
+    const OperandKey key{o.a.values().ptr(), o.b.data(), o.b.ld(), o.c.data(), o.c.ld(), o.b.cols()};
+    calls_
+        .get(key, [&] { return std::make_unique<vendor::CusparseSpmm<T>>(rt.cusparse, o.a, transpose_, o.b, o.c, alg_, o.stream); })
+        .run(o.stream);
   }
 
  private:
-  using OperandKey = std::tuple<const void*, int64_t, const void*, int64_t, int32_t>;
+  using OperandKey = std::tuple<CUdeviceptr, const void*, int64_t, const void*, int64_t, int32_t>;
   vendor::SpmmAlgorithm alg_;
   bool transpose_;
-  std::map<OperandKey, std::unique_ptr<vendor::CusparseSpmm<T>>> calls_;  // under rt.cusparse_mutex
+  vendor::KeptCalls<OperandKey, vendor::CusparseSpmm<T>> calls_;  // under rt.cusparse_mutex
 };
 
 }  // namespace
