@@ -118,7 +118,7 @@ class Matrix:
     def _bind_values(self, values, rewritten):
         """Before a product: take `values` if they are other memory, and tell the handle when
         they were rewritten in place (`rewritten`; the product itself sees the writes PyTorch
-        counted, _check_values)."""
+        counted: _ready)."""
         if values is not self.values:
             self.set_values(values)
         elif rewritten:
