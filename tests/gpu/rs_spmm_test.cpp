@@ -84,6 +84,14 @@ TEST_F(RsSpmmGpu, CsrVectorEveryShapeTypeKAndDirection) {
   }
 }
 
+TEST_F(RsSpmmGpu, AnInfInBRowZeroReachesOnlyTheRowThatHoldsColumnZero) {
+  for (const auto& params : vector_param_sets()) {
+    test::check_inf_in_b_row0_stays_in_its_row<float>(rt(), forced("csr_vector", params, false), next_seed());
+    test::check_inf_in_b_row0_stays_in_its_row<double>(rt(), forced("csr_vector", params, false), next_seed());
+  }
+  test::check_inf_in_b_row0_stays_in_its_row<float>(rt(), forced("rs", {{"threshold", 8}}, false), next_seed());
+}
+
 TEST_F(RsSpmmGpu, PaddedLeadingDimensions) {
   // ld = k + 1 forbids vectors (the planner falls back to scalar); ld = k + 4 keeps them.
   const Csr<double> m = generate::from_spec("clustered:2048:24:0.6:16", 11);

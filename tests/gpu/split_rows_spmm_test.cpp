@@ -125,6 +125,15 @@ std::vector<nlohmann::json> rowsplit_param_sets() {
           {{"rows", 4}, {"parts", 2}, {"lanes", 8}, {"cf", 2}, {"unroll", 4}}};
 }
 
+TEST_F(SplitRowsGpu, AnInfInBRowZeroReachesOnlyTheRowThatHoldsColumnZero) {
+  for (const auto& params : param_sets()) {
+    test::check_inf_in_b_row0_stays_in_its_row<float>(rt(), forced(params, false), next_seed());
+    test::check_inf_in_b_row0_stays_in_its_row<double>(rt(), forced(params, false), next_seed());
+  }
+  for (const auto& params : rowsplit_param_sets())
+    test::check_inf_in_b_row0_stays_in_its_row<float>(rt(), forced(params, false, "csr_rowsplit"), next_seed());
+}
+
 TEST_F(SplitRowsGpu, RowsplitEveryParameterSetTypeAndK) {
   auto shapes = matrices();
   shapes.emplace_back("pruned layer 64 x 576 at 50%", generate::uniform(64, 576, 288, 13));

@@ -4,6 +4,7 @@
 #pragma once
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -191,6 +192,49 @@ void check_spmm_twice(Runtime& rt, const std::string& name, const Csr<double>& p
       for (const auto& [key, value] : options.params.items()) EXPECT_EQ(call.decision->params.at(key), value) << key;
     }
     ASSERT_LE(relative_error(as_double(problem.dc.download().data), as_double(problem.expected.data)), gpu_tolerance<T>());
+  }
+}
+
+// B's row 0 set to +Inf: the one row of A that holds column 0 gets Inf or NaN, and every other
+// row must come out finite and equal to the CPU reference. The row walks load B row 0 for the
+// lanes past a row's end (their last batch) and must drop those products, not multiply them by
+// a zero value (0 x Inf = NaN). Rows of 37 entries leave a partial batch at every unroll.
+template <class T>
+void check_inf_in_b_row0_stays_in_its_row(Runtime& rt, const Options& options, uint64_t seed) {
+  SCOPED_TRACE((options.variant.empty() ? "auto" : options.variant) + options.params.dump() + " seed=" + std::to_string(seed));
+  constexpr int32_t kRowWithColumn0 = 7;
+  const Csr<double> pattern = generate::from_spec("rect:96:300:37", seed);
+  Csr<double> kept;
+  kept.rows = pattern.rows;
+  kept.cols = pattern.cols;
+  for (int32_t r = 0; r < pattern.rows; ++r) {
+    for (int32_t q = pattern.row_ptr[r]; q < pattern.row_ptr[r + 1]; ++q) {
+      const bool first = q == pattern.row_ptr[r];
+      if (r == kRowWithColumn0 && first) kept.col_idx.push_back(0);  // its first column becomes 0
+      else if (pattern.col_idx[q] != 0) kept.col_idx.push_back(pattern.col_idx[q]);
+      else continue;
+      kept.values.push_back(pattern.values[q]);
+    }
+    kept.row_ptr.push_back(int32_t(kept.col_idx.size()));
+  }
+  const int32_t k = 128;
+  SpmmCase<T> problem(rt, kept, k, false, seed);
+  for (int32_t j = 0; j < k; ++j) problem.b.at(0, j) = std::numeric_limits<T>::infinity();
+  problem.db.upload(problem.b);
+  Dense<T> expected;
+  reference::spmm(problem.a, problem.b, expected, false);
+  problem.dc.buffer().fill_bytes(0xFF);
+  rt.spmm(problem.da, problem.db, problem.dc, options);
+  rt.context().synchronize();
+  const Dense<T> c = problem.dc.download();
+  EXPECT_FALSE(std::isfinite(c.at(kRowWithColumn0, 0)));
+  for (int32_t r = 0; r < kept.rows; ++r) {
+    if (r == kRowWithColumn0) continue;
+    for (int32_t j = 0; j < k; ++j) {
+      ASSERT_TRUE(std::isfinite(c.at(r, j))) << "row " << r << " column " << j;
+      ASSERT_NEAR(double(c.at(r, j)), double(expected.at(r, j)), gpu_tolerance<T>() * (1.0 + std::abs(double(expected.at(r, j)))))
+          << "row " << r << " column " << j;
+    }
   }
 }
 
