@@ -196,9 +196,10 @@ void check_spmm_twice(Runtime& rt, const std::string& name, const Csr<double>& p
 }
 
 // B's row 0 set to +Inf: the one row of A that holds column 0 gets Inf or NaN, and every other
-// row must come out finite and equal to the CPU reference. The row walks load B row 0 for the
-// lanes past a row's end (their last batch) and must drop those products, not multiply them by
-// a zero value (0 x Inf = NaN). Rows of 37 entries leave a partial batch at every unroll.
+// row must come out finite and equal to the CPU reference. csr_merge loads B row 0 for the lanes
+// past its range in the last batch and must drop those products, not multiply them by a zero
+// value (0 x Inf = NaN); the row walks skip those loads. Rows of 37 entries leave a partial
+// batch at every unroll.
 template <class T>
 void check_inf_in_b_row0_stays_in_its_row(Runtime& rt, const Options& options, uint64_t seed) {
   SCOPED_TRACE((options.variant.empty() ? "auto" : options.variant) + options.params.dump() + " seed=" + std::to_string(seed));
