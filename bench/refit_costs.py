@@ -27,7 +27,9 @@ distance-weighted mean ratio of measured over predicted time of the N nearest tr
 that timed its variant (in logs of rows, cols, row_mean, row_max, K and density, each divided
 by its spread over the training cases), the section made from the training folds only.
 --keep-costs keeps the model's coefficients instead of refitting them (then only the
-correction is new).
+correction is new); --refit VARIANT refits that variant's alone. --new VARIANT=SOURCE prices a
+variant the model does not price yet, starting from SOURCE's coefficients (its held terms stay
+at SOURCE's), to be fitted with --refit VARIANT.
 
 With --out, the coefficients fitted on every case (the model's with --keep-costs) replace the
 model's, with --neighbours the section made from every case is added, and the result is
@@ -116,8 +118,25 @@ def fit_variant(coefficients, cases, variant, min_cases, held=HELD):
     return fitted
 
 
-def fit_costs(cost, cases, min_cases, held=HELD):
-    return {variant: fit_variant(coefficients, cases, variant, min_cases, held) for variant, coefficients in cost.items()}
+def fit_costs(cost, cases, min_cases, held=HELD, only=None):
+    """Every variant's coefficients refitted (with `only`, those variants' alone: the others keep
+    the model's)."""
+    return {variant: fit_variant(coefficients, cases, variant, min_cases, held) if only is None or variant in only
+            else dict(coefficients) for variant, coefficients in cost.items()}  # fmt: skip
+
+
+def with_new_variants(cost, new):
+    """`cost` plus, for each (variant, source) of `new`, the variant priced with a copy of the
+    source's coefficients: the start of a variant the model does not price yet (its held terms,
+    `launch` by default, stay at the source's: one kernel launch costs the same whichever kernel)."""
+    out = dict(cost)
+    for variant, source in new:
+        if variant in out:
+            sys.exit(f"refit_costs: --new {variant}={source}: the model already prices {variant}")
+        if source not in cost:
+            sys.exit(f"refit_costs: --new {variant}={source}: the model does not price {source}")
+        out[variant] = dict(cost[source])
+    return out
 
 
 def log_position(features, names=NEIGHBOUR_FEATURES):
@@ -161,16 +180,17 @@ def cheapest(cost, case, section=None):
     return min(priced, key=priced.get)
 
 
-def cross_validated_picks(cost, cases, folds, min_cases, held=HELD, seed=1, neighbours=0, refit=True):
+def cross_validated_picks(cost, cases, folds, min_cases, held=HELD, seed=1, neighbours=0, refit=True, only=None):
     """Each case's pick under coefficients fitted without its matrix (the model's with refit
-    False) and, with `neighbours`, a neighbour correction made without it."""
+    False; with `only`, those variants' alone) and, with `neighbours`, a neighbour correction
+    made without it."""
     matrices = sorted({c["matrix"] for c in cases})
     random.Random(seed).shuffle(matrices)
     picks = {}
     for fold in range(folds):
         held_out = set(matrices[fold::folds])
         training = [c for c in cases if c["matrix"] not in held_out]
-        fitted = fit_costs(cost, training, min_cases, held) if refit else cost
+        fitted = fit_costs(cost, training, min_cases, held, only) if refit else cost
         section = neighbour_section(fitted, training, neighbours) if neighbours else None
         for i, c in enumerate(cases):
             if c["matrix"] in held_out:
@@ -269,6 +289,10 @@ def main(argv=None):
     p.add_argument("--neighbours", type=int, default=0, metavar="N",
                    help="also judge (and with --out, write) a neighbour correction over the N nearest training cases")
     p.add_argument("--keep-costs", action="store_true", help="keep the model's coefficients instead of refitting them")
+    p.add_argument("--refit", action="append", default=None, metavar="VARIANT",
+                   help="refit only this variant's coefficients, the others keep the model's; repeatable")
+    p.add_argument("--new", action="append", default=[], metavar="VARIANT=SOURCE",
+                   help="price VARIANT, which the model does not, starting from SOURCE's coefficients; repeatable")
     p.add_argument("--hold", action="append", default=[], metavar="[VARIANT.]TERM",
                    help="keep this term at the model's value (every variant's, or one variant's: csr_merge.critical_loads); "
                         "repeatable. For terms that choose a variant's parameters, which a bench's one setting per case cannot fit")  # fmt: skip
@@ -281,7 +305,17 @@ def main(argv=None):
         sys.exit(f"refit_costs: --min-cases {args.min_cases} must be at least 1")
     if args.neighbours < 0:
         sys.exit(f"refit_costs: --neighbours {args.neighbours} must be at least 0")
+    if args.keep_costs and args.refit:
+        sys.exit("refit_costs: --keep-costs and --refit exclude each other")
+    new = []
+    for item in args.new:
+        variant, _, source = item.partition("=")
+        if not variant or not source:
+            sys.exit(f"refit_costs: --new '{item}' must be VARIANT=SOURCE")
+        new.append((variant, source))
     model = read_model(args.model)
+    model["cost"] = with_new_variants(model["cost"], new)
+    only = set(args.refit) if args.refit else None
     records = read_records(args.results)
     ops = {r.get("op", model["op"]) for r in records}
     if ops != {model["op"]}:
@@ -292,19 +326,19 @@ def main(argv=None):
     cases = [case_of(r, d, args.vendor, args.vendor_time) for r, d in zip(records, decisions)]
     print(report("model as given (the planner's choice)", cases, [c["model_pick"] for c in cases]))
     held = set(args.hold) | (set() if args.fit_launch else {HELD})
-    costs = "the model's costs" if args.keep_costs else "refit"
-    picks = cross_validated_picks(model["cost"], cases, args.folds, args.min_cases, held, refit=not args.keep_costs)
+    costs = "the model's costs" if args.keep_costs else "refit" if only is None else f"refit of {', '.join(sorted(only))}"
+    picks = cross_validated_picks(model["cost"], cases, args.folds, args.min_cases, held, refit=not args.keep_costs, only=only)
     print(report(f"{costs}, the cheapest candidate ({args.folds}-fold cross-validation by matrix)", cases, picks))
     if args.neighbours:
         picks = cross_validated_picks(model["cost"], cases, args.folds, args.min_cases, held, neighbours=args.neighbours,
-                                      refit=not args.keep_costs)  # fmt: skip
+                                      refit=not args.keep_costs, only=only)  # fmt: skip
         print(report(f"{costs} with the neighbour correction of {args.neighbours} ({args.folds}-fold cross-validation by matrix)",
                      cases, picks))  # fmt: skip
     if args.worst:
         print(worst_cases(cases, picks, args.worst))
     if args.out:
         refit = dict(model)
-        refit["cost"] = model["cost"] if args.keep_costs else fit_costs(model["cost"], cases, args.min_cases, held)
+        refit["cost"] = model["cost"] if args.keep_costs else fit_costs(model["cost"], cases, args.min_cases, held, only)
         refit.pop("neighbours", None)
         if args.neighbours:
             refit["neighbours"] = neighbour_section(refit["cost"], cases, args.neighbours)
