@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <tuple>
 
 #include "models/cost_model.hpp"
 #include "models/model_store.hpp"
@@ -195,6 +196,47 @@ TEST(PlanRs, SearchSpaceEntriesAreValidWhenForced) {
         EXPECT_EQ(variants.count("csr_rowsplit"), transpose ? 0u : 1u);
       }
     }
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// csr_pipelined: a lane group per row with up to 32 B rows in flight a lane.
+
+TEST(PlanPipelined, FewRowWideLayersAtWideKTakeIt) {
+  // Pruned layers of 448-1024 rows x 2048-4608 columns at 5-10%: there every other kernel
+  // waits on its B loads (bench/results/2026-11-29-h200-spmm-pipelined: 1.2-1.35x the next).
+  for (const auto& [rows, cols, per_row] : {std::tuple{448, 4032, 202}, std::tuple{512, 2048, 205}, std::tuple{1024, 4096, 410}}) {
+    const Planned p = planned(generate::uniform(rows, cols, per_row, 3));
+    const Decision d = plan::plan_spmm(p.features, {512, DType::F32, false, 512, 512}, h200(), {}, p.split);
+    EXPECT_EQ(d.variant, "csr_pipelined") << rows << "x" << cols << ": " << describe(d);
+  }
+}
+
+TEST(PlanPipelined, DefaultsCoverKWithAChunkOf32AndSixteenLoadsInFlight) {
+  const Planned p = planned(generate::uniform(256, 2304, 230, 3));
+  for (const auto& [k, dtype, lanes, vec] : {std::tuple{512, DType::F32, 32, 4}, std::tuple{32, DType::F32, 8, 4},
+                                             std::tuple{64, DType::F64, 32, 2}, std::tuple{33, DType::F32, 32, 1}}) {
+    const Decision d = plan::plan_spmm(p.features, {k, dtype, false, k, k}, h200(), {}, p.split);
+    const nlohmann::json& params = candidate(d, "csr_pipelined").params;
+    EXPECT_EQ(params.at("lanes_per_row"), lanes) << "k=" << k;
+    EXPECT_EQ(params.at("vec_width"), vec) << "k=" << k;
+    EXPECT_EQ(params.at("lanes_per_row").get<int>() * params.at("pairs_per_lane").get<int>(), 32) << "k=" << k;
+    EXPECT_EQ(params.at("unroll"), 16) << "k=" << k;
+  }
+}
+
+TEST(PlanPipelined, CriticalLoadsFallWithTheLoadsInFlight) {
+  const Planned p = planned(generate::uniform(256, 2304, 230, 3));
+  Options o;
+  o.variant = "csr_pipelined";
+  double previous = 0;
+  for (int unroll : {32, 16, 8}) {
+    o.params = {{"lanes_per_row", 32}, {"pairs_per_lane", 2}, {"unroll", unroll}};
+    const Decision d = plan::plan_spmm(p.features, {512, DType::F32, false, 512, 512}, h200(), o, p.split);
+    const double loads = candidate(d, "csr_pipelined").terms.at("critical_loads").get<double>();
+    EXPECT_DOUBLE_EQ(loads, std::ceil(230.0 / unroll) + 2.0) << "unroll=" << unroll;
+    EXPECT_GT(loads, previous);
+    previous = loads;
   }
 }
 

@@ -1,5 +1,6 @@
 // The RS-SpMM kernel templates (spmm_rs_light, spmm_rs_light_t, spmm_rs_heavy,
-// spmm_rs_heavy_t) and the nonzero-balanced csr_merge ones (spmm_csr_merge, spmm_csr_merge_t):
+// spmm_rs_heavy_t), the nonzero-balanced csr_merge ones (spmm_csr_merge, spmm_csr_merge_t),
+// csr_rowsplit's and csr_pipelined's:
 // every variant the planner can ask for is rendered from a forced plan and compiled with NVRTC
 // for sm_80 and sm_90 (no GPU needed): f32 and f64, 16-byte and scalar vectors, lanes 8/16/32
 // with coarsening 1/2/4 and unroll 1/4/8, A·B and Aᵀ·B.
@@ -245,6 +246,60 @@ TEST(RowsplitTemplates, FewerPartsThanVectorsPerLaneOrTransposeAreRejected) {
   Options o;
   o.variant = "csr_rowsplit";
   EXPECT_THROW(plan::plan_spmm(inspect(a.pattern()), {128, DType::F32, true, 128, 128}, {}, o), UnsupportedError);
+}
+
+// ---------------------------------------------------------------------------------------
+// csr_pipelined
+
+struct PipelinedShape {
+  int lanes, pairs, unroll, threads = 256;
+};
+
+Decision forced_pipelined(DType dtype, int32_t k, int vec_width, const PipelinedShape& s, bool transpose = false) {
+  const Csr<double> a = generate::uniform(256, 2304, 230, 1);
+  Options o;
+  o.variant = "csr_pipelined";
+  o.params = {{"vec_width", vec_width}, {"lanes_per_row", s.lanes}, {"pairs_per_lane", s.pairs}, {"unroll", s.unroll},
+              {"block_threads", s.threads}};
+  o.transpose_a = transpose;
+  return plan::plan_spmm(inspect(a.pattern()), {k, dtype, transpose, k, k}, {}, o);
+}
+
+void compile_pipelined(DType dtype) {
+  const int vector = dtype == DType::F64 ? 2 : 4;
+  for (int vec_width : {vector, 1}) {
+    for (const PipelinedShape& s : {PipelinedShape{32, 1, 16}, PipelinedShape{16, 4, 32}, PipelinedShape{32, 2, 32},
+                                    PipelinedShape{8, 4, 16}, PipelinedShape{8, 1, 1, 64}}) {
+      const Decision d = forced_pipelined(dtype, 128, vec_width, s);
+      const auto specs = kernel_specs(d, dtype, false);
+      ASSERT_EQ(specs.size(), 1u);
+      EXPECT_EQ(specs[0].template_name, "spmm_csr_pipelined.cu");
+      expect_compiles(specs[0], std::string(to_string(dtype)) + " csr_pipelined vec=" + std::to_string(vec_width) + " lanes=" +
+                                    std::to_string(s.lanes) + " pairs=" + std::to_string(s.pairs) + " unroll=" +
+                                    std::to_string(s.unroll) + " threads=" + std::to_string(s.threads));
+    }
+  }
+}
+
+TEST(PipelinedTemplates, F32VariantsCompileForSm80AndSm90) { compile_pipelined(DType::F32); }
+
+TEST(PipelinedTemplates, F64VariantsCompileForSm80AndSm90) { compile_pipelined(DType::F64); }
+
+TEST(PipelinedTemplates, RenderedSourceCarriesThePlannedShape) {
+  const Decision d = forced_pipelined(DType::F32, 512, 4, {16, 4, 32, 128});
+  const std::string source = jit::render(kernel_specs(d, DType::F32, false).at(0));
+  for (const char* line : {"constexpr int kLanes = 16;", "constexpr int kPairs = 4;", "constexpr int kUnroll = 32;",
+                           "constexpr int kVec = 4;", "sj_load_vec<float4>", "__launch_bounds__(128)"})
+    EXPECT_NE(source.find(line), std::string::npos) << line;
+}
+
+TEST(PipelinedTemplates, BadShapesAndTransposeAreRejected) {
+  EXPECT_THROW(forced_pipelined(DType::F32, 128, 4, {8, 1, 16}), InvalidInputError);        // unroll past the chunk
+  EXPECT_THROW(forced_pipelined(DType::F32, 128, 4, {16, 2, 12}), InvalidInputError);       // unroll 12
+  EXPECT_THROW(forced_pipelined(DType::F32, 128, 4, {16, 8, 32}), InvalidInputError);       // 8 pairs a lane
+  EXPECT_THROW(forced_pipelined(DType::F32, 128, 4, {32, 1, 16, 512}), InvalidInputError);  // spills at 512 threads
+  EXPECT_THROW(forced_pipelined(DType::F32, 126, 4, {32, 1, 16}), InvalidInputError);       // vectors past K
+  EXPECT_THROW(forced_pipelined(DType::F32, 128, 4, {32, 1, 16}, true), UnsupportedError);
 }
 
 }  // namespace
