@@ -225,6 +225,17 @@ TEST(PlanPipelined, DefaultsCoverKWithAChunkOf32AndSixteenLoadsInFlight) {
   }
 }
 
+TEST(PlanPipelined, BlocksHalveWhenTheGridWouldLeaveMostSMsIdle) {
+  // 256 and 512 rows at K = 128: 32 and 64 blocks of 8 rows on 132 SMs, so blocks of 4 rows.
+  // At K = 512 256 rows make 128 blocks of 256 threads, and 2048 rows 256 blocks at K = 128.
+  for (const auto& [rows, k, threads] : {std::tuple{256, 128, 128}, std::tuple{512, 128, 128}, std::tuple{256, 512, 256},
+                                         std::tuple{2048, 128, 256}}) {
+    const Planned p = planned(generate::uniform(rows, 2304, 230, 3));
+    const Decision d = plan::plan_spmm(p.features, {k, DType::F32, false, k, k}, h200(), {}, p.split);
+    EXPECT_EQ(candidate(d, "csr_pipelined").params.at("block_threads"), threads) << rows << " rows, k=" << k;
+  }
+}
+
 TEST(PlanPipelined, CriticalLoadsFallWithTheLoadsInFlight) {
   const Planned p = planned(generate::uniform(256, 2304, 230, 3));
   Options o;
