@@ -348,6 +348,39 @@ def test_refit_costs_recovers_coefficients_and_judges_held_out_matrices(tmp_path
     assert missing.returncode == 1 and "no file for matrix 'missing'" in missing.stderr
 
 
+def test_refit_costs_prices_a_new_variant_and_refits_only_the_named_ones(tmp_path):
+    refit, script = _refit_costs_module()
+    # "gather" is priced at twice its true bytes coefficient; "piped", new, runs as "gather" would
+    # with half the bytes cost and its own launch.
+    truth = {"gather": {"launch": 0.001, "bytes": 1e-9}, "piped": {"launch": 0.001, "bytes": 5e-10}}
+    model = {"gather": {"launch": 0.001, "bytes": 2e-9}}
+    cases = []
+    for i, nbytes in enumerate([1e5, 3e5, 1e6, 3e6, 1e7, 3e7, 1e8, 3e8]):
+        terms = {v: {"launch": 1.0, "bytes": nbytes} for v in truth}
+        times = {v: refit.predicted(truth[v], terms[v]) for v in truth}
+        cases.append({"matrix": f"m{i}", "k": 32, "terms": terms, "times": times, "oracle": min(times.values())})
+    cost = refit.with_new_variants(model, [("piped", "gather")])
+    assert cost["piped"] == model["gather"] and cost["piped"] is not model["gather"]
+    only = refit.fit_costs(cost, cases, min_cases=4, only={"piped"})
+    assert only["gather"] == model["gather"]  # not named: kept
+    assert only["piped"]["bytes"] == pytest.approx(5e-10, rel=1e-6)
+    assert only["piped"]["launch"] == 0.001  # held at the source's
+    assert refit.fit_costs(cost, cases, min_cases=4)["gather"]["bytes"] == pytest.approx(1e-9, rel=1e-6)
+    # Bad --new and --refit arguments are named before anything is read.
+    model_file = tmp_path / "m.json"
+    model_file.write_text(json.dumps({"op": "spmm", "cost": model}))
+    results = tmp_path / "r.jsonl"
+    results.write_text("")
+    run = lambda *extra: subprocess.run([sys.executable, str(script), str(results), "--model", str(model_file), *extra],
+                                        capture_output=True, text=True)  # fmt: skip
+    for extra, message in [(["--new", "piped"], "--new 'piped' must be VARIANT=SOURCE"),
+                           (["--new", "piped=dense"], "--new piped=dense: the model does not price dense"),
+                           (["--new", "gather=gather"], "--new gather=gather: the model already prices gather"),
+                           (["--keep-costs", "--refit", "gather"], "--keep-costs and --refit exclude each other")]:
+        bad = run(*extra)
+        assert bad.returncode == 1 and message in bad.stderr, (extra, bad.stderr)
+
+
 def test_refit_costs_times_the_vendor_variant_by_its_forced_run_where_the_record_has_one():
     refit, _ = _refit_costs_module()
     decision = {"variant": "row_gather", "candidates": [
