@@ -1,5 +1,5 @@
-// csr_pipelined end to end on the GPU: forced with every chunk shape (pairs a lane 1, 2, 4),
-// every unroll from 1 to 32 and every lane count, f32 and f64, K = 1, 7, 32, 33, 100, 128, 512,
+// csr_pipelined end to end on the GPU: forced with every pair count (1, 2, 4 a lane), unroll 1,
+// 8, 16 and 32 and every lane count, f32 and f64, K = 1, 7, 32, 33, 100, 128, 512,
 // on matrices whose rows end inside a chunk, span many chunks, or are empty next to long ones
 // in the same warp (the walk is warp-uniform), against the CPU reference with fresh random values
 // and C poisoned with NaN first; the second call on a handle must reuse the plan.
