@@ -12,36 +12,26 @@ namespace {
 
 constexpr int kPipelinedThreads = 256;
 
-int pipelined_slice_of(const plan::SpmmProblem& p, int lanes) { return lanes * vector_width(p); }
-
-// 256 threads a block, or 128 where 256-thread blocks would leave more than half the SMs idle:
-// on the H200 that made few-row layers 1.1-1.3x faster at 8-64 blocks, level at 96, and 5-10%
-// slower from 128 on (bench/results/2026-11-29-h200-spmm-pipelined/block_threads/).
-int block_threads_for(const plan::SpmmProblem& p, int32_t rows, const plan::DeviceTarget& device, int lanes) {
-  const double blocks = ceil_div(rows, kPipelinedThreads / lanes) * double(slices(p.k, pipelined_slice_of(p, lanes)));
-  return blocks * 2 <= device.multiprocessors ? kPipelinedThreads / 2 : kPipelinedThreads;
-}
-
-// A chunk of `chunk` nonzeros with `unroll` B loads in flight, for lane groups of `lanes`.
-nlohmann::json pipelined_params(const SpmmPlanInputs& in, int lanes, int chunk, int unroll) {
-  return {{"vec_width", vector_width(in.problem)}, {"lanes_per_row", lanes}, {"pairs_per_lane", chunk / lanes}, {"unroll", unroll},
-          {"block_threads", block_threads_for(in.problem, in.features.basic.rows, in.device, lanes)}};
-}
-
 // Columns of C one block covers (its gridDim.y is ceil(K / this)).
 int pipelined_slice(const nlohmann::json& params) {
   return params.at("lanes_per_row").get<int>() * params.at("vec_width").get<int>();
 }
 
-// The lanes covering K and 32 lanes, each with a chunk of 32 nonzeros (16 loads in flight)
-// and one of 64 (32 in flight) where a lane's four pairs make it.
-std::vector<nlohmann::json> chunk_shapes(const SpmmPlanInputs& in) {
-  std::vector<nlohmann::json> shapes;
-  for (int lanes : lanes_covering_k_and_32(in.problem)) {
-    shapes.push_back(pipelined_params(in, lanes, 32, 16));
-    if (64 / lanes <= 4) shapes.push_back(pipelined_params(in, lanes, 64, 32));
-  }
-  return shapes;
+// 256 threads a block, or 128 where 256-thread blocks would leave more than half the SMs idle:
+// on the H200 that made few-row layers 1.1-1.3x faster at 8-64 blocks, level at 96, and 5-10%
+// slower from 128 on (bench/results/2026-11-29-h200-spmm-pipelined/block_threads/).
+int block_threads_for(const SpmmPlanInputs& in, const nlohmann::json& params) {
+  const double rows_per_block = kPipelinedThreads / params.at("lanes_per_row").get<int>();
+  const double blocks = ceil_div(in.features.basic.rows, rows_per_block) * double(slices(in.problem.k, pipelined_slice(params)));
+  return blocks * 2 <= in.device.multiprocessors ? kPipelinedThreads / 2 : kPipelinedThreads;
+}
+
+// A chunk of `chunk` nonzeros with `unroll` B loads in flight, for lane groups of `lanes`.
+nlohmann::json pipelined_params(const SpmmPlanInputs& in, int lanes, int chunk, int unroll) {
+  nlohmann::json params = {{"vec_width", vector_width(in.problem)}, {"lanes_per_row", lanes}, {"pairs_per_lane", chunk / lanes},
+                           {"unroll", unroll}};
+  params["block_threads"] = block_threads_for(in, params);
+  return params;
 }
 
 jit::KernelSpec pipelined_spec(const nlohmann::json& params, DType dtype) {
@@ -67,7 +57,7 @@ class CsrPipelined final : public SpmmVariantOf<CsrPipelined> {
   // records timed (the cost formula's critical loads alone would always take 32 in flight).
   // The block size follows the grid (block_threads_for).
   nlohmann::json defaults(const SpmmPlanInputs& in, std::vector<DecisionStep>&) const override {
-    return chunk_shapes(in).front();
+    return pipelined_params(in, lanes_covering_k_and_32(in.problem).front(), 32, 16);
   }
 
   // Unroll 32 keeps 32 vectors a lane in registers: 256 threads a block leave each thread the
@@ -101,9 +91,16 @@ class CsrPipelined final : public SpmmVariantOf<CsrPipelined> {
     return {{{"pairs_per_lane", pairs * 2}, {"unroll", unroll * 2}}, {{"pairs_per_lane", pairs / 2}, {"unroll", unroll / 2}}};
   }
 
+  // The lanes covering K and 32 lanes, each with a chunk of 32 nonzeros (16 loads in flight)
+  // and one of 64 (32 in flight) where a lane's four pairs make it.
   std::vector<nlohmann::json> search_space(const SpmmPlanInputs& in) const override {
-    if (in.problem.transpose_a) return {};
-    return chunk_shapes(in);
+    std::vector<nlohmann::json> space;
+    if (in.problem.transpose_a) return space;
+    for (int lanes : lanes_covering_k_and_32(in.problem)) {
+      space.push_back(pipelined_params(in, lanes, 32, 16));
+      if (64 / lanes <= 4) space.push_back(pipelined_params(in, lanes, 64, 32));
+    }
+    return space;
   }
 
   std::vector<jit::KernelSpec> kernel_specs(const Decision& d, const plan::SpmmProblem& problem) const override {
