@@ -29,7 +29,7 @@ by its spread over the training cases), the section made from the training folds
 --keep-costs keeps the model's coefficients instead of refitting them (then only the
 correction is new); --refit VARIANT refits that variant's alone. --new VARIANT=SOURCE prices a
 variant the model does not price yet, starting from SOURCE's coefficients (its held terms stay
-at SOURCE's), to be fitted with --refit VARIANT.
+at SOURCE's; the terms its cases never carry are left out), to be fitted with --refit VARIANT.
 
 With --out, the coefficients fitted on every case (the model's with --keep-costs) replace the
 model's, with --neighbours the section made from every case is added, and the result is
@@ -136,6 +136,17 @@ def with_new_variants(cost, new):
         if source not in cost:
             sys.exit(f"refit_costs: --new {variant}={source}: the model does not price {source}")
         out[variant] = dict(cost[source])
+    return out
+
+
+def without_unused_terms(cost, cases, variants):
+    """`cost` with each of `variants` priced by the terms its cases carry alone: a new variant's
+    copy of its source keeps none of the source's terms it never has (csr_vector's atomic_bytes
+    in an A·B-only variant)."""
+    out = dict(cost)
+    for variant in variants:
+        used = {n for c in cases for n, v in c["terms"].get(variant, {}).items() if v}
+        out[variant] = {n: c for n, c in cost[variant].items() if n in used}
     return out
 
 
@@ -316,6 +327,9 @@ def main(argv=None):
     model = read_model(args.model)
     model["cost"] = with_new_variants(model["cost"], new)
     only = set(args.refit) if args.refit else None
+    for variant in sorted(only or ()):
+        if variant not in model["cost"]:
+            sys.exit(f"refit_costs: --refit {variant}: the model does not price {variant} (add it with --new {variant}=SOURCE)")
     records = read_records(args.results)
     ops = {r.get("op", model["op"]) for r in records}
     if ops != {model["op"]}:
@@ -324,6 +338,7 @@ def main(argv=None):
     with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
         decisions = list(pool.map(lambda mk: explain(args.cli, model["op"], *mk), inputs))
     cases = [case_of(r, d, args.vendor, args.vendor_time) for r, d in zip(records, decisions)]
+    model["cost"] = without_unused_terms(model["cost"], cases, [variant for variant, _ in new])
     print(report("model as given (the planner's choice)", cases, [c["model_pick"] for c in cases]))
     held = set(args.hold) | (set() if args.fit_launch else {HELD})
     costs = "the model's costs" if args.keep_costs else "refit" if only is None else f"refit of {', '.join(sorted(only))}"

@@ -366,6 +366,10 @@ def test_refit_costs_prices_a_new_variant_and_refits_only_the_named_ones(tmp_pat
     assert only["piped"]["bytes"] == pytest.approx(5e-10, rel=1e-6)
     assert only["piped"]["launch"] == 0.001  # held at the source's
     assert refit.fit_costs(cost, cases, min_cases=4)["gather"]["bytes"] == pytest.approx(1e-9, rel=1e-6)
+    # A term the new variant's cases never carry is not copied from its source.
+    atomics = {**model, "gather": {**model["gather"], "atomic_bytes": 3e-10}}
+    trimmed = refit.without_unused_terms(refit.with_new_variants(atomics, [("piped", "gather")]), cases, ["piped"])
+    assert trimmed["piped"] == model["gather"] and trimmed["gather"] == atomics["gather"]
     # Bad --new and --refit arguments are named before anything is read.
     model_file = tmp_path / "m.json"
     model_file.write_text(json.dumps({"op": "spmm", "cost": model}))
@@ -376,7 +380,8 @@ def test_refit_costs_prices_a_new_variant_and_refits_only_the_named_ones(tmp_pat
     for extra, message in [(["--new", "piped"], "--new 'piped' must be VARIANT=SOURCE"),
                            (["--new", "piped=dense"], "--new piped=dense: the model does not price dense"),
                            (["--new", "gather=gather"], "--new gather=gather: the model already prices gather"),
-                           (["--keep-costs", "--refit", "gather"], "--keep-costs and --refit exclude each other")]:
+                           (["--keep-costs", "--refit", "gather"], "--keep-costs and --refit exclude each other"),
+                           (["--refit", "piped"], "--refit piped: the model does not price piped")]:
         bad = run(*extra)
         assert bad.returncode == 1 and message in bad.stderr, (extra, bad.stderr)
 
