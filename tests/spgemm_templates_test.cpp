@@ -13,6 +13,7 @@
 #include "jit/nvrtc_compiler.hpp"
 #include "jit/render.hpp"
 #include "ops/spgemm_reuse.hpp"
+#include "ops/spgemm_reuse_warps.hpp"
 #include "plan/planner.hpp"
 #include "plan/spgemm_reuse.hpp"
 #include "sparsejit/error.hpp"
@@ -76,7 +77,8 @@ void expect_compiles(const jit::KernelSpec& spec, const std::string& label) {
 
 TEST(SpgemmTemplates, EveryTemplateIsKnown) {
   const auto names = jit::template_names();
-  for (const char* expected : {"spgemm_hash_bin.cu", "spgemm_hash_rows.cu", "spgemm_dense_rows.cu", "spgemm_positions.cu"})
+  for (const char* expected :
+       {"spgemm_hash_bin.cu", "spgemm_hash_rows.cu", "spgemm_dense_rows.cu", "spgemm_positions.cu", "spgemm_warp_positions.cu"})
     EXPECT_NE(std::find(names.begin(), names.end(), expected), names.end()) << expected;
 }
 
@@ -241,6 +243,33 @@ TEST(SpgemmTemplates, PositionKernelsCompileForSm80AndSm90) {
                       std::string::npos);
           }
     }
+}
+
+// The numeric phase a warp a task (ops/spgemm_reuse_warps): its two passes for f32 and f64
+// at the plan's warps, regions and unroll, and at the widest region; the build's source is the
+// same whatever the region.
+TEST(SpgemmTemplates, WarpPositionKernelsCompileForSm80AndSm90) {
+  SpgemmFeatures f;
+  f.a.nnz = 1000000;
+  f.a.rows = 100000;
+  f.products = 50'000'000;
+  for (DType dtype : {DType::F32, DType::F64}) {
+    const plan::SpgemmReusePlan p = plan::plan_spgemm_reuse(f, dtype, {}, {}, {});
+    ASSERT_TRUE(p.warp_tasks);
+    for (const char* pass : {"build", "numeric"}) {
+      const jit::KernelSpec spec = ops::warp_positions_spec(pass, dtype, p.warp);
+      expect_compiles(spec, std::string(to_string(dtype)) + " " + spec.kernel_name);
+      const std::string source = jit::render(spec);
+      EXPECT_NE(source.find("constexpr int kWarps = " + std::to_string(p.warp.warps) + ";"), std::string::npos);
+      const bool numeric = std::string(pass) == "numeric";
+      EXPECT_EQ(source.find("constexpr int kRegion = " + std::to_string(p.warp.region_entries) + ";") != std::string::npos, numeric);
+      EXPECT_EQ(source.find("constexpr int kUnroll = " + std::to_string(p.warp.unroll) + ";") != std::string::npos, numeric);
+    }
+    plan::WarpTaskPlan wider = p.warp;
+    wider.region_entries = 2048;
+    EXPECT_EQ(jit::render(ops::warp_positions_spec("build", dtype, wider)), jit::render(ops::warp_positions_spec("build", dtype, p.warp)));
+    expect_compiles(ops::warp_positions_spec("numeric", dtype, wider), std::string(to_string(dtype)) + " numeric, 2048 sums");
+  }
 }
 
 // bitmap_tc's six passes, for f64 and for f32 at every precision, compile for sm_80 and sm_90;

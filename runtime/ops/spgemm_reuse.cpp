@@ -7,6 +7,7 @@
 #include "formats/spgemm_positions.hpp"
 #include "ops/call_common.hpp"
 #include "ops/runtime_state.hpp"
+#include "ops/spgemm_reuse_warps.hpp"
 #include "plan/spgemm_reuse.hpp"
 #include "sparsejit/error.hpp"
 
@@ -30,12 +31,14 @@ jit::KernelSpec positions_spec(const char* pass, DType dtype, bool long_position
 
 namespace {
 
-// What a C keeps: the plan's verdict, and with positions their arrays and kernels.
+// What a C keeps: the plan's verdict, and with positions their arrays and kernels (of the
+// blocks' kernel here, or the warps' in `warp`).
 template <class T>
 struct Positions {
   plan::SpgemmReusePlan plan;
   std::string why;
   bool usable = false;
+  std::shared_ptr<WarpPositions<T>> warp;
   unsigned narrow_tasks = 0, wide_tasks = 0, zero_ranges = 0;
   // The wide blocks' shared sums: the widest of their rows rounded up to 1024 entries (at most
   // the plan's wide_entries), so that two blocks share a multiprocessor where rows allow.
@@ -129,13 +132,22 @@ bool recompute_by_positions(detail::RuntimeState& rt, const variants::SpgemmOper
     auto made = std::make_shared<Positions<T>>();
     made->plan = plan::plan_spgemm_reuse(features, dtype_of<T>::value, rt.target, int64_t(rt.context.free_bytes()), memory_limit);
     made->why = made->plan.why;
-    if (made->plan.by_positions) build(rt, o, c, *made);
+    if (made->plan.by_positions && made->plan.warp_tasks) {
+      made->warp = build_warp_positions(rt, o, c, made->plan.warp, memory_limit, made->why);
+      made->usable = made->warp != nullptr;
+    } else if (made->plan.by_positions) {
+      build(rt, o, c, *made);
+    }
     return made;
   });
   why = kept->why;
   if (!kept->usable) return false;
   rt.context.make_current();
-  compute(*kept, o, c.values().ptr());
+  if (kept->warp) {
+    compute_warp_positions(*kept->warp, o, c.values().ptr());
+  } else {
+    compute(*kept, o, c.values().ptr());
+  }
   return true;
 }
 

@@ -5,7 +5,8 @@
 // every product found its column); both stay on C's handle for C's life. Every call then zeroes
 // the rows split over tasks (when there are any) and runs one numeric kernel: per product a
 // 2- or 4-byte position, a value of B and an atomic add in shared memory, no hashing, no sort,
-// no allocation and no synchronization.
+// no allocation and no synchronization. That is the kernel of blocks sharing a task; for large
+// products the plan takes a warp a task instead (ops/spgemm_reuse_warps.hpp).
 #pragma once
 
 #include <optional>

@@ -20,6 +20,27 @@ constexpr int kWideBlockThreads = 1024;
 // Positions are relative to a task's first C entry: 16 bits hold a task of up to this many.
 constexpr int64_t kNarrowEntries = 65536;
 
+// A warp a task: 4 KiB of sums a warp (f32: 1024 entries, f64: 512) keeps 10 blocks of 4
+// warps resident per multiprocessor (at 48 registers a thread) while a row of up to that many
+// C entries is one task; positions hold a place in a task's range in 11 bits.
+constexpr int64_t kWarpRegionBytes = 4 * 1024, kMaxWarpRegionEntries = 2048;
+// Tasks per multiprocessor: about one for each warp it holds at once (shorter tasks clear,
+// store and stage more per product), within these bounds.
+constexpr int64_t kWarpTasksPerMultiprocessor = 40;
+constexpr int64_t kMinWarpTaskProducts = 256, kMaxWarpTaskProducts = 8192;
+// A position, a segment (three ints), a task (eight ints), a step's schedule (two), a group's
+// counter and first sum.
+constexpr int64_t kWarpPositionBytes = 2, kSegmentBytes = 12, kWarpTaskBytes = 32, kStepBytes = 8, kGroupBytes = 8;
+
+std::string do_not_fit(const std::string& taking, int64_t bytes, std::optional<int64_t> free_bytes, std::optional<int64_t> limit) {
+  if (limit && bytes > *limit)
+    return "recompute: positions take " + taking + std::to_string(bytes) + " bytes, more than the memory limit of " + std::to_string(*limit);
+  if (free_bytes && bytes > *free_bytes / 2)
+    return "recompute: positions take " + taking + std::to_string(bytes) + " bytes, more than half of the " + std::to_string(*free_bytes) +
+           " free";
+  return {};
+}
+
 int64_t pow2_at_least(int64_t x) {
   int64_t p = 1;
   while (p < x) p <<= 1;
@@ -27,6 +48,15 @@ int64_t pow2_at_least(int64_t x) {
 }
 
 }  // namespace
+
+int64_t warp_positions_bytes(const WarpPositionsSize& s, DType dtype) {
+  return s.products * kWarpPositionBytes + s.segments * kSegmentBytes + 4 + s.tasks * kWarpTaskBytes + s.steps * kStepBytes +
+         s.scratch_entries * int64_t(size_of(dtype)) + kGroupBytes * s.groups;
+}
+
+std::string warp_positions_do_not_fit(int64_t bytes, std::optional<int64_t> free_bytes, std::optional<int64_t> limit) {
+  return do_not_fit("", bytes, free_bytes, limit);
+}
 
 SpgemmReusePlan plan_spgemm_reuse(const SpgemmFeatures& f, DType dtype, const DeviceTarget& device,
                                   std::optional<int64_t> free_bytes, std::optional<int64_t> limit) {
@@ -45,17 +75,24 @@ SpgemmReusePlan plan_spgemm_reuse(const SpgemmFeatures& f, DType dtype, const De
   const int64_t position_bytes = f.max_row_products > kNarrowEntries ? 4 : 2;
   const int64_t tasks = int64_t(f.a.rows) + f.products / p.task_products + 1;
   p.bytes = f.products * position_bytes + 4 * (f.a.nnz + 1) + 32 * tasks + 8 * int64_t(f.a.rows);
-  if (limit && p.bytes > *limit) {
-    p.why = "recompute: positions take up to " + std::to_string(p.bytes) + " bytes, more than the memory limit of " +
-            std::to_string(*limit);
-  } else if (free_bytes && p.bytes > *free_bytes / 2) {
-    p.why = "recompute: positions take up to " + std::to_string(p.bytes) + " bytes, more than half of the " +
-            std::to_string(*free_bytes) + " free";
-  } else {
-    p.by_positions = true;
-    p.why = "positions: " + std::to_string(position_bytes) + " bytes a product at most, " + std::to_string(p.bytes) +
-            " bytes kept on C";
+  p.warp_tasks = f.products >= kWarpTaskProducts;
+  p.warp.region_entries = std::min(kMaxWarpRegionEntries, kWarpRegionBytes / value_bytes);
+  p.warp.task_products = std::clamp<int64_t>(f.products / (kWarpTasksPerMultiprocessor * std::max(device.multiprocessors, 1)),
+                                             kMinWarpTaskProducts, kMaxWarpTaskProducts);
+  if (p.warp_tasks) {  // at least one segment an entry of A and one task a row
+    WarpPositionsSize least;
+    least.products = f.products;
+    least.segments = f.a.nnz;
+    least.tasks = std::min<int64_t>(f.a.rows, f.products / p.warp.task_products + 1);
+    least.steps = (f.products + 31) / 32;
+    p.bytes = warp_positions_bytes(least, dtype);
   }
+  const std::string refused = do_not_fit(p.warp_tasks ? "at least " : "up to ", p.bytes, free_bytes, limit);
+  p.by_positions = refused.empty();
+  p.why = !p.by_positions ? refused
+          : p.warp_tasks  ? "positions: 2 bytes a product, a warp a task, at least " + std::to_string(p.bytes) + " bytes kept on C"
+                          : "positions: " + std::to_string(position_bytes) + " bytes a product at most, " + std::to_string(p.bytes) +
+                                " bytes kept on C";
   return p;
 }
 

@@ -14,9 +14,23 @@
 
 namespace sparsejit::plan {
 
+// The numeric phase a warp a task (templates/spgemm_warp_positions.cu): each warp its own C
+// entries and sums, added without atomics.
+struct WarpTaskPlan {
+  int warps = 4;               // warps a block (a task each)
+  int64_t region_entries = 0;  // C entries a task sums in shared memory, at most 2048
+  int64_t task_products = 0;   // products a task takes (rows grouped up to it, longer tasks cut in parts)
+  int unroll = 4;              // steps of 32 products a warp has in flight
+};
+
 struct SpgemmReusePlan {
   bool by_positions = false;
   std::string why;         // the reason, for the call's info
+  // Which kernel: a warp a task (from kWarpTaskProducts products: the most products a second),
+  // else blocks sharing a task with atomic adds (below: a block's warps split each task, so no
+  // warp's chain of loads is long where the product is too small to fill the device).
+  bool warp_tasks = false;
+  WarpTaskPlan warp;
   int group_lanes = 32;    // lanes per entry of A: B's rows are this long on average, or longer
   int block_threads = 256;
   int64_t task_products = 0;   // products a block takes (rows grouped up to it, longer rows cut)
@@ -26,10 +40,24 @@ struct SpgemmReusePlan {
   int64_t bytes = 0;           // device bytes the positions and tasks take, at most
 };
 
+// The products from which the numeric phase takes a warp a task.
+constexpr int64_t kWarpTaskProducts = 8'000'000;
+
+// What positions a warp a task cost beyond the products' 2 bytes, once the work list is built.
+struct WarpPositionsSize {
+  int64_t products = 0, segments = 0, tasks = 0, steps = 0, scratch_entries = 0, groups = 0;
+};
+int64_t warp_positions_bytes(const WarpPositionsSize& size, DType dtype);
+
+// The memory test on the bytes the built warp work list needs (wide rows cut into slices have
+// more segments than entries of A): empty when they fit, else why not.
+std::string warp_positions_do_not_fit(int64_t bytes, std::optional<int64_t> free_bytes, std::optional<int64_t> limit);
+
 // free_bytes: what the device can give now (none: unknown); limit: Options::memory_limit_bytes.
 // Positions are taken when their bytes (4 a product at most, 2 where C's rows are narrow
-// enough, plus the task list) are within half of what is free and within the limit: they stay
-// allocated for C's life, so they leave room for the work around them.
+// enough, plus the task list; a warp a task: 2 a product, 8 a step of 32 and 12 an entry of A
+// at least) are within half of what is free and within the limit: they stay allocated for C's
+// life, so they leave room for the work around them.
 SpgemmReusePlan plan_spgemm_reuse(const SpgemmFeatures& features, DType dtype, const DeviceTarget& device,
                                   std::optional<int64_t> free_bytes, std::optional<int64_t> limit);
 

@@ -14,6 +14,7 @@
 #include <functional>
 #include <limits>
 #include <optional>
+#include <random>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -486,14 +487,14 @@ void check_row_panels(Runtime& rt, uint64_t seed) {
   }
 }
 
-// The numeric phase by positions on rows of each kind of task (formats/spgemm_positions.hpp),
-// next to rows of 48 products grouped into blocks: a row of 12000 products on 500 columns (cut
-// into runs summed in shared memory and added), one of 12000 over 20000 columns (about 9000
-// entries: a block of the wide rows), one of 80000 over 200000 columns (about 66000 entries:
-// added to C directly, 4-byte positions); then keep_positions off (the plan's variant again).
-// And on a band (about 1640 products a row over 129 entries) under a memory limit that C and
-// row_hash's workspace fit but 2 bytes a product do not: the variant again. C poisoned and new
-// values each round.
+// The numeric phase by positions on rows of each kind of task of the blocks' kernel
+// (formats/spgemm_positions.hpp), next to rows of 48 products grouped into blocks: a row of
+// 12000 products on 500 columns (cut into runs summed in shared memory and added), one of
+// 12000 over 20000 columns (about 9000 entries: a block of the wide rows), one of 80000 over
+// 200000 columns (about 66000 entries: added to C directly, 4-byte positions); then
+// keep_positions off (the plan's variant again). And on a band (about 1640 products a row over
+// 129 entries) under a memory limit that C and row_hash's workspace fit but 2 bytes a product
+// do not: the variant again. C poisoned and new values each round.
 template <class T>
 void check_numeric_rounds(Runtime& rt, const Csr<double>& a_pattern, const Csr<double>& b_pattern,
                           const std::function<Options(int64_t c_nnz)>& first, const std::vector<std::string>& expected, uint64_t seed) {
@@ -536,6 +537,55 @@ void check_numeric_paths(Runtime& rt, uint64_t seed) {
 TEST_F(SpgemmGpu, TheNumericPhaseByPositionsAndWithoutF32) { check_numeric_paths<float>(rt(), next_seed()); }
 
 TEST_F(SpgemmGpu, TheNumericPhaseByPositionsAndWithoutF64) { check_numeric_paths<double>(rt(), next_seed()); }
+
+// `rows` rows of A, each over all of B's `columns` rows: B's even rows are {0}, the odd ones
+// {0, 1 + k % 7}, so each row's products land on 8 entries of C.
+std::pair<Csr<double>, Csr<double>> hot_entries(int32_t rows, int32_t columns) {
+  std::vector<int32_t> all(static_cast<std::size_t>(columns));
+  std::vector<std::vector<int32_t>> b_rows(static_cast<std::size_t>(columns));
+  for (int32_t k = 0; k < columns; ++k) {
+    all[std::size_t(k)] = k;
+    b_rows[std::size_t(k)] = k % 2 == 0 ? std::vector<int32_t>{0} : std::vector<int32_t>{0, 1 + k % 7};
+  }
+  return {test::csr_of_rows(rows, columns, std::vector<std::vector<int32_t>>(std::size_t(rows), all)),
+          test::csr_of_rows(columns, 8, b_rows)};
+}
+
+// B's rows shuffled, each first column repeated once.
+Csr<double> shuffled_with_repeats(Csr<double> m, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  for (int32_t k = 0; k < m.rows; ++k) {
+    const auto first = m.col_idx.begin() + m.row_ptr[std::size_t(k)], last = m.col_idx.begin() + m.row_ptr[std::size_t(k) + 1];
+    if (last - first >= 2) *(first + 1) = *first;
+    std::shuffle(first, last, rng);
+  }
+  return m;
+}
+
+// The numeric phase a warp a task (formats/spgemm_warp_tasks.hpp), which the plan takes from
+// 8 M products: rows of 256 products grouped into tasks beside a row of 320000 products over
+// about 60000 entries (cut into slices, each cut into parts), with B's rows sorted and then
+// shuffled with a repeated column; a band (about 190 products a row over some 50 entries: a
+// warp's step often holds two products of one entry); 2000 rows whose 4500 products each land
+// on 8 entries (up to 32 lanes of a step on one entry, each row cut into parts); then
+// keep_positions off. C poisoned and new values each round.
+template <class T>
+void check_warp_tasks(Runtime& rt, uint64_t seed) {
+  const auto plain = [](int64_t) { return Options{}; };
+  const std::string warps = "positions: 2 bytes a product, a warp a task";
+  const Csr<double> long_a = with_long_first_row(40000, 40000, 16, 20000, seed);
+  const Csr<double> wide_b = generate::uniform(40000, 60000, 16, seed + 5);
+  check_numeric_rounds<T>(rt, long_a, wide_b, plain, {warps, warps, "recompute: Options::keep_positions is off"}, seed);
+  check_numeric_rounds<T>(rt, long_a, shuffled_with_repeats(wide_b, seed), plain, {warps}, seed);
+  const Csr<double> band = generate::banded(50000, 16, 24, seed);  // 9.4 M products
+  check_numeric_rounds<T>(rt, band, band, plain, {warps}, seed);
+  const auto [hot_a, hot_b] = hot_entries(2000, 3000);
+  check_numeric_rounds<T>(rt, hot_a, hot_b, plain, {warps}, seed);
+}
+
+TEST_F(SpgemmGpu, TheNumericPhaseAWarpATaskF32) { check_warp_tasks<float>(rt(), next_seed()); }
+
+TEST_F(SpgemmGpu, TheNumericPhaseAWarpATaskF64) { check_warp_tasks<double>(rt(), next_seed()); }
 
 // The bench's peak memory (cuda::held_bytes): a DeviceBuffer and a result-pool block count
 // while held and not after; the peak keeps the most until reset; a call's C is held after it.

@@ -1,0 +1,112 @@
+#include "ops/spgemm_reuse_warps.hpp"
+
+#include <cstdint>
+#include <vector>
+
+#include "formats/spgemm_warp_tasks.hpp"
+#include "ops/call_common.hpp"
+#include "ops/runtime_state.hpp"
+#include "sparsejit/error.hpp"
+
+namespace sparsejit::ops {
+
+jit::KernelSpec warp_positions_spec(const char* pass, DType dtype, const plan::WarpTaskPlan& p) {
+  const std::string value_t = dtype == DType::F64 ? "double" : "float";
+  const bool build = std::string(pass) == "build";
+  jit::KernelSpec spec{"spgemm_warp_positions.cu", std::string("sj_spgemm_warp_positions_") + pass,
+                       {{"value_t", value_t}, {"acc_t", value_t}, {"build", build}, {"numeric", !build}, {"warps", p.warps}},
+                       {}};
+  // Only the numeric pass has sums: the build's source, and so its cached kernel, is the same
+  // for every region and unroll.
+  if (!build) {
+    spec.params["region_entries"] = p.region_entries;
+    spec.params["unroll"] = p.unroll;
+  }
+  return spec;
+}
+
+template <class T>
+struct WarpPositions {
+  plan::WarpTaskPlan plan;
+  unsigned tasks = 0;
+  DeviceBuffer task_list, segment_b, segment_e, segment_at, positions, steps, group_scratch, scratch, counters;
+  std::optional<cuda::Kernel> numeric;
+};
+
+namespace {
+
+unsigned blocks_for(unsigned tasks, int warps) { return (tasks + unsigned(warps) - 1) / unsigned(warps); }
+
+}  // namespace
+
+template <class T>
+std::shared_ptr<WarpPositions<T>> build_warp_positions(detail::RuntimeState& rt, const variants::SpgemmOperands<T>& o,
+                                                       const DeviceCsr<T>& c, const plan::WarpTaskPlan& plan,
+                                                       std::optional<int64_t> memory_limit, std::string& why) {
+  const PatternView a = o.a.host_pattern(), b = o.b.host_pattern(), cp = c.host_pattern();
+  const formats::WarpTasks t = formats::build_warp_tasks(a, b, cp, plan.task_products, plan.region_entries);
+  const DType dtype = dtype_of<T>::value;
+  const int64_t bytes = plan::warp_positions_bytes(
+      {t.products, t.segments(), int64_t(t.tasks.size()), t.steps, t.scratch_entries, t.groups()}, dtype);
+  why = plan::warp_positions_do_not_fit(bytes, int64_t(rt.context.free_bytes()), memory_limit);
+  if (!why.empty()) return nullptr;
+  auto made = std::make_shared<WarpPositions<T>>();
+  made->plan = plan;
+  const cuda::Kernel build_kernel = rt.loader.load(warp_positions_spec("build", dtype, plan)).kernel;
+  made->numeric = rt.loader.load(warp_positions_spec("numeric", dtype, plan)).kernel;
+  made->tasks = unsigned(t.tasks.size());
+  made->task_list = DeviceBuffer::from_host(rt.context, t.tasks);
+  made->segment_b = DeviceBuffer::from_host(rt.context, t.segment_b);
+  made->segment_e = DeviceBuffer::from_host(rt.context, t.segment_e);
+  made->segment_at = DeviceBuffer::from_host(rt.context, t.segment_at);
+  made->positions = DeviceBuffer(rt.context, std::size_t(t.products) * sizeof(uint16_t));
+  made->steps = DeviceBuffer(rt.context, std::size_t(t.steps) * 2 * sizeof(uint32_t));
+  made->group_scratch = DeviceBuffer::from_host(rt.context, t.group_scratch);
+  made->scratch = DeviceBuffer::from_host(rt.context, std::vector<T>(std::size_t(t.scratch_entries), T(0)));  // zero between calls
+  made->counters = DeviceBuffer::from_host(rt.context, std::vector<int32_t>(std::size_t(t.groups()), 0));
+  DeviceBuffer missing = DeviceBuffer::from_host(rt.context, std::vector<int32_t>{0});
+  CUdeviceptr tasks = made->task_list.ptr(), seg_b = made->segment_b.ptr(), seg_e = made->segment_e.ptr();
+  CUdeviceptr seg_at = made->segment_at.ptr(), a_row_ptr = o.a.row_ptr().ptr(), b_col = o.b.col_idx().ptr();
+  CUdeviceptr c_row_ptr = c.row_ptr().ptr(), c_col = c.col_idx().ptr(), positions = made->positions.ptr();
+  CUdeviceptr steps = made->steps.ptr(), missing_at = missing.ptr();
+  int task_count = int(made->tasks), a_rows = a.rows;
+  void* args[] = {&tasks, &task_count, &seg_b, &seg_e,     &seg_at, &a_row_ptr, &a_rows,
+                  &b_col, &c_row_ptr,  &c_col, &positions, &steps,  &missing_at};
+  if (made->tasks > 0)
+    build_kernel.launch({blocks_for(made->tasks, plan.warps), 1, 1}, {unsigned(32 * plan.warps), 1, 1}, 0, o.stream, args, false);
+  int32_t missed = 0;
+  missing.download_async(&missed, sizeof(missed), o.stream);
+  SPARSEJIT_CU(cuStreamSynchronize, o.stream);
+  if (missed != 0) {
+    why = "recompute: a product's column is not in C's row (C's rows must be sorted for positions)";
+    return nullptr;
+  }
+  why = "positions: 2 bytes a product, a warp a task, " + std::to_string(bytes) + " bytes kept on C, " + std::to_string(made->tasks) +
+        " tasks over " + std::to_string(t.segments()) + " segments" +
+        (t.groups() > 0 ? ", " + std::to_string(t.groups()) + " cut into parts" : std::string());
+  return made;
+}
+
+template <class T>
+void compute_warp_positions(const WarpPositions<T>& p, const variants::SpgemmOperands<T>& o, CUdeviceptr values) {
+  if (p.tasks == 0) return;
+  CUdeviceptr tasks = p.task_list.ptr(), seg_b = p.segment_b.ptr(), seg_e = p.segment_e.ptr(), seg_at = p.segment_at.ptr();
+  CUdeviceptr a_val = o.a.values().ptr(), b_val = o.b.values().ptr(), positions = p.positions.ptr(), steps = p.steps.ptr();
+  CUdeviceptr group_scratch = p.group_scratch.ptr(), scratch = p.scratch.ptr(), counters = p.counters.ptr();
+  int task_count = int(p.tasks);
+  void* args[] = {&tasks,     &task_count, &seg_b,         &seg_e,   &seg_at,   &a_val, &b_val,
+                  &positions, &steps,      &group_scratch, &scratch, &counters, &values};
+  const unsigned sums_bytes = unsigned(int64_t(p.plan.warps) * p.plan.region_entries * int64_t(sizeof(T)));
+  p.numeric->launch({blocks_for(p.tasks, p.plan.warps), 1, 1}, {unsigned(32 * p.plan.warps), 1, 1}, sums_bytes, o.stream, args, o.early);
+}
+
+#define SPARSEJIT_INSTANTIATE(T)                                                                                             \
+  template std::shared_ptr<WarpPositions<T>> build_warp_positions<T>(detail::RuntimeState&, const variants::SpgemmOperands<T>&, \
+                                                                     const DeviceCsr<T>&, const plan::WarpTaskPlan&,             \
+                                                                     std::optional<int64_t>, std::string&);                      \
+  template void compute_warp_positions<T>(const WarpPositions<T>&, const variants::SpgemmOperands<T>&, CUdeviceptr);
+SPARSEJIT_INSTANTIATE(float)
+SPARSEJIT_INSTANTIATE(double)
+#undef SPARSEJIT_INSTANTIATE
+
+}  // namespace sparsejit::ops
