@@ -8,6 +8,7 @@
 // alone with the pattern reused (spgemm_numeric against cusparseSpGEMMreuse_compute; see
 // measure_numeric); "peak_bytes" of auto and the vendor is one whole call's peak device memory
 // (SpgemmTimer::peak_bytes, cli/spgemm_timer.hpp).
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -46,9 +47,11 @@ ordered_json check_against(const Csr<T>& got, const Csr<T>& want) {
 // an event pair around the host's call. {ms, path (NumericCallInfo::numeric), setup_ms (the
 // first call, which finds the positions, wall-clock), recompute_ms (keep_positions off: the
 // plan's variant again), vendor_ms, vendor_setup_ms (cuSPARSE's work estimation, nnz and copy
-// phases, wall-clock), speedup} (vendor_failed when cuSPARSE could not set up its pattern).
+// phases, wall-clock), speedup, host_us (the host's time of one call: 20 calls issued back to
+// back, without synchronizing, over 20)} (vendor_failed when cuSPARSE could not set up its
+// pattern), and with `want` (--check) C's values after the timed calls against it.
 template <class T>
-ordered_json measure_numeric(Runtime& rt, const DeviceCsr<T>& a, const Config& config) {
+ordered_json measure_numeric(Runtime& rt, const DeviceCsr<T>& a, const Config& config, const Csr<T>* want) {
   const Stream stream(rt.context());
   Options options;
   options.stream = stream.handle();
@@ -62,9 +65,21 @@ ordered_json measure_numeric(Runtime& rt, const DeviceCsr<T>& a, const Config& c
         .median_ms;
   };
   const double ours = time_numeric(options);
+  constexpr int kIssued = 20;
+  stream.synchronize();
+  const auto issue_start = std::chrono::steady_clock::now();
+  for (int i = 0; i < kIssued; ++i) rt.spgemm_numeric(a, a, c, options);
+  const double host_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - issue_start).count() / kIssued;
+  std::optional<ordered_json> checked;
+  if (want != nullptr) {
+    stream.synchronize();
+    checked = check_against(c.download(), *want);
+  }
   Options recompute = options;
   recompute.keep_positions = false;
-  ordered_json numeric = {{"ms", ours}, {"path", first.numeric}, {"setup_ms", setup_ms}, {"recompute_ms", time_numeric(recompute)}};
+  ordered_json numeric = {{"ms", ours},          {"path", first.numeric},
+                          {"setup_ms", setup_ms}, {"recompute_ms", time_numeric(recompute)},
+                          {"host_us", host_us}};
   try {
     const vendor::CusparseHandle handle(rt.context());
     std::optional<vendor::CusparseSpgemmReuse<T>> reuse;
@@ -79,6 +94,7 @@ ordered_json measure_numeric(Runtime& rt, const DeviceCsr<T>& a, const Config& c
     numeric["vendor_failed"] = e.what();
     numeric["speedup"] = nullptr;
   }
+  if (checked) numeric["check"] = *checked;
   return numeric;
 }
 
@@ -135,14 +151,18 @@ ordered_json measure_spgemm(Runtime& rt, const Csr<T>& a, const Config& config, 
     record["vendor"] = {{"name", "cusparse"}, {"best", nullptr}, {"failed", e.what()}};
     record["speedup"] = nullptr;
   }
-  record["numeric"] = measure_numeric(rt, da, config);
+  std::optional<Csr<T>> want;
+  if (config.check) want = reference::spgemm(a, a);
+  record["numeric"] = measure_numeric(rt, da, config, want ? &*want : nullptr);
+  if (want && !record["numeric"]["check"]["ok"].get<bool>())
+    failures.push_back("check of the numeric phase (" + record["numeric"]["path"].get<std::string>() + ") failed");
   record["oracle"] = {{"name", oracle.name}, {"ms", oracle.ms}};
   record["auto_over_oracle"] = spgemm_ratio(auto_ms, oracle.ms);
 
-  if (config.check) {
+  if (want) {
     Options checked;
     const Csr<T> got = rt.spgemm(da, da, checked).download();
-    record["check"] = check_against(got, reference::spgemm(a, a));
+    record["check"] = check_against(got, *want);
     if (!record["check"]["ok"].get<bool>()) failures.push_back("check of auto (" + d.variant + ") failed");
   }
   return record;
