@@ -317,7 +317,8 @@ TEST(SpgemmPositions, BadInputsAreRefusedNamingTheValue) {
         [&] { formats::build_warp_tasks(a.pattern(), b.pattern(), product.pattern(), task_products, region_entries); });
   };
   EXPECT_NE(message(0, 8, a, c).find("task_products = 0"), std::string::npos);
-  EXPECT_NE(message(8, -1, a, c).find("region_entries = -1"), std::string::npos);
+  EXPECT_NE(message(8, -1, a, c).find("region_entries = -1 must be 1 to 2048"), std::string::npos);
+  EXPECT_NE(message(8, 2049, a, c).find("region_entries = 2049 must be 1 to 2048"), std::string::npos);
   EXPECT_NE(message(8, 8, csr(3, 2, {{0}, {1}, {}}, 1), c).find("B has 3 rows"), std::string::npos);
   EXPECT_NE(message(8, 8, a, csr(2, 3, {{0}, {1}}, 1)).find("C is 2x3 but A·B is 2x2"), std::string::npos);
   EXPECT_NE(message(8, 8, a, csr(2, 2, {{0}, {}}, 1)).find("C's row 1 has 0 entries but A·B's has 1 products"), std::string::npos);

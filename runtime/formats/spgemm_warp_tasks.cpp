@@ -15,8 +15,9 @@ constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
 void check_inputs(PatternView a, PatternView b, PatternView c, int64_t task_products, int64_t region_entries) {
   if (task_products < 1)
     throw InvalidInputError("build_warp_tasks: task_products = " + std::to_string(task_products) + " must be at least 1");
-  if (region_entries < 1)
-    throw InvalidInputError("build_warp_tasks: region_entries = " + std::to_string(region_entries) + " must be at least 1");
+  if (region_entries < 1 || region_entries > kMaxRegionEntries)
+    throw InvalidInputError("build_warp_tasks: region_entries = " + std::to_string(region_entries) + " must be 1 to " +
+                            std::to_string(kMaxRegionEntries));
   if (a.cols != b.rows)
     throw InvalidInputError("build_warp_tasks: A has " + std::to_string(a.cols) + " columns but B has " + std::to_string(b.rows) +
                             " rows");

@@ -44,6 +44,8 @@
 namespace sparsejit::formats {
 
 constexpr int64_t kRoundSegments = 32, kStepProducts = 32;
+// A position holds a place in its task's range in 11 bits (and a rank above them).
+constexpr int64_t kMaxRegionEntries = 2048;
 
 struct WarpTask {
   int32_t s0 = 0, s1 = 0;       // segments [s0, s1)
@@ -72,9 +74,9 @@ struct WarpTasks {
   int64_t task_steps(const WarpTask& t) const;
 };
 
-// Throws InvalidInputError naming the value when task_products or region_entries is < 1, when
-// the shapes do not chain, when C's pattern is not A·B's shape, or when the products or the
-// segments pass 2^31 - 1 (int32 stream offsets).
+// Throws InvalidInputError naming the value when task_products < 1 or region_entries is not 1
+// to kMaxRegionEntries, when the shapes do not chain, when C's pattern is not A·B's shape, or
+// when the products, segments or steps pass 2^31 - 1 (int32 offsets).
 WarpTasks build_warp_tasks(PatternView a, PatternView b, PatternView c, int64_t task_products, int64_t region_entries);
 
 }  // namespace sparsejit::formats
