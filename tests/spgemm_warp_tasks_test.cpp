@@ -194,7 +194,7 @@ Csr<double> example_b(uint64_t seed) {
   return csr(3, 100, {even, odd, high}, seed);
 }
 
-TEST(SpgemmPositions, TheHeadersExample) {
+TEST(SpgemmWarpTasks, TheHeadersExample) {
   const uint64_t seed = test::fresh_seed();
   const Csr<double> a = csr(1, 3, {{0, 1, 2}}, seed), b = example_b(seed + 1);
   // A region of 64: two slices of 50 entries (columns 0-49 and 50-99).
@@ -229,7 +229,7 @@ TEST(SpgemmPositions, TheHeadersExample) {
 
 // 3000 entries of A on one row of C of 8 entries (B's rows {0} or {0, j}): 4500 products, cut
 // into 225 parts of 20 over one group of 8 sums.
-TEST(SpgemmPositions, ManyProductsOnFewEntriesAreCutIntoParts) {
+TEST(SpgemmWarpTasks, ManyProductsOnFewEntriesAreCutIntoParts) {
   const uint64_t seed = test::fresh_seed();
   std::vector<int32_t> all;
   std::vector<std::vector<int32_t>> b_rows;
@@ -244,7 +244,7 @@ TEST(SpgemmPositions, ManyProductsOnFewEntriesAreCutIntoParts) {
   EXPECT_EQ(t.scratch_entries, 8);
 }
 
-TEST(SpgemmPositions, RowsAreGroupedWithinTheRegionAndTheTaskProducts) {
+TEST(SpgemmWarpTasks, RowsAreGroupedWithinTheRegionAndTheTaskProducts) {
   const uint64_t seed = test::fresh_seed();
   // Rows of 2 entries and 4 products (columns 0-3), then an empty row, then the same: grouped
   // while both bounds hold.
@@ -262,7 +262,7 @@ TEST(SpgemmPositions, RowsAreGroupedWithinTheRegionAndTheTaskProducts) {
   EXPECT_EQ(t.tasks[0].c_count, 14);
 }
 
-TEST(SpgemmPositions, GeneratedPairsAreCoveredAndSumToTheProduct) {
+TEST(SpgemmWarpTasks, GeneratedPairsAreCoveredAndSumToTheProduct) {
   const uint64_t seed = test::fresh_seed();
   Csr<double> power_law = generate::chung_lu(2000, 16000, 2.2, seed);
   Csr<double> band = generate::banded(2000, 9, 40, seed + 1);
@@ -283,7 +283,7 @@ TEST(SpgemmPositions, GeneratedPairsAreCoveredAndSumToTheProduct) {
 
 // B's rows shuffled and with repeated columns (summed): a slice's entries of a row are then
 // runs of consecutive entries, found one by one.
-TEST(SpgemmPositions, UnsortedRowsWithRepeatedColumns) {
+TEST(SpgemmWarpTasks, UnsortedRowsWithRepeatedColumns) {
   const uint64_t seed = test::fresh_seed();
   Csr<double> b = generate::uniform(400, 300, 12, seed);
   std::mt19937_64 rng(seed);
@@ -298,7 +298,7 @@ TEST(SpgemmPositions, UnsortedRowsWithRepeatedColumns) {
   for (int64_t region_entries : {7, 64, 2048}) expect_product(a, b, 64, region_entries);
 }
 
-TEST(SpgemmPositions, EmptyRowsAndEmptyOperands) {
+TEST(SpgemmWarpTasks, EmptyRowsAndEmptyOperands) {
   const uint64_t seed = test::fresh_seed();
   const Csr<double> a = csr(5, 3, {{}, {0, 2}, {}, {}, {1}}, seed);
   const Csr<double> b = csr(3, 4, {{1, 3}, {}, {0}}, seed + 1);
@@ -309,7 +309,7 @@ TEST(SpgemmPositions, EmptyRowsAndEmptyOperands) {
   EXPECT_TRUE(t.tasks.empty());
 }
 
-TEST(SpgemmPositions, BadInputsAreRefusedNamingTheValue) {
+TEST(SpgemmWarpTasks, BadInputsAreRefusedNamingTheValue) {
   const Csr<double> a = csr(2, 2, {{0}, {1}}, 1);
   const Csr<double> c = reference::spgemm(a, a);
   const auto message = [&](int64_t task_products, int64_t region_entries, const Csr<double>& b, const Csr<double>& product) {
@@ -332,7 +332,7 @@ SpgemmFeatures features_of(int64_t products, int64_t nnz_a, int32_t rows) {
   return f;
 }
 
-TEST(SpgemmReusePlan, AWarpATaskFromEightMillionProducts) {
+TEST(SpgemmWarpPlan, AWarpATaskFromEightMillionProducts) {
   const plan::DeviceTarget h100;  // 132 multiprocessors
   // Below: blocks sharing a task.
   plan::SpgemmReusePlan p = plan::plan_spgemm_reuse(features_of(plan::kWarpTaskProducts - 1, 367'662, 36'692), DType::F32, h100, {}, {});
@@ -355,7 +355,7 @@ TEST(SpgemmReusePlan, AWarpATaskFromEightMillionProducts) {
   EXPECT_EQ(plan::warp_positions_bytes({1000, 10, 3, 40, 100, 2}, DType::F64), 2000 + 120 + 4 + 96 + 320 + 800 + 16);
 }
 
-TEST(SpgemmReusePlan, WarpPositionsThatDoNotFitLeaveTheRecompute) {
+TEST(SpgemmWarpPlan, WarpPositionsThatDoNotFitLeaveTheRecompute) {
   const plan::DeviceTarget h100;
   const SpgemmFeatures f = features_of(100'000'000, 1'000'000, 100'000);
   const plan::SpgemmReusePlan limited = plan::plan_spgemm_reuse(f, DType::F32, h100, {}, int64_t(100) << 20);
