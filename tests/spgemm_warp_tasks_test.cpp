@@ -11,7 +11,6 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -231,13 +230,9 @@ TEST(SpgemmWarpTasks, TheHeadersExample) {
 // into 225 parts of 20 over one group of 8 sums.
 TEST(SpgemmWarpTasks, ManyProductsOnFewEntriesAreCutIntoParts) {
   const uint64_t seed = test::fresh_seed();
-  std::vector<int32_t> all;
-  std::vector<std::vector<int32_t>> b_rows;
-  for (int32_t k = 0; k < 3000; ++k) {
-    all.push_back(k);
-    b_rows.push_back(k % 2 == 0 ? std::vector<int32_t>{0} : std::vector<int32_t>{0, 1 + k % 7});
-  }
-  const Csr<double> a = csr(1, 3000, {all}, seed), b = csr(3000, 8, b_rows, seed + 1);
+  auto [a, b] = test::hot_entries(1, 3000);
+  generate::fill_random(a.values, seed);
+  generate::fill_random(b.values, seed + 1);
   const WarpTasks t = expect_product(a, b, 20, 1024);
   EXPECT_EQ(t.groups(), 1);
   EXPECT_EQ(t.tasks.size(), 225u);
@@ -285,13 +280,7 @@ TEST(SpgemmWarpTasks, GeneratedPairsAreCoveredAndSumToTheProduct) {
 // runs of consecutive entries, found one by one.
 TEST(SpgemmWarpTasks, UnsortedRowsWithRepeatedColumns) {
   const uint64_t seed = test::fresh_seed();
-  Csr<double> b = generate::uniform(400, 300, 12, seed);
-  std::mt19937_64 rng(seed);
-  for (int32_t k = 0; k < b.rows; ++k) {
-    auto first = b.col_idx.begin() + b.row_ptr[std::size_t(k)], last = b.col_idx.begin() + b.row_ptr[std::size_t(k) + 1];
-    if (last - first >= 2) *(first + 1) = *first;  // a repeated column
-    std::shuffle(first, last, rng);
-  }
+  Csr<double> b = test::shuffled_with_repeats(generate::uniform(400, 300, 12, seed), seed);
   generate::fill_random(b.values, seed + 1);
   Csr<double> a = generate::uniform(50, 400, 30, seed + 2);
   generate::fill_random(a.values, seed + 3);

@@ -10,6 +10,9 @@
 
 namespace sparsejit::ops {
 
+static_assert(plan::kMaxWarpRegionEntries == formats::kMaxRegionEntries && plan::kWarpStepProducts == formats::kStepProducts,
+              "the reuse plan sizes the warp kernel's work list as formats/spgemm_warp_tasks cuts it");
+
 jit::KernelSpec warp_positions_spec(const char* pass, DType dtype, const plan::WarpTaskPlan& p) {
   const std::string value_t = dtype == DType::F64 ? "double" : "float";
   const bool build = std::string(pass) == "build";

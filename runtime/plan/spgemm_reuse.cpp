@@ -22,8 +22,8 @@ constexpr int64_t kNarrowEntries = 65536;
 
 // A warp a task: 4 KiB of sums a warp (f32: 1024 entries, f64: 512) keeps 10 blocks of 4
 // warps resident per multiprocessor (at 48 registers a thread) while a row of up to that many
-// C entries is one task; positions hold a place in a task's range in 11 bits.
-constexpr int64_t kWarpRegionBytes = 4 * 1024, kMaxWarpRegionEntries = 2048;
+// C entries is one task.
+constexpr int64_t kWarpRegionBytes = 4 * 1024;
 // Tasks per multiprocessor: about one for each warp it holds at once (shorter tasks clear,
 // store and stage more per product), within these bounds.
 constexpr int64_t kWarpTasksPerMultiprocessor = 40;
@@ -84,7 +84,7 @@ SpgemmReusePlan plan_spgemm_reuse(const SpgemmFeatures& f, DType dtype, const De
     least.products = f.products;
     least.segments = f.a.nnz;
     least.tasks = std::min<int64_t>(f.a.rows, f.products / p.warp.task_products + 1);
-    least.steps = (f.products + 31) / 32;
+    least.steps = (f.products + kWarpStepProducts - 1) / kWarpStepProducts;
     p.bytes = warp_positions_bytes(least, dtype);
   }
   const std::string refused = do_not_fit(p.warp_tasks ? "at least " : "up to ", p.bytes, free_bytes, limit);

@@ -42,6 +42,10 @@ struct SpgemmReusePlan {
 
 // The products from which the numeric phase takes a warp a task.
 constexpr int64_t kWarpTaskProducts = 8'000'000;
+// The warp kernel's layout as the plan sizes it (formats/spgemm_warp_tasks.hpp holds the same,
+// checked where both are seen, ops/spgemm_reuse_warps.cpp): a task's sums at most (its places
+// take 11 bits of a position), products a step.
+constexpr int64_t kMaxWarpRegionEntries = 2048, kWarpStepProducts = 32;
 
 // What positions a warp a task cost beyond the products' 2 bytes, once the work list is built.
 struct WarpPositionsSize {

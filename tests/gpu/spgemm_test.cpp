@@ -14,7 +14,6 @@
 #include <functional>
 #include <limits>
 #include <optional>
-#include <random>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -538,30 +537,6 @@ TEST_F(SpgemmGpu, TheNumericPhaseByPositionsAndWithoutF32) { check_numeric_paths
 
 TEST_F(SpgemmGpu, TheNumericPhaseByPositionsAndWithoutF64) { check_numeric_paths<double>(rt(), next_seed()); }
 
-// `rows` rows of A, each over all of B's `columns` rows: B's even rows are {0}, the odd ones
-// {0, 1 + k % 7}, so each row's products land on 8 entries of C.
-std::pair<Csr<double>, Csr<double>> hot_entries(int32_t rows, int32_t columns) {
-  std::vector<int32_t> all(static_cast<std::size_t>(columns));
-  std::vector<std::vector<int32_t>> b_rows(static_cast<std::size_t>(columns));
-  for (int32_t k = 0; k < columns; ++k) {
-    all[std::size_t(k)] = k;
-    b_rows[std::size_t(k)] = k % 2 == 0 ? std::vector<int32_t>{0} : std::vector<int32_t>{0, 1 + k % 7};
-  }
-  return {test::csr_of_rows(rows, columns, std::vector<std::vector<int32_t>>(std::size_t(rows), all)),
-          test::csr_of_rows(columns, 8, b_rows)};
-}
-
-// B's rows shuffled, each first column repeated once.
-Csr<double> shuffled_with_repeats(Csr<double> m, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  for (int32_t k = 0; k < m.rows; ++k) {
-    const auto first = m.col_idx.begin() + m.row_ptr[std::size_t(k)], last = m.col_idx.begin() + m.row_ptr[std::size_t(k) + 1];
-    if (last - first >= 2) *(first + 1) = *first;
-    std::shuffle(first, last, rng);
-  }
-  return m;
-}
-
 // The numeric phase a warp a task (formats/spgemm_warp_tasks.hpp), which the plan takes from
 // 8 M products: rows of 256 products grouped into tasks beside a row of 320000 products over
 // about 60000 entries (cut into slices, each cut into parts), with B's rows sorted and then
@@ -576,10 +551,10 @@ void check_warp_tasks(Runtime& rt, uint64_t seed) {
   const Csr<double> long_a = with_long_first_row(40000, 40000, 16, 20000, seed);
   const Csr<double> wide_b = generate::uniform(40000, 60000, 16, seed + 5);
   check_numeric_rounds<T>(rt, long_a, wide_b, plain, {warps, warps, "recompute: Options::keep_positions is off"}, seed);
-  check_numeric_rounds<T>(rt, long_a, shuffled_with_repeats(wide_b, seed), plain, {warps}, seed);
+  check_numeric_rounds<T>(rt, long_a, test::shuffled_with_repeats(wide_b, seed), plain, {warps}, seed);
   const Csr<double> band = generate::banded(50000, 16, 24, seed);  // 9.4 M products
   check_numeric_rounds<T>(rt, band, band, plain, {warps}, seed);
-  const auto [hot_a, hot_b] = hot_entries(2000, 3000);
+  const auto [hot_a, hot_b] = test::hot_entries(2000, 3000);
   check_numeric_rounds<T>(rt, hot_a, hot_b, plain, {warps}, seed);
 }
 

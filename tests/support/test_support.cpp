@@ -127,4 +127,24 @@ Csr<double> csr_of_rows(int32_t rows, int32_t cols, const std::vector<std::vecto
   return m;
 }
 
+Csr<double> shuffled_with_repeats(Csr<double> m, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  for (int32_t k = 0; k < m.rows; ++k) {
+    const auto first = m.col_idx.begin() + m.row_ptr[std::size_t(k)], last = m.col_idx.begin() + m.row_ptr[std::size_t(k) + 1];
+    if (last - first >= 2) *(first + 1) = *first;
+    std::shuffle(first, last, rng);
+  }
+  return m;
+}
+
+std::pair<Csr<double>, Csr<double>> hot_entries(int32_t rows, int32_t columns) {
+  std::vector<int32_t> all(static_cast<std::size_t>(columns));
+  std::vector<std::vector<int32_t>> b_rows(static_cast<std::size_t>(columns));
+  for (int32_t k = 0; k < columns; ++k) {
+    all[std::size_t(k)] = k;
+    b_rows[std::size_t(k)] = k % 2 == 0 ? std::vector<int32_t>{0} : std::vector<int32_t>{0, 1 + k % 7};
+  }
+  return {csr_of_rows(rows, columns, std::vector<std::vector<int32_t>>(std::size_t(rows), all)), csr_of_rows(columns, 8, b_rows)};
+}
+
 }  // namespace sparsejit::test

@@ -6,6 +6,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sparsejit/matrix.hpp"
@@ -60,6 +61,14 @@ void run_sql(const std::string& path, const std::string& sql);
 
 // A rows x cols CSR with the given columns in each row (in that order), every value 1.
 Csr<double> csr_of_rows(int32_t rows, int32_t cols, const std::vector<std::vector<int32_t>>& columns);
+
+// m with every row's entries shuffled and each row's first column repeated once (rows of two
+// or more entries): unsorted rows with a duplicate.
+Csr<double> shuffled_with_repeats(Csr<double> m, uint64_t seed);
+
+// A (rows x columns, every row over all columns) and B (columns x 8: even rows {0}, odd rows
+// {0, 1 + k % 7}): each row of A·B has 1.5 x columns products on 8 entries.
+std::pair<Csr<double>, Csr<double>> hot_entries(int32_t rows, int32_t columns);
 
 // The message of the InvalidInputError `call` throws, or "(no InvalidInputError)".
 std::string invalid_input_message(const std::function<void()>& call);
