@@ -26,6 +26,10 @@ With --neighbours N the picks are also judged with a neighbour correction (the m
 distance-weighted mean ratio of measured over predicted time of the N nearest training cases
 that timed its variant (in logs of rows, cols, row_mean, row_max, K and density, each divided
 by its spread over the training cases), the section made from the training folds only.
+--regret-weight W also multiplies it by exp(W x the same neighbours' mean regret of the variant,
+the log of its time over the oracle's capped at log 2): a variant that lost clearly near the
+case needs a clear price lead to be picked. --fold-seeds S-T judges the folds of each seed S..T
+(each shuffles the matrices into other folds).
 --keep-costs keeps the model's coefficients instead of refitting them (then only the
 correction is new); --refit VARIANT refits that variant's alone. --new VARIANT=SOURCE prices a
 variant the model does not price yet, starting from SOURCE's coefficients (its held terms stay
@@ -61,6 +65,12 @@ WEIGHT_SPAN = 2.0
 NEIGHBOUR_FEATURES = ["rows", "cols", "row_mean", "row_max", "k", "density"]
 FEATURE_FLOOR = 1e-6
 SOFTENING = 0.3
+# A point's regret of a variant (the log of its time over the oracle's) is capped at a 2x loss:
+# one pathological neighbour should weigh like a clear loss, not veto the variant.
+REGRET_CAP = float(np.log(2.0))
+# The problem's features a regret depends on beyond the pattern: the section's "regret_when"
+# holds those its cases share, and the runtime adds no regret term to a problem that differs.
+REGRET_WHEN = ["value_bytes", "transpose_a"]
 
 
 def nonnegative_least_squares(a, b, iterations=500):
@@ -154,34 +164,71 @@ def log_position(features, names=NEIGHBOUR_FEATURES):
     return [float(np.log(max(float(features[name]), FEATURE_FLOOR))) for name in names]
 
 
-def neighbour_section(cost, cases, count):
+def neighbour_section(cost, cases, count, regret_weight=0.0):
     """The model's "neighbours" section from `cases`: where each lies and, per variant it timed
-    and `cost` prices, the log of measured over predicted time."""
+    and `cost` prices, the log of measured over predicted time; with a `regret_weight`, also
+    the log of the variant's time over the case's oracle (capped at REGRET_CAP)."""
     points = []
     for c in cases:
-        ratios = {}
+        ratios, regrets = {}, {}
         for variant, terms in c["terms"].items():
             price = predicted(cost[variant], terms) if variant in cost else 0.0
             if price > 0:
                 ratios[variant] = float(np.log(c["times"][variant] / price))
+                regrets[variant] = float(min(REGRET_CAP, max(0.0, np.log(c["times"][variant] / c["oracle"]))))
         if ratios:
-            points.append({"at": log_position(c["features"]), "log_ratio": ratios})
+            point = {"at": log_position(c["features"]), "log_ratio": ratios}
+            if regret_weight:
+                point["log_regret"] = regrets
+            points.append(point)
     spread = np.std([p["at"] for p in points], axis=0) if points else np.ones(len(NEIGHBOUR_FEATURES))
-    return {"features": NEIGHBOUR_FEATURES, "scale": [float(s) if s > 0 else 1.0 for s in spread], "count": count,
-            "softening": SOFTENING, "points": points}  # fmt: skip
+    section = {"features": NEIGHBOUR_FEATURES, "scale": [float(s) if s > 0 else 1.0 for s in spread], "count": count,
+               "softening": SOFTENING, "points": points}  # fmt: skip
+    if regret_weight:
+        section["regret_weight"] = float(regret_weight)
+        section["regret_when"] = shared_features(cases, REGRET_WHEN)
+    return section
+
+
+def shared_features(cases, names):
+    """Those of `names` that every case has, with one value for all, and that value."""
+    out = {}
+    for name in names:
+        values = {json.dumps(c["features"].get(name)) for c in cases}
+        if len(values) == 1 and cases and name in cases[0]["features"]:
+            out[name] = cases[0]["features"][name]
+    return out
+
+
+def regret_applies(section, features):
+    """Whether the section's regret term holds for a problem of `features` (its "regret_when")."""
+    return "regret_weight" in section and all(
+        name in features and float(features[name]) == float(value) for name, value in section["regret_when"].items())
+
+
+def rounded(section, digits=4):
+    """`section` with its positions, scales, ratios and regrets rounded to `digits` decimals (what
+    --out writes: 1e-4 in a log is 0.01% of a price, and the shipped model stays small)."""
+    out = dict(section, scale=[round(s, digits) for s in section["scale"]])
+    out["points"] = [{key: [round(x, digits) for x in value] if key == "at" else {v: round(x, digits) for v, x in value.items()}
+                      for key, value in p.items()} for p in section["points"]]  # fmt: skip
+    return out
 
 
 def neighbour_factor(section, variant, features):
     """The correction of `variant`'s price at `features` (models/neighbour_correction.cpp's)."""
     scale = np.array(section["scale"])
     at = np.array(log_position(features, section["features"])) / scale
-    timed = sorted((float(np.linalg.norm(at - np.array(p["at"]) / scale)), p["log_ratio"][variant])
+    weight = section["regret_weight"] if regret_applies(section, features) else 0.0
+    timed = sorted((float(np.linalg.norm(at - np.array(p["at"]) / scale)), p["log_ratio"][variant],
+                    p["log_regret"][variant] if weight else 0.0)
                    for p in section["points"] if variant in p["log_ratio"])  # fmt: skip
     nearest = timed[: section["count"]]
     if not nearest:
         return 1.0
-    weights = [1.0 / (d + section["softening"]) for d, _ in nearest]
-    return float(np.exp(sum(w * r for w, (_, r) in zip(weights, nearest)) / sum(weights)))
+    weights = [1.0 / (d + section["softening"]) for d, _, _ in nearest]
+    mean = sum(w * (r + weight * g) for w, (_, r, g) in zip(weights, nearest)) / sum(weights)
+    return float(np.exp(mean))
 
 
 def cheapest(cost, case, section=None):
@@ -191,10 +238,11 @@ def cheapest(cost, case, section=None):
     return min(priced, key=priced.get)
 
 
-def cross_validated_picks(cost, cases, folds, min_cases, held=HELD, seed=1, neighbours=0, refit=True, only=None):
+def cross_validated_picks(cost, cases, folds, min_cases, held=HELD, seed=1, neighbours=0, refit=True, only=None,
+                          regret_weight=0.0):  # fmt: skip
     """Each case's pick under coefficients fitted without its matrix (the model's with refit
     False; with `only`, those variants' alone) and, with `neighbours`, a neighbour correction
-    made without it."""
+    (with `regret_weight`, its regret term) made without it."""
     matrices = sorted({c["matrix"] for c in cases})
     random.Random(seed).shuffle(matrices)
     picks = {}
@@ -202,7 +250,7 @@ def cross_validated_picks(cost, cases, folds, min_cases, held=HELD, seed=1, neig
         held_out = set(matrices[fold::folds])
         training = [c for c in cases if c["matrix"] not in held_out]
         fitted = fit_costs(cost, training, min_cases, held, only) if refit else cost
-        section = neighbour_section(fitted, training, neighbours) if neighbours else None
+        section = neighbour_section(fitted, training, neighbours, regret_weight) if neighbours else None
         for i, c in enumerate(cases):
             if c["matrix"] in held_out:
                 picks[i] = cheapest(fitted, c, section)
@@ -263,6 +311,18 @@ def case_of(record, decision, vendor, vendor_time="best"):
             "oracle": record["oracle"]["ms"], "model_pick": decision["variant"], "features": decision.get("features", {})}  # fmt: skip
 
 
+def model_text(model):
+    """`model` as JSON, indented, with the neighbour section's points one compact line each (a
+    thousand points stay a thousand lines)."""
+    section = model.get("neighbours")
+    if not section:
+        return json.dumps(model, indent=2, sort_keys=True) + "\n"
+    marker = "@points@"
+    text = json.dumps(dict(model, neighbours=dict(section, points=marker)), indent=2, sort_keys=True)
+    lines = ",\n".join("        " + json.dumps(p, sort_keys=True, separators=(",", ":")) for p in section["points"])
+    return text.replace(json.dumps(marker), "[\n" + lines + "\n    ]") + "\n"
+
+
 def read_model(path):
     """The model JSON of `path`; SystemExit naming the file when it is not JSON or lacks "op"
     or a "cost" object."""
@@ -279,6 +339,18 @@ def read_model(path):
 def read_records(path):
     """The `bench --variants all` records of `path`."""
     return bench_lines.read_records(path, ["matrix", "k", "variants", "oracle"], "refit_costs", "a `bench --variants all` record")
+
+
+def fold_seeds(text):
+    """--fold-seeds: S or S-T (S <= T), the seeds S..T."""
+    first, _, last = text.partition("-")
+    try:
+        seeds = list(range(int(first), int(last or first) + 1))
+    except ValueError:
+        seeds = []
+    if not seeds:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a seed or a range S-T of seeds")
+    return seeds
 
 
 def main(argv=None):
@@ -299,6 +371,11 @@ def main(argv=None):
     p.add_argument("--worst", type=int, default=0, metavar="N", help="list the N cross-validated picks furthest from the oracle")
     p.add_argument("--neighbours", type=int, default=0, metavar="N",
                    help="also judge (and with --out, write) a neighbour correction over the N nearest training cases")
+    p.add_argument("--regret-weight", type=float, default=0.0, metavar="W",
+                   help="with --neighbours: add W x the neighbours' mean regret (log of a variant's time over the oracle's, "
+                        "capped at log 2) to each candidate's log price, and write it into the section")  # fmt: skip
+    p.add_argument("--fold-seeds", type=fold_seeds, default=[1], metavar="S[-T]",
+                   help="the seed of the folds' shuffle of the matrices, or a range of them, each judged in turn (default 1)")
     p.add_argument("--keep-costs", action="store_true", help="keep the model's coefficients instead of refitting them")
     p.add_argument("--refit", action="append", default=None, metavar="VARIANT",
                    help="refit only this variant's coefficients, the others keep the model's; repeatable")
@@ -316,6 +393,10 @@ def main(argv=None):
         sys.exit(f"refit_costs: --min-cases {args.min_cases} must be at least 1")
     if args.neighbours < 0:
         sys.exit(f"refit_costs: --neighbours {args.neighbours} must be at least 0")
+    if not (args.regret_weight >= 0 and np.isfinite(args.regret_weight)):
+        sys.exit(f"refit_costs: --regret-weight {args.regret_weight} must be a number at least 0")
+    if args.regret_weight and not args.neighbours:
+        sys.exit("refit_costs: --regret-weight needs --neighbours (it is a term of the neighbour correction)")
     if args.keep_costs and args.refit:
         sys.exit("refit_costs: --keep-costs and --refit exclude each other")
     new = []
@@ -342,26 +423,28 @@ def main(argv=None):
     print(report("model as given (the planner's choice)", cases, [c["model_pick"] for c in cases]))
     held = set(args.hold) | (set() if args.fit_launch else {HELD})
     costs = "the model's costs" if args.keep_costs else "refit" if only is None else f"refit of {', '.join(sorted(only))}"
-    picks = cross_validated_picks(model["cost"], cases, args.folds, args.min_cases, held, refit=not args.keep_costs, only=only)
-    print(report(f"{costs}, the cheapest candidate ({args.folds}-fold cross-validation by matrix)", cases, picks))
-    if args.neighbours:
-        picks = cross_validated_picks(model["cost"], cases, args.folds, args.min_cases, held, neighbours=args.neighbours,
-                                      refit=not args.keep_costs, only=only)  # fmt: skip
-        print(report(f"{costs} with the neighbour correction of {args.neighbours} ({args.folds}-fold cross-validation by matrix)",
-                     cases, picks))  # fmt: skip
-    if args.worst:
-        print(worst_cases(cases, picks, args.worst))
+    for seed in args.fold_seeds:
+        folds = f"{args.folds}-fold cross-validation by matrix" + (f", fold seed {seed}" if args.fold_seeds != [1] else "")
+        picks = cross_validated_picks(model["cost"], cases, args.folds, args.min_cases, held, seed, refit=not args.keep_costs,
+                                      only=only)  # fmt: skip
+        print(report(f"{costs}, the cheapest candidate ({folds})", cases, picks))
+        if args.neighbours:
+            picks = cross_validated_picks(model["cost"], cases, args.folds, args.min_cases, held, seed, args.neighbours,
+                                          not args.keep_costs, only, args.regret_weight)  # fmt: skip
+            regret = f", regret weight {args.regret_weight:g}" if args.regret_weight else ""
+            print(report(f"{costs} with the neighbour correction of {args.neighbours}{regret} ({folds})", cases, picks))
+        if args.worst:
+            print(worst_cases(cases, picks, args.worst))
     if args.out:
         refit = dict(model)
         refit["cost"] = model["cost"] if args.keep_costs else fit_costs(model["cost"], cases, args.min_cases, held, only)
         refit.pop("neighbours", None)
         if args.neighbours:
-            refit["neighbours"] = neighbour_section(refit["cost"], cases, args.neighbours)
+            refit["neighbours"] = rounded(neighbour_section(refit["cost"], cases, args.neighbours, args.regret_weight))
         if args.drop_tree:
             refit.pop("tree", None)
         with open(args.out, "w") as f:
-            json.dump(refit, f, indent=2, sort_keys=True)
-            f.write("\n")
+            f.write(model_text(refit))
     return 0
 
 

@@ -41,6 +41,11 @@ std::optional<std::string> model_problem(const nlohmann::json& model, const nloh
     if (auto problem = table_problem(model, shipped, "launch")) return problem;
   if (model.contains("neighbours"))
     if (auto problem = neighbours_problem(model["neighbours"])) return problem;
+  if (model.contains("measure_skip_margin")) {
+    const nlohmann::json& margin = model["measure_skip_margin"];
+    if (!margin.is_number() || !(margin.get<double>() >= 1))
+      return "\"measure_skip_margin\" " + margin.dump() + " is not a number >= 1";
+  }
   for (const char* tree : {"tree", "threshold_tree"}) {
     if (!model.contains(tree)) continue;
     try {

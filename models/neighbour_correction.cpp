@@ -13,7 +13,7 @@ namespace {
 
 bool finite_number(const nlohmann::json& v) { return v.is_number() && std::isfinite(v.get<double>()); }
 
-std::optional<std::string> point_problem(const nlohmann::json& point, std::size_t index, std::size_t dimensions) {
+std::optional<std::string> point_problem(const nlohmann::json& point, std::size_t index, std::size_t dimensions, bool with_regret) {
   const std::string where = "\"neighbours\" point " + std::to_string(index);
   if (!point.is_object() || !point.contains("at") || !point.contains("log_ratio"))
     return where + " is not an object with \"at\" and \"log_ratio\"";
@@ -25,6 +25,16 @@ std::optional<std::string> point_problem(const nlohmann::json& point, std::size_
   if (!point["log_ratio"].is_object()) return where + ": \"log_ratio\" is not an object";
   for (const auto& [variant, ratio] : point["log_ratio"].items())
     if (!finite_number(ratio)) return where + ": log_ratio of " + variant + " is " + ratio.dump() + ", not a finite number";
+  if (!with_regret) return std::nullopt;
+  if (!point.contains("log_regret") || !point["log_regret"].is_object())
+    return where + " has no \"log_regret\" object (the section has a \"regret_weight\")";
+  for (const auto& [variant, ratio] : point["log_ratio"].items()) {
+    (void)ratio;
+    const auto regret = point["log_regret"].find(variant);
+    if (regret == point["log_regret"].end()) return where + ": log_regret has no " + variant + ", which log_ratio has";
+    if (!finite_number(*regret) || regret->get<double>() < 0)
+      return where + ": log_regret of " + variant + " is " + regret->dump() + ", not a number >= 0";
+  }
   return std::nullopt;
 }
 
@@ -47,6 +57,11 @@ std::vector<double> position(const nlohmann::json& section, const std::vector<do
   return at;
 }
 
+// A timed point as one variant's neighbour: how far, and its log ratio and log regret.
+struct NearPoint {
+  double distance, log_ratio, log_regret;
+};
+
 double distance(const std::vector<double>& at, const nlohmann::json& point, const std::vector<double>& scale) {
   double sum = 0;
   for (std::size_t i = 0; i < at.size(); ++i) {
@@ -54,6 +69,22 @@ double distance(const std::vector<double>& at, const nlohmann::json& point, cons
     sum += d * d;
   }
   return std::sqrt(sum);
+}
+
+// The regrets say which variant was fastest for the problems the section's points were timed
+// on (their precision, A or Aᵀ): "regret_when" names those features, and a problem that
+// differs in one of them gets no regret term (f64's fastest variants are not f32's), only the
+// ratio correction, whose formulas price the bytes themselves.
+bool regret_applies(const nlohmann::json& section, const nlohmann::json& features) {
+  if (!section.contains("regret_weight")) return false;
+  for (const auto& [name, value] : section["regret_when"].items()) {
+    const auto it = features.find(name);
+    if (it == features.end() || !(it->is_number() || it->is_boolean())) return false;
+    const double have = it->is_boolean() ? double(it->get<bool>()) : it->get<double>();
+    const double want = value.is_boolean() ? double(value.get<bool>()) : value.get<double>();
+    if (have != want) return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -75,9 +106,18 @@ std::optional<std::string> neighbours_problem(const nlohmann::json& section) {
     return "\"neighbours\": \"count\" " + section["count"].dump() + " is not an integer >= 1";
   if (!finite_number(section["softening"]) || section["softening"].get<double>() <= 0)
     return "\"neighbours\": \"softening\" " + section["softening"].dump() + " is not a positive number";
+  const bool with_regret = section.contains("regret_weight");
+  if (with_regret && (!finite_number(section["regret_weight"]) || section["regret_weight"].get<double>() < 0))
+    return "\"neighbours\": \"regret_weight\" " + section["regret_weight"].dump() + " is not a number >= 0";
+  if (with_regret && (!section.contains("regret_when") || !section["regret_when"].is_object()))
+    return "\"neighbours\": a \"regret_weight\" needs a \"regret_when\" object (the features its timings share)";
+  if (with_regret)
+    for (const auto& [name, value] : section["regret_when"].items())
+      if (!(finite_number(value) || value.is_boolean()))
+        return "\"neighbours\": regret_when's " + name + " is " + value.dump() + ", not a number or a boolean";
   if (!section["points"].is_array()) return "\"neighbours\": \"points\" is not an array";
   for (std::size_t i = 0; i < section["points"].size(); ++i)
-    if (auto problem = point_problem(section["points"][i], i, names.size())) return problem;
+    if (auto problem = point_problem(section["points"][i], i, names.size(), with_regret)) return problem;
   return std::nullopt;
 }
 
@@ -87,24 +127,30 @@ std::map<std::string, double> neighbour_factors(const nlohmann::json& model, con
   const nlohmann::json& section = model["neighbours"];
   const std::vector<double> scale = numbers(section["scale"]);  // read once, not once a point
   const std::vector<double> at = position(section, scale, features);
-  // Each point's distance once, then its ratios to the variants it timed: (distance, log ratio).
-  std::map<std::string, std::vector<std::pair<double, double>>> timed;
+  const double regret_weight = regret_applies(section, features) ? section["regret_weight"].get<double>() : 0.0;
+  // Each point's distance once, then what it says of each variant it timed.
+  std::map<std::string, std::vector<NearPoint>> timed;
   for (const auto& point : section["points"]) {
     const double d = distance(at, point["at"], scale);
-    for (const auto& [variant, ratio] : point["log_ratio"].items()) timed[variant].emplace_back(d, ratio.get<double>());
+    for (const auto& [variant, ratio] : point["log_ratio"].items())
+      timed[variant].push_back({d, ratio.get<double>(), regret_weight > 0 ? point["log_regret"][variant].get<double>() : 0.0});
   }
   const auto most = std::size_t(section["count"].get<int64_t>());
   const double softening = section["softening"].get<double>();
   for (auto& [variant, near] : timed) {
     const std::size_t count = std::min(near.size(), most);
-    std::partial_sort(near.begin(), near.begin() + std::ptrdiff_t(count), near.end());
-    double weighted = 0, weights = 0;
+    std::partial_sort(near.begin(), near.begin() + std::ptrdiff_t(count), near.end(),
+                      [](const NearPoint& x, const NearPoint& y) {
+                        return x.distance < y.distance || (x.distance == y.distance && x.log_ratio < y.log_ratio);
+                      });
+    double ratio = 0, regret = 0, weights = 0;
     for (std::size_t i = 0; i < count; ++i) {
-      const double w = 1.0 / (near[i].first + softening);
-      weighted += w * near[i].second;
+      const double w = 1.0 / (near[i].distance + softening);
+      ratio += w * near[i].log_ratio;
+      regret += w * near[i].log_regret;
       weights += w;
     }
-    factors[variant] = std::exp(weighted / weights);
+    factors[variant] = std::exp((ratio + regret_weight * regret) / weights);
   }
   return factors;
 }

@@ -6,12 +6,26 @@
 // over predicted), and a candidate's price is multiplied by the distance-weighted mean ratio
 // of the nearest of them that timed its variant.
 //
+// A correct price does not make a correct pick where two candidates are close: the pick then
+// turns on a few percent of error. With "regret_weight" the section also keeps how far each
+// variant was from the fastest one at each point (the log of its time over the oracle's,
+// capped by the writer), and the factor gains exp(regret_weight x the same neighbours' mean
+// regret): a variant that lost clearly at every nearby pattern needs a clear price lead to be
+// chosen. The regrets hold for the problems the points were timed on: "regret_when" names the
+// features those share (value_bytes, transpose_a), and another problem gets no regret term.
+// Cross-validated on the H200's SpMM timings it took the worst fold's pick from 1.36x
+// to 1.29x of the oracle (bench/results/2026-12-01-h200-spmm-model-v12/).
+//
 //   "neighbours": {
 //     "features": ["rows", "cols", ...],  names in the Decision's features, compared as logs
 //     "scale": [s, ...],                  one per feature: the log differences are divided by it
 //     "count": 6,                         neighbours averaged (the nearest that timed the variant)
 //     "softening": 0.3,                   weight of a neighbour at distance d: 1 / (d + softening)
-//     "points": [{"at": [log values], "log_ratio": {"variant": number, ...}}, ...]
+//     "regret_weight": 0.5,               optional, >= 0; with it every point has "log_regret"
+//     "regret_when": {"value_bytes": 4},  with regret_weight: features (numbers or booleans)
+//                                         a problem must match for the regret term
+//     "points": [{"at": [log values], "log_ratio": {"variant": number, ...},
+//                 "log_regret": {"variant": number >= 0, ...}}, ...]   (one per log_ratio variant)
 //   }
 //
 // A feature is read as log(max(value, kFeatureFloor)), so an empty row or a density of 0 has

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <string>
 
 #include "models/model_check.hpp"
@@ -53,6 +54,57 @@ TEST(NeighbourCorrection, UsesOnlyPointsThatTimedTheVariant) {
   EXPECT_NEAR(models::neighbour_factor(model, "cusparse", {{"rows", 1.0}, {"k", 1.0}}), std::exp(-1.0), 1e-12);
   EXPECT_EQ(models::neighbour_factor(model, "rs", {{"rows", 1.0}, {"k", 1.0}}), 1.0);
   EXPECT_EQ(models::neighbour_factor({{"cost", nlohmann::json::object()}}, "csr_vector", {{"rows", 1.0}}), 1.0);
+}
+
+// With a regret weight the same two nearest points' regrets join the mean: at (0, 0) the
+// weights are 1 and 1/2, csr_vector's regrets log 1.5 and 0, so the factor gains
+// exp(0.5 x (log 1.5) / 1.5) = 1.5^(1/3), for the problems of the timings (4-byte values);
+// an 8-byte problem gets the ratio correction alone.
+TEST(NeighbourCorrection, ARegretWeightAddsTheNeighboursRegret) {
+  nlohmann::json s = section();
+  s["regret_weight"] = 0.5;
+  s["regret_when"] = {{"value_bytes", 4}};
+  s["points"][0]["log_regret"] = {{"csr_vector", std::log(1.5)}, {"dense", 0.2}};
+  s["points"][1]["log_regret"] = {{"csr_vector", 0.0}};
+  s["points"][2]["log_regret"] = {{"csr_vector", 0.7}, {"cusparse", 0.0}};
+  ASSERT_FALSE(models::neighbours_problem(s).has_value()) << *models::neighbours_problem(s);
+  const nlohmann::json at_origin = {{"rows", 1.0}, {"k", 1.0}, {"value_bytes", 4}};
+  EXPECT_NEAR(models::neighbour_factor(model_with(s), "csr_vector", at_origin), std::pow(4.0, 2.0 / 3.0) * std::cbrt(1.5), 1e-12);
+  EXPECT_NEAR(models::neighbour_factor(model_with(s), "dense", at_origin), std::exp(0.5 + 0.5 * 0.2), 1e-12);
+  const nlohmann::json f64_at_origin = {{"rows", 1.0}, {"k", 1.0}, {"value_bytes", 8}};
+  EXPECT_NEAR(models::neighbour_factor(model_with(s), "csr_vector", f64_at_origin), std::pow(4.0, 2.0 / 3.0), 1e-12);
+  EXPECT_NEAR(models::neighbour_factor(model_with(s), "csr_vector", {{"rows", 1.0}, {"k", 1.0}}), std::pow(4.0, 2.0 / 3.0), 1e-12);
+  // Weight 0: the regrets are read and change nothing.
+  s["regret_weight"] = 0.0;
+  EXPECT_NEAR(models::neighbour_factor(model_with(s), "csr_vector", at_origin), std::pow(4.0, 2.0 / 3.0), 1e-12);
+}
+
+TEST(NeighbourCorrection, MalformedRegretsAreRefusedByName) {
+  nlohmann::json s = section();
+  s["regret_weight"] = 0.5;
+  s["regret_when"] = {{"value_bytes", 4}, {"transpose_a", false}};
+  for (auto& point : s["points"]) {
+    point["log_regret"] = nlohmann::json::object();
+    for (const auto& [variant, ratio] : point["log_ratio"].items()) point["log_regret"][variant] = 0.1;
+  }
+  const auto problem = [&](const std::function<void(nlohmann::json&)>& spoil) {
+    nlohmann::json spoilt = s;
+    spoil(spoilt);
+    const auto p = models::neighbours_problem(spoilt);
+    return p ? *p : std::string("accepted");
+  };
+  EXPECT_EQ(problem([](nlohmann::json&) {}), "accepted");
+  EXPECT_NE(problem([](nlohmann::json& x) { x["regret_weight"] = -1.0; }).find("\"regret_weight\" -1"), std::string::npos);
+  EXPECT_NE(problem([](nlohmann::json& x) { x["regret_weight"] = "half"; }).find("regret_weight"), std::string::npos);
+  EXPECT_NE(problem([](nlohmann::json& x) { x.erase("regret_when"); }).find("needs a \"regret_when\""), std::string::npos);
+  EXPECT_NE(problem([](nlohmann::json& x) { x["regret_when"]["value_bytes"] = "f32"; }).find("regret_when's value_bytes is \"f32\""),
+            std::string::npos);
+  EXPECT_NE(problem([](nlohmann::json& x) { x["points"][1].erase("log_regret"); }).find("point 1 has no \"log_regret\""),
+            std::string::npos);
+  EXPECT_NE(problem([](nlohmann::json& x) { x["points"][2]["log_regret"].erase("cusparse"); }).find("log_regret has no cusparse"),
+            std::string::npos);
+  EXPECT_NE(problem([](nlohmann::json& x) { x["points"][0]["log_regret"]["dense"] = -0.5; }).find("log_regret of dense is -0.5"),
+            std::string::npos);
 }
 
 // A feature of 0 (an empty row, density 0) sits at the floor's log, not at minus infinity.
@@ -105,6 +157,8 @@ TEST(NeighbourCorrection, TheShippedSpmmModelHasAValidSection) {
   ASSERT_TRUE(model.contains("neighbours"));
   EXPECT_FALSE(models::neighbours_problem(model["neighbours"]).has_value());
   EXPECT_GT(model["neighbours"]["points"].size(), 100u);
+  EXPECT_GT(model["neighbours"].value("regret_weight", 0.0), 0.0);
+  EXPECT_EQ(model["neighbours"]["regret_when"], nlohmann::json({{"transpose_a", false}, {"value_bytes", 4}}));
 }
 
 // The planner multiplies a variant's formula by its factor, records the factor on the
@@ -145,6 +199,7 @@ TEST(NeighbourCorrection, ATunedModelLeavesTheBasesCorrectionOut) {
   ASSERT_TRUE(shipped.contains("neighbours"));
   const tuner::TrainedModel trained = tuner::train_spmm_model({}, shipped, "Fake GPU");
   EXPECT_FALSE(trained.model.contains("neighbours"));
+  EXPECT_FALSE(trained.model.contains("measure_skip_margin"));  // judged with the base's correction
   EXPECT_FALSE(models::model_problem(trained.model, shipped).has_value());
 }
 

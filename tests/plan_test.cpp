@@ -13,6 +13,7 @@
 
 #include "models/cost_model.hpp"
 #include "models/decision_tree.hpp"
+#include "models/model_check.hpp"
 #include "models/model_store.hpp"
 #include "plan/choose.hpp"
 #include "plan/measure_policy.hpp"
@@ -342,7 +343,7 @@ TEST(MeasurePolicy, MarginIsTheRunnerUpOverTheChoice) {
   Decision d = priced_decision();
   ASSERT_TRUE(plan::model_margin(d).has_value());
   EXPECT_DOUBLE_EQ(*plan::model_margin(d), 1.2);
-  EXPECT_FALSE(plan::margin_skips_measuring(d, Options{}.measure_skip_margin));
+  EXPECT_FALSE(plan::margin_skips_measuring(d, plan::kDefaultSkipMargin));
   Decision wide;
   wide.variant = "a";
   wide.candidates = {{"a", {}, 1.0, ""}, {"b", {}, 5.0, ""}, {"cusparse", {}, 4.5, ""}, {"e", {}, 0.1, "cannot run"}};
@@ -504,6 +505,35 @@ TEST(MeasurePolicy, RepeatsFollowTheProbeAndTheLimit) {
   plan::SelectionBudget fifty(priced_decision(0.1, 0.1), "cusparse", defaults, 1000, kPerNonzero);
   EXPECT_EQ(fifty.repeats(0.1, 0), 12);
   EXPECT_EQ(fifty.repeats(0.2, 0), 8);
+}
+
+// The threshold: the caller's Options::measure_skip_margin, else the model's, else the default;
+// the shipped SpMM model carries its own, which the planner copies into the Decision, and a
+// malformed one is refused by name (a damaged tuned model then falls back to the shipped one).
+TEST(MeasurePolicy, TheSkipMarginIsTheCallersElseTheModelsElseTheDefault) {
+  Decision d = priced_decision();
+  Options o;
+  EXPECT_EQ(plan::skip_threshold(d, o), plan::kDefaultSkipMargin);
+  d.model_skip_margin = 1.3;
+  EXPECT_EQ(plan::skip_threshold(d, o), 1.3);
+  o.measure_skip_margin = 2.0;
+  EXPECT_EQ(plan::skip_threshold(d, o), 2.0);
+
+  const nlohmann::json& shipped = models::shipped_model("spmm");
+  ASSERT_TRUE(shipped.contains("measure_skip_margin"));
+  const Decision planned = plan::plan_spmm(test::small_features(), plan::SpmmProblem{32, DType::F32, false}, {}, {}, {},
+                                           {std::make_shared<const nlohmann::json>(shipped), {}});
+  ASSERT_TRUE(planned.model_skip_margin.has_value());
+  EXPECT_EQ(*planned.model_skip_margin, shipped["measure_skip_margin"].get<double>());
+  EXPECT_FALSE(models::shipped_model("sddmm").contains("measure_skip_margin"));  // SDDMM keeps the default
+
+  for (const nlohmann::json& bad : {nlohmann::json(0.5), nlohmann::json("wide")}) {
+    nlohmann::json model = shipped;
+    model["measure_skip_margin"] = bad;
+    const auto problem = models::model_problem(model, shipped);
+    ASSERT_TRUE(problem.has_value()) << bad.dump();
+    EXPECT_NE(problem->find("\"measure_skip_margin\" " + bad.dump() + " is not a number >= 1"), std::string::npos) << *problem;
+  }
 }
 
 TEST(MeasurePolicy, BadOptionsAreNamed) {

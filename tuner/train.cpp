@@ -154,6 +154,8 @@ nlohmann::json tuned_header(const nlohmann::json& base, Op op, const std::string
   // The base's neighbour correction is how far the base's coefficients were off; the tuned
   // model's are calibrated here, so the correction would be applied to formulas it never saw.
   model.erase("neighbours");
+  // The margin at which the base's choices were trusted was judged with that correction too.
+  model.erase("measure_skip_margin");
   model["id"] = plan::tuned_model_id(op, device_name);
   model["version"] = "1";
   model["op"] = to_string(op);

@@ -454,3 +454,48 @@ def test_refit_costs_neighbour_correction_matches_the_runtime_and_repairs_a_regi
     assert len(written["scale"]) == 6 and all(s > 0 for s in written["scale"])
     assert len(written["points"]) == len(cases)
     assert written["points"][0]["log_ratio"]["long_rows"] == pytest.approx(np.log(2.4 / 0.8))
+
+
+def test_refit_costs_regret_term_matches_the_runtime_and_is_written_for_the_timed_problems(tmp_path):
+    refit, script = _refit_costs_module()
+    # The section of tests/neighbour_correction_test.cpp with its regrets: the same factors.
+    section = {"features": ["rows", "k"], "scale": [1.0, 1.0], "count": 2, "softening": 1.0,
+               "regret_weight": 0.5, "regret_when": {"value_bytes": 4},
+               "points": [{"at": [0.0, 0.0], "log_ratio": {"csr_vector": np.log(2.0), "dense": 0.5},
+                           "log_regret": {"csr_vector": np.log(1.5), "dense": 0.2}},
+                          {"at": [1.0, 0.0], "log_ratio": {"csr_vector": np.log(4.0)}, "log_regret": {"csr_vector": 0.0}},
+                          {"at": [5.0, 0.0], "log_ratio": {"csr_vector": 3.0, "cusparse": -1.0},
+                           "log_regret": {"csr_vector": 0.7, "cusparse": 0.0}}]}  # fmt: skip
+    f32 = {"rows": 1.0, "k": 1.0, "value_bytes": 4}
+    assert refit.neighbour_factor(section, "csr_vector", f32) == pytest.approx(4.0 ** (2.0 / 3.0) * 1.5 ** (1.0 / 3.0))
+    assert refit.neighbour_factor(section, "dense", f32) == pytest.approx(np.exp(0.5 + 0.5 * 0.2))
+    # Another precision gets the ratio correction alone.
+    assert refit.neighbour_factor(section, "csr_vector", {**f32, "value_bytes": 8}) == pytest.approx(4.0 ** (2.0 / 3.0))
+    # Written: each point's regret per variant it timed, the log of its time over the oracle's,
+    # capped at a 2x loss; "regret_when" the features every case shares.
+    cost = {"fast": {"launch": 1.0}, "slow": {"launch": 1.0}}
+    cases = [{"matrix": f"m{i}", "k": 32, "terms": {v: {"launch": 1.0} for v in cost}, "times": {"fast": 1.0, "slow": slow},
+              "oracle": 1.0, "features": {"rows": 100 + i, "cols": 100, "row_mean": 4.0, "row_max": 8.0, "k": 32,
+                                          "density": 0.04, "value_bytes": 4, "transpose_a": i > 0}}
+             for i, slow in enumerate([1.5, 5.0])]  # fmt: skip
+    written = refit.neighbour_section(cost, cases, 3, 0.5)
+    assert written["regret_weight"] == 0.5 and written["regret_when"] == {"value_bytes": 4}
+    assert written["points"][0]["log_regret"] == pytest.approx({"fast": 0.0, "slow": np.log(1.5)})
+    assert written["points"][1]["log_regret"]["slow"] == pytest.approx(np.log(2.0))
+    assert "regret_weight" not in refit.neighbour_section(cost, cases, 3)
+    assert "log_regret" not in refit.neighbour_section(cost, cases, 3)["points"][0]
+    # The model text keeps every value and puts each point on one line.
+    model = {"op": "spmm", "cost": cost, "neighbours": refit.rounded(written)}
+    text = refit.model_text(model)
+    assert json.loads(text) == model
+    assert sum(line.strip().startswith('{"at"') for line in text.splitlines()) == len(cases)
+    # Bad weights are refused by name before anything is read.
+    results, model_file = tmp_path / "none.jsonl", tmp_path / "model.json"
+    results.write_text("")
+    model_file.write_text(json.dumps({"op": "spmm", "cost": cost}))
+    for args, message in [(["--regret-weight", "-1", "--neighbours", "9"], "--regret-weight -1.0 must be a number at least 0"),
+                          (["--regret-weight", "nan", "--neighbours", "9"], "--regret-weight nan must be a number at least 0"),
+                          (["--regret-weight", "0.5"], "--regret-weight needs --neighbours")]:  # fmt: skip
+        bad = subprocess.run([sys.executable, str(script), str(results), "--model", str(model_file), *args],
+                             capture_output=True, text=True)  # fmt: skip
+        assert bad.returncode == 1 and message in bad.stderr, bad.stderr

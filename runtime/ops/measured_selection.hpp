@@ -194,7 +194,7 @@ std::vector<plan::RecordedTiming> recorded_of(const std::vector<TimedPlan<Plan>>
 // remembers the times for the pattern and `problem_key` in the runtime and stores them in the
 // cache database (ops/selection_records.hpp), and returns the fastest plan (its decision: the
 // planned one with the times marked, source measured, measure_ms the host time this took), or
-// nullptr when the model's margin makes timing pointless (Options::measure_skip_margin), the
+// nullptr when the model's margin makes timing pointless (plan::skip_threshold), the
 // budget cannot cover the two settings always timed, there was nothing to choose between, or
 // nothing ran.
 template <class Plan>
@@ -205,7 +205,7 @@ std::shared_ptr<Plan> measure_selection(detail::RuntimeState& rt, const std::sha
   const std::function<double()> elapsed_ms = [&] {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   };
-  if (plan::margin_skips_measuring(*planned->decision, options.measure_skip_margin)) return nullptr;
+  if (plan::margin_skips_measuring(*planned->decision, plan::skip_threshold(*planned->decision, options))) return nullptr;
   // The op's vendor variant is always on the shortlist, and the selection's floor.
   const std::string vendor = variants::vendor_variant(planned->decision->op);
   plan::SelectionBudget budget(*planned->decision, vendor, options, features.basic.nnz, hooks.prepare_ms_per_nonzero);

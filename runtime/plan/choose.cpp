@@ -87,6 +87,7 @@ void choose(Decision& decision, const std::vector<VariantSpec>& variants, const 
             const CostTerms& cost_terms, const std::optional<ForcedChoice>& forced, const ParamsCheck& check_forced) {
   decision.model_id = model.value("id", "");
   decision.model_version = model.value("version", "");
+  if (model.contains("measure_skip_margin")) decision.model_skip_margin = model["measure_skip_margin"].get<double>();
   const nlohmann::json& costs = model.at("cost");
   const std::map<std::string, double> corrections = models::neighbour_factors(model, decision.features);
   double best = std::numeric_limits<double>::infinity();

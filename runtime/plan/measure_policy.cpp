@@ -41,6 +41,10 @@ std::optional<double> model_margin(const Decision& decision) {
   return runner_up / *chosen_ms;
 }
 
+double skip_threshold(const Decision& decision, const Options& options) {
+  return options.measure_skip_margin.value_or(decision.model_skip_margin.value_or(kDefaultSkipMargin));
+}
+
 bool margin_skips_measuring(const Decision& decision, double threshold) {
   const std::optional<double> margin = model_margin(decision);
   return margin && *margin >= threshold;
@@ -117,7 +121,8 @@ void check_measure_options(const Options& options) {
     text << "Options::" << field << " = " << value << " must be " << expected;
     throw InvalidInputError(text.str());
   };
-  if (!(options.measure_skip_margin >= 1)) refuse("measure_skip_margin", options.measure_skip_margin, ">= 1 (infinity: always time)");
+  if (options.measure_skip_margin && !(*options.measure_skip_margin >= 1))
+    refuse("measure_skip_margin", *options.measure_skip_margin, ">= 1 (infinity: always time)");
   if (!(options.measure_budget_ms > 0)) refuse("measure_budget_ms", options.measure_budget_ms, "> 0 ms");
   if (!(options.measure_budget_calls > 0))
     refuse("measure_budget_calls", options.measure_budget_calls, "> 0 calls (infinity: measure_budget_ms alone)");

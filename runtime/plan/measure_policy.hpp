@@ -19,8 +19,15 @@ namespace sparsejit::plan {
 // nullopt when the choice or no other candidate is priced with a finite cost.
 std::optional<double> model_margin(const Decision& decision);
 
+// The margin from which the model's choice stands untimed: Options::measure_skip_margin when
+// set, else the model's own (Decision::model_skip_margin: SpMM v12's 1.3, where its choices
+// under cross-validation by matrix over the H200's 329 patterns, fold seeds 1-5, were within
+// 10% of the fastest in 99.5% of 2431 cases, worst 1.19x; bench/results/2026-12-01-h200-spmm-model-v12/),
+// else kDefaultSkipMargin.
+double skip_threshold(const Decision& decision, const Options& options);
+
 // Whether timing the shortlist is skipped because the margin is at least `threshold`
-// (Options::measure_skip_margin). Its default, 1.5: no choice made at that margin was off on
+// (skip_threshold). kDefaultSkipMargin, 1.5: no choice made at that margin was off on
 // the H200 (2026-11-28, bench/results/2026-11-28-h200-spmm-model-v10/). SpMM v10's choices
 // under 5-fold cross-validation by matrix over 329 patterns (the correction made without the
 // judged matrix): the margin was >= 1.5 in 225-227 of 987 (pattern, K) cases and every one of
@@ -29,6 +36,7 @@ std::optional<double> model_margin(const Decision& decision);
 // (kShortlistSpread, where the shortlist would time the vendor alone) until the models
 // carried those numbers.
 bool margin_skips_measuring(const Decision& decision, double threshold);
+inline constexpr double kDefaultSkipMargin = 1.5;
 
 // What one measured selection may spend and has spent, in host ms (pure arithmetic: the
 // executor, ops/measured_selection.hpp, reports each setting and asks before each step). The
@@ -114,7 +122,7 @@ inline constexpr double kSpmmPrepareMsPerNonzero = 1e-6;
 inline constexpr double kSddmmPrepareMsPerNonzero = 4e-6;
 double setting_prepare_ms(int64_t nnz, double prepare_ms_per_nonzero);
 
-// InvalidInputError naming the value when Options::measure_skip_margin is below 1 or NaN, or
+// InvalidInputError naming the value when Options::measure_skip_margin is set below 1 or NaN, or
 // Options::measure_budget_ms or measure_budget_calls is not positive.
 void check_measure_options(const Options& options);
 

@@ -51,8 +51,8 @@ struct BenchArgs {
   bool check = false;
   bool no_reuse = false;
   bool quiet = false;
-  double measure_skip_margin = Options{}.measure_skip_margin, measure_budget_ms = Options{}.measure_budget_ms,
-         measure_budget_calls = Options{}.measure_budget_calls;
+  std::optional<double> measure_skip_margin;  // unset: the model's
+  double measure_budget_ms = Options{}.measure_budget_ms, measure_budget_calls = Options{}.measure_budget_calls;
   std::string json_out;
   uint64_t seed = 1;
   double time_limit_s = std::numeric_limits<double>::infinity();

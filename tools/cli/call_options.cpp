@@ -16,11 +16,10 @@ Options call_options(Op op, const std::string& variant, bool transpose) {
   return options;
 }
 
-void add_measure_options(CLI::App* cmd, double& skip_margin, double& budget_ms, double& budget_calls) {
+void add_measure_options(CLI::App* cmd, std::optional<double>& skip_margin, double& budget_ms, double& budget_calls) {
   cmd->add_option("--measure-skip-margin", skip_margin,
                   "auto does not time its shortlist when every other candidate is predicted this many times slower than "
-                  "the model's choice (inf: always time)")
-      ->capture_default_str();
+                  "the model's choice (inf: always time; default: the model's own, else 1.5)");
   cmd->add_option("--measure-budget-ms", budget_ms, "Host time one measured selection may spend, in ms")->capture_default_str();
   cmd->add_option("--measure-budget-calls", budget_calls,
                   "The same budget in calls of the model's choice (its predicted time); below two settings' cost nothing "

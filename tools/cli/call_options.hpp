@@ -1,6 +1,7 @@
 // The call options that explain and run take alike from the command line.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -18,7 +19,7 @@ Options call_options(Op op, const std::string& variant, bool transpose);
 // --measure-skip-margin, --measure-budget-ms and --measure-budget-calls (Options::
 // measure_skip_margin, measure_budget_ms and measure_budget_calls, the measured selection's
 // limits), bound to the three values.
-void add_measure_options(CLI::App* cmd, double& skip_margin, double& budget_ms, double& budget_calls);
+void add_measure_options(CLI::App* cmd, std::optional<double>& skip_margin, double& budget_ms, double& budget_calls);
 
 // --memory-limit BYTES (Options::memory_limit_bytes, SpGEMM), bound to `bytes`; the returned
 // option's count() says whether it was given.

@@ -30,8 +30,8 @@ struct RunArgs {
   int32_t k = 128;
   int repeat = 20;
   bool check = false, transpose = false, replay_launches = false;
-  double measure_skip_margin = Options{}.measure_skip_margin, measure_budget_ms = Options{}.measure_budget_ms,
-         measure_budget_calls = Options{}.measure_budget_calls;
+  std::optional<double> measure_skip_margin;  // unset: the model's
+  double measure_budget_ms = Options{}.measure_budget_ms, measure_budget_calls = Options{}.measure_budget_calls;
   int64_t memory_limit = 0;  // --memory-limit, when given
   Options call;  // from variant, transpose, the measuring options and the memory limit (call_options)
 };

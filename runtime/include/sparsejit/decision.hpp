@@ -2,6 +2,7 @@
 // `sparsejit explain` prints it and the library returns it from every operation.
 #pragma once
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -81,6 +82,8 @@ struct Decision {
   DecisionSource source = DecisionSource::Default;
   std::string model_id;       // e.g. "spmm-cost" or "" when forced
   std::string model_version;
+  // The model's "measure_skip_margin" (Options::measure_skip_margin), when it has one.
+  std::optional<double> model_skip_margin;
   nlohmann::json features = nlohmann::json::object();  // the features the planner read
   std::vector<DecisionStep> path;
   std::vector<Candidate> candidates;

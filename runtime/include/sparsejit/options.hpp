@@ -52,9 +52,10 @@ struct Options {
   bool measure = true;
   // Measured selection is skipped when every other candidate the model priced is predicted at
   // least this many times slower than its choice: the model's margin is too wide for timing
-  // to change the choice (plan/measure_policy.hpp, which says what the default rests on).
-  // >= 1; infinity: always time.
-  double measure_skip_margin = 1.5;
+  // to change the choice. Unset: the model's own (its "measure_skip_margin", the margin from
+  // which its cross-validated choices held), else 1.5 (plan/measure_policy.hpp says what each
+  // rests on). >= 1; infinity: always time.
+  std::optional<double> measure_skip_margin;
   // The host time one measured selection may spend, in ms: once spent, no further setting is
   // started (the model's choice and cuSPARSE are always timed), and long calls are timed with
   // fewer repeats. > 0.
