@@ -28,8 +28,8 @@ std::optional<std::string> point_problem(const nlohmann::json& point, std::size_
   if (!with_regret) return std::nullopt;
   if (!point.contains("log_regret") || !point["log_regret"].is_object())
     return where + " has no \"log_regret\" object (the section has a \"regret_weight\")";
-  for (const auto& [variant, ratio] : point["log_ratio"].items()) {
-    (void)ratio;
+  for (const auto& timed : point["log_ratio"].items()) {
+    const std::string& variant = timed.key();
     const auto regret = point["log_regret"].find(variant);
     if (regret == point["log_regret"].end()) return where + ": log_regret has no " + variant + ", which log_ratio has";
     if (!finite_number(*regret) || regret->get<double>() < 0)

@@ -13,8 +13,9 @@
 // regret): a variant that lost clearly at every nearby pattern needs a clear price lead to be
 // chosen. The regrets hold for the problems the points were timed on: "regret_when" names the
 // features those share (value_bytes, transpose_a), and another problem gets no regret term.
-// Cross-validated on the H200's SpMM timings it took the worst fold's pick from 1.36x
-// to 1.29x of the oracle (bench/results/2026-12-01-h200-spmm-model-v12/).
+// Under cross-validation on the H200's SpMM timings (5 folds, seeds 1-10) it left 1 of 30
+// (seed, K) cells with a pick over 1.3x of the fastest, against 10 without it
+// (bench/results/2026-12-01-h200-spmm-model-v12/).
 //
 //   "neighbours": {
 //     "features": ["rows", "cols", ...],  names in the Decision's features, compared as logs
