@@ -77,12 +77,11 @@ double distance(const std::vector<double>& at, const nlohmann::json& point, cons
 // ratio correction, whose formulas price the bytes themselves.
 bool regret_applies(const nlohmann::json& section, const nlohmann::json& features) {
   if (!section.contains("regret_weight")) return false;
+  // A boolean feature (transpose_a) compares as 0 or 1, as the writer's Python compares it.
+  const auto number = [](const nlohmann::json& v) { return v.is_boolean() ? double(v.get<bool>()) : v.get<double>(); };
   for (const auto& [name, value] : section["regret_when"].items()) {
     const auto it = features.find(name);
-    if (it == features.end() || !(it->is_number() || it->is_boolean())) return false;
-    const double have = it->is_boolean() ? double(it->get<bool>()) : it->get<double>();
-    const double want = value.is_boolean() ? double(value.get<bool>()) : value.get<double>();
-    if (have != want) return false;
+    if (it == features.end() || !(it->is_number() || it->is_boolean()) || number(*it) != number(value)) return false;
   }
   return true;
 }
