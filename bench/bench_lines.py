@@ -21,3 +21,20 @@ def read_records(path, required, program, what):
                 sys.exit(f"{program}: {path}:{number}: not {what} (needs {', '.join(required[:-1])} and {required[-1]})")
             records.append(record)
     return records
+
+
+# Ops whose vendor call in the bench computes the whole op. SDDMM's does not: cuSPARSE's sampled
+# dots skip the scaling by S's values, which the runtime's forced `cusparse` variant adds.
+VENDOR_COMPUTES_THE_OP = {"spmm": True, "sddmm": False}
+
+
+def oracle_ms(record):
+    """The fastest choice auto could make for a `bench --variants all` record: its fastest forced
+    variant, or the vendor's best algorithm where that call computes the op (the C++ bench's own
+    "oracle" since 2026-12-02; earlier SDDMM records also held cuSPARSE's bare call). None when
+    nothing was timed."""
+    times = [t for t in (record.get("variants") or {}).values() if isinstance(t, (int, float))]
+    vendor_best = (record.get("vendor") or {}).get("best")
+    if VENDOR_COMPUTES_THE_OP.get(record.get("op"), True) and isinstance(vendor_best, (int, float)):
+        times.append(vendor_best)
+    return min(times) if times else None

@@ -15,7 +15,8 @@ on the H100). --hold keeps more terms: a bench times each variant at one setting
 the terms that only choose a setting (csr_merge's critical_loads against its atomic_bytes,
 which pick nnz_per_group) cannot be fitted from it. The pick is then the cheapest
 candidate, and the report gives, per K, the share of cases within 10% of the oracle (the fastest
-variant or vendor algorithm the bench ran) and the worst ratio:
+variant the bench forced, or vendor algorithm where its call computes the op: bench_lines.oracle_ms)
+and the worst ratio:
 
   model     the planner's own choice in the model as given (explain's variant)
   refit     the cheapest under coefficients fitted on the other folds' matrices (k-fold
@@ -24,8 +25,9 @@ variant or vendor algorithm the bench ran) and the worst ratio:
 With --neighbours N the picks are also judged with a neighbour correction (the model's
 "neighbours" section, models/neighbour_correction.hpp): each candidate's price times the
 distance-weighted mean ratio of measured over predicted time of the N nearest training cases
-that timed its variant (in logs of rows, cols, row_mean, row_max, K and density, each divided
-by its spread over the training cases), the section made from the training folds only.
+that timed its variant (in logs of rows, cols, row_mean, row_max, K and density, and for SDDMM
+tile_fill, each divided by its spread over the training cases), the section made from the
+training folds only.
 --regret-weight W also multiplies it by exp(W x the same neighbours' mean regret of the variant,
 the log of its time over the oracle's capped at log 2): a variant that lost clearly near the
 case needs a clear price lead to be picked. --fold-seeds S-T judges the folds of each seed S..T
@@ -63,6 +65,16 @@ WEIGHT_SPAN = 2.0
 # The neighbour correction's features, the floor under a feature before its log and the
 # softening of the distance weights (models/neighbour_correction.hpp reads the same).
 NEIGHBOUR_FEATURES = ["rows", "cols", "row_mean", "row_max", "k", "density"]
+# An op's own features beside those. SDDMM's tile_fill (the share of a dense tile's dot products
+# S keeps) tells a band from a uniform pattern of the same rows and density: without it, held-
+# out 200000-row band's neighbours were uniform graphs and dense_wgmma was picked at 1.36x the
+# fastest (bench/results/2026-12-02-h200-sddmm-model-v11/).
+OP_NEIGHBOUR_FEATURES = {"sddmm": ["tile_fill"]}
+
+
+def neighbour_features(op):
+    """The features an `op` model's neighbour section places its points by."""
+    return NEIGHBOUR_FEATURES + OP_NEIGHBOUR_FEATURES.get(op, [])
 FEATURE_FLOOR = 1e-6
 SOFTENING = 0.3
 # A point's regret of a variant (the log of its time over the oracle's) is capped at a 2x loss:
@@ -164,10 +176,11 @@ def log_position(features, names=NEIGHBOUR_FEATURES):
     return [float(np.log(max(float(features[name]), FEATURE_FLOOR))) for name in names]
 
 
-def neighbour_section(cost, cases, count, regret_weight=0.0):
-    """The model's "neighbours" section from `cases`: where each lies and, per variant it timed
-    and `cost` prices, the log of measured over predicted time; with a `regret_weight`, also
-    the log of the variant's time over the case's oracle (capped at REGRET_CAP)."""
+def neighbour_section(cost, cases, count, regret_weight=0.0, features=NEIGHBOUR_FEATURES):
+    """The model's "neighbours" section from `cases`: where each lies (in logs of `features`)
+    and, per variant it timed and `cost` prices, the log of measured over predicted time; with a
+    `regret_weight`, also the log of the variant's time over the case's oracle (capped at
+    REGRET_CAP)."""
     points = []
     for c in cases:
         ratios, regrets = {}, {}
@@ -177,12 +190,12 @@ def neighbour_section(cost, cases, count, regret_weight=0.0):
                 ratios[variant] = float(np.log(c["times"][variant] / price))
                 regrets[variant] = float(min(REGRET_CAP, max(0.0, np.log(c["times"][variant] / c["oracle"]))))
         if ratios:
-            point = {"at": log_position(c["features"]), "log_ratio": ratios}
+            point = {"at": log_position(c["features"], features), "log_ratio": ratios}
             if regret_weight:
                 point["log_regret"] = regrets
             points.append(point)
-    spread = np.std([p["at"] for p in points], axis=0) if points else np.ones(len(NEIGHBOUR_FEATURES))
-    section = {"features": NEIGHBOUR_FEATURES, "scale": [float(s) if s > 0 else 1.0 for s in spread], "count": count,
+    spread = np.std([p["at"] for p in points], axis=0) if points else np.ones(len(features))
+    section = {"features": list(features), "scale": [float(s) if s > 0 else 1.0 for s in spread], "count": count,
                "softening": SOFTENING, "points": points}  # fmt: skip
     if regret_weight:
         section["regret_weight"] = float(regret_weight)
@@ -239,10 +252,10 @@ def cheapest(cost, case, section=None):
 
 
 def cross_validated_picks(cost, cases, folds, min_cases, held=HELD, seed=1, neighbours=0, refit=True, only=None,
-                          regret_weight=0.0):  # fmt: skip
+                          regret_weight=0.0, features=NEIGHBOUR_FEATURES):  # fmt: skip
     """Each case's pick under coefficients fitted without its matrix (the model's with refit
     False; with `only`, those variants' alone) and, with `neighbours`, a neighbour correction
-    (with `regret_weight`, its regret term) made without it."""
+    over `features` (with `regret_weight`, its regret term) made without it."""
     matrices = sorted({c["matrix"] for c in cases})
     random.Random(seed).shuffle(matrices)
     picks = {}
@@ -250,7 +263,7 @@ def cross_validated_picks(cost, cases, folds, min_cases, held=HELD, seed=1, neig
         held_out = set(matrices[fold::folds])
         training = [c for c in cases if c["matrix"] not in held_out]
         fitted = fit_costs(cost, training, min_cases, held, only) if refit else cost
-        section = neighbour_section(fitted, training, neighbours, regret_weight) if neighbours else None
+        section = neighbour_section(fitted, training, neighbours, regret_weight, features) if neighbours else None
         for i, c in enumerate(cases):
             if c["matrix"] in held_out:
                 picks[i] = cheapest(fitted, c, section)
@@ -308,7 +321,7 @@ def case_of(record, decision, vendor, vendor_time="best"):
     terms = {c["variant"]: c["terms"] for c in decision["candidates"]
              if not c.get("rejected_because") and c["variant"] in times and c.get("terms")}  # fmt: skip
     return {"matrix": record["matrix"], "k": record["k"], "terms": terms, "times": {v: times[v] for v in terms},
-            "oracle": record["oracle"]["ms"], "model_pick": decision["variant"], "features": decision.get("features", {})}  # fmt: skip
+            "oracle": bench_lines.oracle_ms(record), "model_pick": decision["variant"], "features": decision.get("features", {})}  # fmt: skip
 
 
 def model_text(model):
@@ -422,6 +435,7 @@ def main(argv=None):
     model["cost"] = without_unused_terms(model["cost"], cases, [variant for variant, _ in new])
     print(report("model as given (the planner's choice)", cases, [c["model_pick"] for c in cases]))
     held = set(args.hold) | (set() if args.fit_launch else {HELD})
+    located_by = neighbour_features(model["op"])
     costs = "the model's costs" if args.keep_costs else "refit" if only is None else f"refit of {', '.join(sorted(only))}"
     for seed in args.fold_seeds:
         folds = f"{args.folds}-fold cross-validation by matrix" + (f", fold seed {seed}" if args.fold_seeds != [1] else "")
@@ -430,7 +444,7 @@ def main(argv=None):
         print(report(f"{costs}, the cheapest candidate ({folds})", cases, picks))
         if args.neighbours:
             picks = cross_validated_picks(model["cost"], cases, args.folds, args.min_cases, held, seed, args.neighbours,
-                                          not args.keep_costs, only, args.regret_weight)  # fmt: skip
+                                          not args.keep_costs, only, args.regret_weight, located_by)  # fmt: skip
             regret = f", regret weight {args.regret_weight:g}" if args.regret_weight else ""
             print(report(f"{costs} with the neighbour correction of {args.neighbours}{regret} ({folds})", cases, picks))
         if args.worst:
@@ -440,7 +454,8 @@ def main(argv=None):
         refit["cost"] = model["cost"] if args.keep_costs else fit_costs(model["cost"], cases, args.min_cases, held, only)
         refit.pop("neighbours", None)
         if args.neighbours:
-            refit["neighbours"] = rounded(neighbour_section(refit["cost"], cases, args.neighbours, args.regret_weight))
+            refit["neighbours"] = rounded(neighbour_section(refit["cost"], cases, args.neighbours, args.regret_weight,
+                                                            located_by))  # fmt: skip
         if args.drop_tree:
             refit.pop("tree", None)
         with open(args.out, "w") as f:

@@ -189,8 +189,10 @@ def test_spamm_argument_errors():
 
 def test_model_alone_report_counts_and_names_malformed_lines(tmp_path):
     script = Path(__file__).resolve().parents[2] / "bench" / "model_alone.py"
-    good = {"k": 128, "fingerprint": "0xab", "auto": {"ms": 1.0, "measure_ms": 4.0, "measure_calls": 4.0},
-            "model": {"ms": 1.2}, "oracle": {"ms": 1.0}}  # fmt: skip
+    # SDDMM's oracle is its fastest forced variant: cuSPARSE's bare call (0.5 ms) skips the
+    # scaling by S's values, so it is no choice auto has.
+    good = {"op": "sddmm", "k": 128, "fingerprint": "0xab", "auto": {"ms": 1.0, "measure_ms": 4.0, "measure_calls": 4.0},
+            "model": {"ms": 1.2}, "variants": {"coo_flat": 1.0, "dense_tile": "unsupported"}, "vendor": {"best": 0.5}}  # fmt: skip
     results = tmp_path / "r.jsonl"
     results.write_text(json.dumps(good) + "\n" + json.dumps({**good, "model": {"ms": 1.05}}) + "\n")
     held = tmp_path / "held.txt"
@@ -200,6 +202,11 @@ def test_model_alone_report_counts_and_names_malformed_lines(tmp_path):
     assert "model alone: 1/2 = 50% within 10% of the oracle, worst 1.20x" in out.stdout
     assert "held-out patterns: 1/2 = 50%" in out.stdout
     assert "calls of auto median 4, most 4" in out.stdout
+    # SpMM's vendor call computes the op, so its 0.8 ms is the oracle: 1.2 / 0.8 = 1.5x.
+    spmm = {**good, "op": "spmm", "vendor": {"best": 0.8}}
+    results.write_text(json.dumps(spmm) + "\n")
+    out = subprocess.run([sys.executable, str(script), str(results)], capture_output=True, text=True)
+    assert "model alone: 0/1 = 0% within 10% of the oracle, worst 1.50x" in out.stdout, out.stdout + out.stderr
     results.write_text(json.dumps(good) + "\n{not json\n")
     bad = subprocess.run([sys.executable, str(script), str(results)], capture_output=True, text=True)
     assert bad.returncode == 1 and f"{results}:2: not JSON" in bad.stderr
@@ -452,6 +459,14 @@ def test_refit_costs_neighbour_correction_matches_the_runtime_and_repairs_a_regi
     written = refit.neighbour_section(cost, cases, 6)
     assert written["features"] == refit.NEIGHBOUR_FEATURES and written["count"] == 6
     assert len(written["scale"]) == 6 and all(s > 0 for s in written["scale"])
+    # An SDDMM section also places its points by tile_fill: two cases alike in every other
+    # feature lie apart.
+    assert refit.neighbour_features("spmm") == refit.NEIGHBOUR_FEATURES
+    assert refit.neighbour_features("sddmm") == refit.NEIGHBOUR_FEATURES + ["tile_fill"]
+    banded = [dict(c, features=dict(c["features"], tile_fill=fill)) for c, fill in zip(cases[:2], [0.1, 0.001])]
+    by_fill = refit.neighbour_section(cost, banded, 6, features=refit.neighbour_features("sddmm"))
+    assert by_fill["features"][-1] == "tile_fill" and len(by_fill["points"][0]["at"]) == 7
+    assert by_fill["points"][0]["at"][-1] - by_fill["points"][1]["at"][-1] == pytest.approx(np.log(100.0))
     assert len(written["points"]) == len(cases)
     assert written["points"][0]["log_ratio"]["long_rows"] == pytest.approx(np.log(2.4 / 0.8))
 
