@@ -282,7 +282,7 @@ TEST(SddmmPlan, TheShippedModelTakesTheCheapestCandidate) {
 // tiles take about 560 MiB at dense_tile's 32 x 64 and 1.1 GiB at dense_mma's 64 x 64.
 TEST(SddmmPlan, DenseFormatsPastAGibibyteAreRefusedPerTileShape) {
   plan::SddmmProblem problem{128, DType::F32, 128, 128};
-  problem.dense_tile_count = [](int32_t, int32_t) { return int64_t(1500000); };
+  problem.tile_count = [](int32_t, int32_t) { return int64_t(1500000); };
   const Decision d = plan::plan_sddmm(with_density(1e-4), problem, {}, {});
   std::map<std::string, std::string> reasons;
   for (const auto& c : d.candidates) reasons[c.variant] = c.rejected_because;
@@ -474,7 +474,7 @@ TEST(SddmmPlan, TileFillCountsTilesExactlyWhenThePatternIsAtHand) {
   EXPECT_NE(plan::plan_sddmm(f, kSddmm32, {}, {}).variant, "dense_tile");
   // The exact count (what the executor and explain pass) sees the 40 full tiles.
   plan::SddmmProblem counted = kSddmm32;
-  counted.dense_tile_count = [&](int32_t ti, int32_t tj) { return formats::count_dense_tiles(blocks.pattern(), ti, tj); };
+  counted.tile_count = [&](int32_t ti, int32_t tj) { return formats::count_tiles(blocks.pattern(), ti, tj); };
   EXPECT_DOUBLE_EQ(plan::sddmm_tile_fill(f, counted, 64, 64), 1.0);
   // The dense kernels are priced at the 40 tiles they compute, below the estimate's price.
   const Decision estimated = plan::plan_sddmm(f, kSddmm32, {}, {});
@@ -484,7 +484,7 @@ TEST(SddmmPlan, TileFillCountsTilesExactlyWhenThePatternIsAtHand) {
   // A uniform pattern: the estimate is close to the count.
   const Csr<double> uniform = generate::uniform(2048, 2048, 300, 4);
   plan::SddmmProblem uniform_counted = kSddmm32;
-  uniform_counted.dense_tile_count = [&](int32_t ti, int32_t tj) { return formats::count_dense_tiles(uniform.pattern(), ti, tj); };
+  uniform_counted.tile_count = [&](int32_t ti, int32_t tj) { return formats::count_tiles(uniform.pattern(), ti, tj); };
   EXPECT_NEAR(plan::sddmm_tile_fill(features_of(uniform), kSddmm32, 64, 64),
               plan::sddmm_tile_fill(features_of(uniform), uniform_counted, 64, 64), 0.005);
 }
@@ -548,7 +548,21 @@ TEST(SddmmPlan, PanelGatherPanelsFitL1AndIsProposedOnlyForManyLongChunks) {
   const Features layer = features_of(generate::uniform(512, 4608, 461, 2));
   EXPECT_NE(declined(layer, 128).find("72 tiles"), std::string::npos);
   const Features one_percent = features_of(generate::uniform(4096, 4096, 41, 3));
-  EXPECT_NE(declined(one_percent, 128).find("about 5.1 nonzeros per row in a panel of 512 columns"), std::string::npos);
+  const std::string one_percent_why = declined(one_percent, 128);
+  EXPECT_NE(one_percent_why.find("about 5.2 nonzeros per row in a panel of 512 columns"), std::string::npos) << one_percent_why;
+  // A band's rows lie in one or two panels: by the exact count of its tiles (what a call and
+  // explain pass) it has 24 nonzeros a row in a panel and panel_gather is proposed, priced by
+  // the tiles it has; estimated from the features alone (8 x 8 tiles spread uniformly) it seems
+  // 1.6 a row and is declined.
+  const Csr<double> band = generate::from_spec("band:20000:24:64", 6);
+  plan::SddmmProblem counted{64, DType::F32, 64, 64};
+  counted.tile_count = [&](int32_t ti, int32_t tj) { return formats::count_tiles(band.pattern(), ti, tj); };
+  const Features band_features = features_of(band);
+  const Candidate by_count = candidate(plan::plan_sddmm(band_features, counted, {}, {}), "panel_gather");
+  EXPECT_TRUE(by_count.rejected_because.empty()) << by_count.rejected_because;
+  EXPECT_EQ(by_count.terms.at("tiles").get<double>(), double(formats::count_tiles(band.pattern(), 64, 1024)));
+  const std::string spread_why = declined(band_features, 64);
+  EXPECT_NE(spread_why.find("about 1.6 nonzeros per row in a panel of 1024 columns"), std::string::npos) << spread_why;
   o.params = {{"panel_cols", 0}};
   EXPECT_THROW(plan::plan_sddmm(dense10, {128, DType::F32, 128, 128}, {}, o), InvalidInputError);
   o.params = {{"band_rows", -2}};

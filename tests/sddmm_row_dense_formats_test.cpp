@@ -160,6 +160,26 @@ TEST(SddmmDenseTiles, BadEdgesAndUnsortedRowsAreRefused) {
   EXPECT_THROW(formats::build_dense_tiles(sorted.pattern(), 4, 257), InvalidInputError);
 }
 
+// Any tile shape is counted (panel_gather's 64-row bands x 1024-column panels), against a count
+// of the distinct (row / Ti, column / Tj) pairs; an edge under 1 is refused by name.
+TEST(SddmmDenseTiles, CountTilesTakesAnyShape) {
+  const Csr<double> s = generate::from_spec("band:5000:12:40", 3);
+  for (const auto& [ti, tj] : std::vector<std::pair<int32_t, int32_t>>{{64, 1024}, {1, 2048}, {5000, 4096}, {3, 7}}) {
+    std::set<std::pair<int32_t, int32_t>> tiles;
+    for (int32_t r = 0; r < s.rows; ++r)
+      for (int32_t e = s.row_ptr[std::size_t(r)]; e < s.row_ptr[std::size_t(r) + 1]; ++e)
+        tiles.insert({r / ti, s.col_idx[std::size_t(e)] / tj});
+    EXPECT_EQ(formats::count_tiles(s.pattern(), ti, tj), int64_t(tiles.size())) << ti << "x" << tj;
+  }
+  EXPECT_THROW(formats::count_dense_tiles(s.pattern(), 64, 1024), InvalidInputError);  // not a dense tile
+  try {
+    formats::count_tiles(s.pattern(), 0, 64);
+    ADD_FAILURE() << "a 0-row tile was counted";
+  } catch (const InvalidInputError& e) {
+    EXPECT_NE(std::string(e.what()).find("0 x 64"), std::string::npos) << e.what();
+  }
+}
+
 // Each nonzero is found once, at its own CSR index, by the kernel's bit arithmetic.
 TEST(SddmmDenseTiles, BitsAndFirstOffsetsLocateEveryNonzero) {
   for (const char* spec : {"rmat:1000:20000", "uniform:300:120", "clustered:700:24:0.6:16"}) {

@@ -144,9 +144,9 @@ void sddmm_kernels(const PlanCase& c, KernelTally& tally, PrecompileSummary& sum
   const plan::DeviceTarget& target = c.options.target;
   plan::SddmmProblem problem{c.k, c.dtype, c.k, c.k};
   std::map<std::pair<int32_t, int32_t>, int64_t> tiles;
-  problem.dense_tile_count = [&](int32_t rows, int32_t cols) {
+  problem.tile_count = [&](int32_t rows, int32_t cols) {
     auto it = tiles.find({rows, cols});
-    if (it == tiles.end()) it = tiles.emplace(std::make_pair(rows, cols), formats::count_dense_tiles(c.pattern, rows, cols)).first;
+    if (it == tiles.end()) it = tiles.emplace(std::make_pair(rows, cols), formats::count_tiles(c.pattern, rows, cols)).first;
     return it->second;
   };
   const plan::PlanSources sources = ops::plan_sources(Op::SDDMM, target);

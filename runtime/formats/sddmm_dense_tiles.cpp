@@ -34,9 +34,10 @@ std::vector<int32_t> panel_tiles(PatternView s, int32_t first_row, int32_t end_r
 
 }  // namespace
 
-int64_t count_dense_tiles(PatternView s, int32_t tile_rows, int32_t tile_cols) {
-  check_edge("tile_rows", tile_rows);
-  check_edge("tile_cols", tile_cols);
+int64_t count_tiles(PatternView s, int32_t tile_rows, int32_t tile_cols) {
+  if (tile_rows < 1 || tile_cols < 1)
+    throw InvalidInputError("sddmm tiles: a " + std::to_string(tile_rows) + " x " + std::to_string(tile_cols) +
+                            " tile has an edge under 1");
   validate(s, false);
   std::vector<int32_t> slot(std::size_t((int64_t(s.cols) + tile_cols - 1) / tile_cols), -1);
   int64_t total = 0;
@@ -47,6 +48,12 @@ int64_t count_dense_tiles(PatternView s, int32_t tile_rows, int32_t tile_cols) {
     for (int32_t q : tiles) slot[std::size_t(q)] = -1;
   }
   return total;
+}
+
+int64_t count_dense_tiles(PatternView s, int32_t tile_rows, int32_t tile_cols) {
+  check_edge("tile_rows", tile_rows);
+  check_edge("tile_cols", tile_cols);
+  return count_tiles(s, tile_rows, tile_cols);
 }
 
 DenseTiles build_dense_tiles(PatternView s, int32_t tile_rows, int32_t tile_cols) {

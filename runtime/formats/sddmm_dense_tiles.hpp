@@ -45,8 +45,12 @@ struct DenseTiles {
   int64_t tiles() const { return int64_t(tile_i.size()); }
 };
 
-// Number of tiles build_dense_tiles keeps (non-empty Ti x Tj tiles), in O(nnz) without
-// building them (the planner's tile_fill). Rows need not be sorted. Same errors as below.
+// Number of non-empty Ti x Tj tiles of S, any shape (panel_gather's bands x panels too), in
+// O(nnz) without building them. Rows need not be sorted. InvalidInputError for an edge under 1
+// or a malformed pattern.
+int64_t count_tiles(PatternView s, int32_t tile_rows, int32_t tile_cols);
+// Number of tiles build_dense_tiles keeps: count_tiles with the dense format's edges (the
+// planner's tile_fill). Same errors as below.
 int64_t count_dense_tiles(PatternView s, int32_t tile_rows, int32_t tile_cols);
 
 // O(nnz + tiles * Ti * words). Throws InvalidInputError naming Ti or Tj when outside

@@ -101,10 +101,10 @@ CallInfo Runtime::sddmm(const DeviceCsr<T>& s, const DeviceDense<T>& a, const De
   // A handle that has served an SDDMM call before has a reused pattern (see SddmmProblem).
   const bool seen = s.find(kPatternSeenKey) != nullptr;
   plan::SddmmProblem problem{a.cols(), dtype_of<T>::value, a.ld(), b.ld(), seen};
-  problem.dense_tile_count = [&s](int32_t tile_rows, int32_t tile_cols) {
-    const std::string key = "sddmm_dense_tile_count:" + std::to_string(tile_rows) + "x" + std::to_string(tile_cols);
+  problem.tile_count = [&s](int32_t tile_rows, int32_t tile_cols) {
+    const std::string key = "sddmm_tile_count:" + std::to_string(tile_rows) + "x" + std::to_string(tile_cols);
     return *s.template get_or_create<int64_t>(key, [&] {
-      return std::make_shared<int64_t>(formats::count_dense_tiles(s.host_pattern(), tile_rows, tile_cols));
+      return std::make_shared<int64_t>(formats::count_tiles(s.host_pattern(), tile_rows, tile_cols));
     });
   };
   const auto features = ops::cached_features(s);
@@ -142,7 +142,7 @@ Decision explain_sddmm(PatternView s, int32_t k, DType dtype, const Options& opt
   if (k < 1) throw InvalidInputError("sddmm: k = " + std::to_string(k) + " must be >= 1");
   const plan::DeviceTarget target = detail::explain_target(device);
   plan::SddmmProblem problem{k, dtype, k, k};
-  problem.dense_tile_count = [s](int32_t tile_rows, int32_t tile_cols) { return formats::count_dense_tiles(s, tile_rows, tile_cols); };
+  problem.tile_count = [s](int32_t tile_rows, int32_t tile_cols) { return formats::count_tiles(s, tile_rows, tile_cols); };
   const Features features = inspect(s);
   Decision d = plan::plan_sddmm(features, problem, target, ops::with_environment_force(Op::SDDMM, options),
                                 ops::plan_sources(Op::SDDMM, target));

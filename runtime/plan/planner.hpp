@@ -61,10 +61,11 @@ struct SddmmProblem {
   // reused, so per-pattern preprocessing (reindexed_tiled) is admitted even for Reuse::Once.
   // The executor sets it from the handle's cache.
   bool pattern_seen = false;
-  // Exact count of non-empty tile_rows x tile_cols tiles of S (formats::count_dense_tiles), when
-  // the caller has the pattern; the executor caches it on the handle. Without it the planner
-  // estimates the count from the features (see sddmm_tile_fill).
-  std::function<int64_t(int32_t tile_rows, int32_t tile_cols)> dense_tile_count = nullptr;
+  // Exact count of non-empty tile_rows x tile_cols tiles of S, any shape (formats::count_tiles:
+  // the dense variants' tiles, panel_gather's bands x panels), when the caller has the pattern;
+  // the executor caches it on the handle per shape. Without it the planner estimates the count
+  // from the features (see sddmm_tile_fill).
+  std::function<int64_t(int32_t tile_rows, int32_t tile_cols)> tile_count = nullptr;
 };
 
 // C = A·B with A m×k and B k×n sparse, C a new m×n CSR (Runtime::spgemm).
@@ -130,7 +131,7 @@ Decision plan_spgemm(const SpgemmFeatures& features, const SpgemmProblem& proble
 
 // The planner's feature tile_fill: nnz / (non-empty tiles * tile_rows * tile_cols), the share of
 // the dot products a dense_tile kernel computes that S keeps. The non-empty tiles are
-// problem.dense_tile_count's exact count when given; else they are estimated from
+// problem.tile_count's exact count when given; else they are estimated from
 // features.tiles (the inspected 8 x 8 bitmap tiles) landing uniformly on the tile_rows x
 // tile_cols grid: close for uniform and for dense patterns, too many tiles (too low a fill)
 // for clustered ones.

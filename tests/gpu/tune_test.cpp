@@ -62,7 +62,7 @@ std::vector<std::size_t> quick_space_sizes(Op op) {
   for (const auto& m : tuner::generated_training_matrices(true, 1)) {
     const Features f = inspect(m.matrix.pattern());
     plan::SddmmProblem sddmm{32, DType::F32, 32, 32};  // with exact dense-tile counts, as tune plans
-    sddmm.dense_tile_count = [&](int32_t rows, int32_t cols) { return formats::count_dense_tiles(m.matrix.pattern(), rows, cols); };
+    sddmm.tile_count = [&](int32_t rows, int32_t cols) { return formats::count_tiles(m.matrix.pattern(), rows, cols); };
     sizes.push_back(op == Op::SpMM ? tuner::spmm_candidates(f, {32, DType::F32, false}, target).size()
                                    : tuner::sddmm_candidates(f, sddmm, target).size());
   }

@@ -44,7 +44,7 @@ json launch_value(const json& model, const std::string& variant, const std::stri
 double occupied(double items, double cells) { return cells <= 0 ? 0 : cells * (1.0 - std::exp(-items / cells)); }
 
 double dense_tiles_estimate(const Features& f, const plan::SddmmProblem& p, double ti, double tj) {
-  if (p.dense_tile_count) return double(p.dense_tile_count(int32_t(ti), int32_t(tj)));
+  if (p.tile_count) return double(p.tile_count(int32_t(ti), int32_t(tj)));
   const double cells = std::ceil(double(f.basic.rows) / ti) * std::ceil(double(f.basic.cols) / tj);
   const double items = f.tiles.tiles > 0 ? double(f.tiles.tiles) : double(f.basic.nnz);
   return std::max(occupied(items, cells), f.basic.nnz > 0 ? 1.0 : 0.0);
