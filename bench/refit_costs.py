@@ -65,16 +65,6 @@ WEIGHT_SPAN = 2.0
 # The neighbour correction's features, the floor under a feature before its log and the
 # softening of the distance weights (models/neighbour_correction.hpp reads the same).
 NEIGHBOUR_FEATURES = ["rows", "cols", "row_mean", "row_max", "k", "density"]
-# An op's own features beside those. SDDMM's tile_fill (the share of a dense tile's dot products
-# S keeps) tells a band from a uniform pattern of the same rows and density: without it, held-
-# out 200000-row band's neighbours were uniform graphs and dense_wgmma was picked at 1.36x the
-# fastest (bench/results/2026-12-02-h200-sddmm-model-v11/).
-OP_NEIGHBOUR_FEATURES = {"sddmm": ["tile_fill"]}
-
-
-def neighbour_features(op):
-    """The features an `op` model's neighbour section places its points by."""
-    return NEIGHBOUR_FEATURES + OP_NEIGHBOUR_FEATURES.get(op, [])
 FEATURE_FLOOR = 1e-6
 SOFTENING = 0.3
 # A point's regret of a variant (the log of its time over the oracle's) is capped at a 2x loss:
@@ -83,6 +73,11 @@ REGRET_CAP = float(np.log(2.0))
 # The problem's features a regret depends on beyond the pattern: the section's "regret_when"
 # holds those its cases share, and the runtime adds no regret term to a problem that differs.
 REGRET_WHEN = ["value_bytes", "transpose_a"]
+# An op's own neighbour features beside NEIGHBOUR_FEATURES. SDDMM's tile_fill (the share of a
+# dense tile's dot products S keeps) tells a band from a uniform pattern of the same rows and
+# density: without it, a held-out 200000-row band's nearest points were uniform graphs and
+# dense_wgmma was picked at 1.36x the fastest (bench/results/2026-12-02-h200-sddmm-model-v11/).
+OP_NEIGHBOUR_FEATURES = {"sddmm": ["tile_fill"]}
 
 
 def nonnegative_least_squares(a, b, iterations=500):
@@ -170,6 +165,11 @@ def without_unused_terms(cost, cases, variants):
         used = {n for c in cases for n, v in c["terms"].get(variant, {}).items() if v}
         out[variant] = {n: c for n, c in cost[variant].items() if n in used}
     return out
+
+
+def neighbour_features(op):
+    """The features an `op` model's neighbour section places its points by."""
+    return NEIGHBOUR_FEATURES + OP_NEIGHBOUR_FEATURES.get(op, [])
 
 
 def log_position(features, names=NEIGHBOUR_FEATURES):
