@@ -143,12 +143,7 @@ void spmm_kernels(const PlanCase& c, KernelTally& tally, PrecompileSummary& summ
 void sddmm_kernels(const PlanCase& c, KernelTally& tally, PrecompileSummary& summary) {
   const plan::DeviceTarget& target = c.options.target;
   plan::SddmmProblem problem{c.k, c.dtype, c.k, c.k};
-  std::map<std::pair<int32_t, int32_t>, int64_t> tiles;
-  problem.tile_count = [&](int32_t rows, int32_t cols) {
-    auto it = tiles.find({rows, cols});
-    if (it == tiles.end()) it = tiles.emplace(std::make_pair(rows, cols), formats::count_tiles(c.pattern, rows, cols)).first;
-    return it->second;
-  };
+  problem.tile_count = formats::tile_counter(c.pattern);
   const plan::PlanSources sources = ops::plan_sources(Op::SDDMM, target);
   compile_settings(settings_of(Op::SDDMM, sddmm_candidates(c.features, problem, target), c.options), c, tally, summary,
                    {Op::SDDMM, [&](const Options& o) { return plan::plan_sddmm(c.features, problem, target, o, sources); },

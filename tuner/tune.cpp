@@ -245,7 +245,7 @@ std::vector<Measurement> sddmm_case(Runtime& rt, cache::CacheStore& store, const
   const plan::DeviceTarget target = detail::target_of(rt.device());
   plan::SddmmProblem problem{c.k, c.dtype, c.k, c.k};
   // Exact dense-tile counts, as the executor gives the planner (so tile_fill is the runtime's).
-  problem.tile_count = [&](int32_t rows, int32_t cols) { return formats::count_tiles(c.pattern, rows, cols); };
+  problem.tile_count = formats::tile_counter(c.pattern);
   c.plan = plan::plan_sddmm(features, problem, target, Options{}, ops::plan_sources(Op::SDDMM, target));
   c.bucket = plan::sddmm_bucket(features, problem);
   Csr<T> s = cast<T>(matrix);

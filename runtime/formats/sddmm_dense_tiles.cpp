@@ -1,6 +1,8 @@
 #include "formats/sddmm_dense_tiles.hpp"
 
 #include <algorithm>
+#include <map>
+#include <memory>
 #include <string>
 
 #include "sparsejit/error.hpp"
@@ -48,6 +50,15 @@ int64_t count_tiles(PatternView s, int32_t tile_rows, int32_t tile_cols) {
     for (int32_t q : tiles) slot[std::size_t(q)] = -1;
   }
   return total;
+}
+
+std::function<int64_t(int32_t, int32_t)> tile_counter(PatternView s) {
+  auto counted = std::make_shared<std::map<std::pair<int32_t, int32_t>, int64_t>>();
+  return [s, counted](int32_t tile_rows, int32_t tile_cols) {
+    auto it = counted->find({tile_rows, tile_cols});
+    if (it == counted->end()) it = counted->emplace(std::make_pair(tile_rows, tile_cols), count_tiles(s, tile_rows, tile_cols)).first;
+    return it->second;
+  };
 }
 
 int64_t count_dense_tiles(PatternView s, int32_t tile_rows, int32_t tile_cols) {

@@ -24,6 +24,7 @@
 //   tile_i {0, 0, 2}  tile_j {0, 4, 0}  bitmap {0b10, 0, 0b1, 0, 0b1101, 0}  first {0, 0, 1, 0, 2, 0}
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "sparsejit/matrix.hpp"
@@ -49,6 +50,10 @@ struct DenseTiles {
 // O(nnz) without building them. Rows need not be sorted. InvalidInputError for an edge under 1
 // or a malformed pattern.
 int64_t count_tiles(PatternView s, int32_t tile_rows, int32_t tile_cols);
+// count_tiles of S for each shape asked, each counted once: what SddmmProblem::tile_count takes
+// where the pattern is at hand for a planning that asks a shape several times (explain, the
+// tuner, precompile). `s` must outlive it; one thread at a time.
+std::function<int64_t(int32_t tile_rows, int32_t tile_cols)> tile_counter(PatternView s);
 // Number of tiles build_dense_tiles keeps: count_tiles with the dense format's edges (the
 // planner's tile_fill). Same errors as below.
 int64_t count_dense_tiles(PatternView s, int32_t tile_rows, int32_t tile_cols);

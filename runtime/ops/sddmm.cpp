@@ -142,7 +142,7 @@ Decision explain_sddmm(PatternView s, int32_t k, DType dtype, const Options& opt
   if (k < 1) throw InvalidInputError("sddmm: k = " + std::to_string(k) + " must be >= 1");
   const plan::DeviceTarget target = detail::explain_target(device);
   plan::SddmmProblem problem{k, dtype, k, k};
-  problem.tile_count = [s](int32_t tile_rows, int32_t tile_cols) { return formats::count_tiles(s, tile_rows, tile_cols); };
+  problem.tile_count = formats::tile_counter(s);
   const Features features = inspect(s);
   Decision d = plan::plan_sddmm(features, problem, target, ops::with_environment_force(Op::SDDMM, options),
                                 ops::plan_sources(Op::SDDMM, target));

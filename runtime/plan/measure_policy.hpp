@@ -19,6 +19,9 @@ namespace sparsejit::plan {
 // nullopt when the choice or no other candidate is priced with a finite cost.
 std::optional<double> model_margin(const Decision& decision);
 
+// The skip margin of a model that carries none (see margin_skips_measuring).
+inline constexpr double kDefaultSkipMargin = 1.5;
+
 // The margin from which the model's choice stands untimed: Options::measure_skip_margin when
 // set, else the model's own (Decision::model_skip_margin: SpMM v12's 1.3, where its choices
 // under cross-validation by matrix over the H200's 329 patterns, fold seeds 1-5, were within
@@ -36,7 +39,6 @@ double skip_threshold(const Decision& decision, const Options& options);
 // (kShortlistSpread, where the shortlist would time the vendor alone) until the models
 // carried those numbers.
 bool margin_skips_measuring(const Decision& decision, double threshold);
-inline constexpr double kDefaultSkipMargin = 1.5;
 
 // What one measured selection may spend and has spent, in host ms (pure arithmetic: the
 // executor, ops/measured_selection.hpp, reports each setting and asks before each step). The
