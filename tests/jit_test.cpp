@@ -116,8 +116,8 @@ TEST(Templates, EveryTemplateIsKnown) {
 // the pattern arrays below (S's columns, and formats the runtime built from the pattern on the
 // host and uploaded before the call: no kernel writes them).
 TEST(Templates, EveryKernelWaitsForItsPredecessorBeforeTouchingOperands) {
-  const std::set<std::string> pattern_arrays = {"rows",   "cols",   "chunk_row", "chunk_ptr", "tile_i",
-                                                "tile_j", "tile_ptr", "bitmap",  "first"};
+  const std::set<std::string> pattern_arrays = {"rows",   "cols",     "chunk_row", "chunk_ptr", "tile_i",
+                                                "tile_j", "tile_ptr", "bitmap",    "first",     "ranges"};
   const std::regex signature(R"(\{\{kernel_name\}\}\(([^)]*)\)\s*\{(?!\{))");
   const std::regex pointer_parameter(R"(\*\s*(?:__restrict__\s+)?(\w+)\s*(?:,|$))");
   int kernels = 0;

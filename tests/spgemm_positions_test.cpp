@@ -203,8 +203,10 @@ SpgemmFeatures features_of(int64_t products, int64_t nnz_a, int32_t rows, int64_
 
 TEST(SpgemmReusePlan, LanesTaskSizesAndPositionBytes) {
   const plan::DeviceTarget h100;  // 132 multiprocessors
+  // The blocks' kernel, forced (the plan takes it where entries do not fit).
   // 140 products per entry of A: a warp each; 51.5 M products: the largest tasks.
-  plan::SpgemmReusePlan p = plan::plan_spgemm_reuse(features_of(51'500'000, 367'662, 36'692, 30'000), DType::F32, h100, {}, {});
+  plan::SpgemmReusePlan p = plan::plan_spgemm_reuse(features_of(51'500'000, 367'662, 36'692, 30'000), DType::F32, h100, {}, {},
+                                                    PositionsKernel::Blocks);
   EXPECT_TRUE(p.by_positions) << p.why;
   EXPECT_EQ(p.group_lanes, 32);
   EXPECT_EQ(p.task_products, 16384);
@@ -214,7 +216,7 @@ TEST(SpgemmReusePlan, LanesTaskSizesAndPositionBytes) {
   EXPECT_NE(p.why.find("2 bytes a product"), std::string::npos) << p.why;
   // 3 products per entry: groups of 4 lanes; a small product: the smallest tasks; f64 halves
   // the shared entries; a row of more than 65536 products takes 4-byte positions.
-  p = plan::plan_spgemm_reuse(features_of(30'000, 10'000, 2'000, 100'000), DType::F64, h100, {}, {});
+  p = plan::plan_spgemm_reuse(features_of(30'000, 10'000, 2'000, 100'000), DType::F64, h100, {}, {}, PositionsKernel::Blocks);
   EXPECT_EQ(p.group_lanes, 4);
   EXPECT_EQ(p.task_products, 1024);
   EXPECT_EQ(p.shared_entries, 4096);

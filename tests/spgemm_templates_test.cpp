@@ -13,6 +13,7 @@
 #include "jit/nvrtc_compiler.hpp"
 #include "jit/render.hpp"
 #include "ops/spgemm_reuse.hpp"
+#include "ops/spgemm_reuse_entries.hpp"
 #include "ops/spgemm_reuse_warps.hpp"
 #include "plan/planner.hpp"
 #include "plan/spgemm_reuse.hpp"
@@ -227,7 +228,7 @@ TEST(SpgemmTemplates, PositionKernelsCompileForSm80AndSm90) {
   for (DType dtype : {DType::F32, DType::F64})
     for (int64_t products : {3000, 100000}) {
       f.products = products;
-      const plan::SpgemmReusePlan p = plan::plan_spgemm_reuse(f, dtype, {}, {}, {});
+      const plan::SpgemmReusePlan p = plan::plan_spgemm_reuse(f, dtype, {}, {}, {}, PositionsKernel::Blocks);
       for (bool long_positions : {false, true})
         for (bool wide_rows : {false, true})
           for (const char* pass : {"build", "numeric", "zero"}) {
@@ -255,7 +256,7 @@ TEST(SpgemmTemplates, WarpPositionKernelsCompileForSm80AndSm90) {
   f.products = 50'000'000;
   for (DType dtype : {DType::F32, DType::F64}) {
     const plan::SpgemmReusePlan p = plan::plan_spgemm_reuse(f, dtype, {}, {}, {});
-    ASSERT_TRUE(p.warp_tasks);
+    ASSERT_EQ(p.kernel, PositionsKernel::Warps);
     for (const char* pass : {"build", "numeric"}) {
       const jit::KernelSpec spec = ops::warp_positions_spec(pass, dtype, p.warp);
       expect_compiles(spec, std::string(to_string(dtype)) + " " + spec.kernel_name);
@@ -269,6 +270,28 @@ TEST(SpgemmTemplates, WarpPositionKernelsCompileForSm80AndSm90) {
     wider.region_entries = 2048;
     EXPECT_EQ(jit::render(ops::warp_positions_spec("build", dtype, wider)), jit::render(ops::warp_positions_spec("build", dtype, p.warp)));
     expect_compiles(ops::warp_positions_spec("numeric", dtype, wider), std::string(to_string(dtype)) + " numeric, 2048 sums");
+  }
+}
+
+// The numeric phase by entries (ops/spgemm_reuse_entries): its one kernel for f32 and f64 at
+// the plan's warps and products a lane, and at four and sixteen.
+TEST(SpgemmTemplates, EntrySumsKernelCompilesForSm80AndSm90) {
+  SpgemmFeatures f;
+  f.a.nnz = 10000;
+  f.a.rows = 1000;
+  f.products = 200'000;
+  for (DType dtype : {DType::F32, DType::F64}) {
+    const plan::SpgemmReusePlan p = plan::plan_spgemm_reuse(f, dtype, {}, {}, {});
+    ASSERT_EQ(p.kernel, PositionsKernel::Entries);
+    for (int per_lane : {p.entries.per_lane, 4, 16}) {
+      plan::EntrySumsPlan e = p.entries;
+      e.per_lane = per_lane;
+      const jit::KernelSpec spec = ops::entry_sums_spec(dtype, e);
+      expect_compiles(spec, std::string(to_string(dtype)) + " entries, " + std::to_string(per_lane) + " a lane");
+      const std::string source = jit::render(spec);
+      EXPECT_NE(source.find("constexpr int kWarps = " + std::to_string(e.warps) + ";"), std::string::npos);
+      EXPECT_NE(source.find("constexpr int kPerLane = " + std::to_string(per_lane) + ";"), std::string::npos);
+    }
   }
 }
 

@@ -323,15 +323,15 @@ SpgemmFeatures features_of(int64_t products, int64_t nnz_a, int32_t rows) {
 
 TEST(SpgemmWarpPlan, AWarpATaskFromEightMillionProducts) {
   const plan::DeviceTarget h100;  // 132 multiprocessors
-  // Below: blocks sharing a task.
+  // Below: entries.
   plan::SpgemmReusePlan p = plan::plan_spgemm_reuse(features_of(plan::kWarpTaskProducts - 1, 367'662, 36'692), DType::F32, h100, {}, {});
-  EXPECT_FALSE(p.warp_tasks);
+  EXPECT_EQ(p.kernel, PositionsKernel::Entries);
   EXPECT_EQ(p.why.find("a warp a task"), std::string::npos) << p.why;
   // 300 M products: the largest tasks; 4 KiB of sums a warp; positions, segments (one an entry
   // of A at least), tasks, steps of 32.
   p = plan::plan_spgemm_reuse(features_of(300'000'000, 367'662, 36'692), DType::F32, h100, {}, {});
   EXPECT_TRUE(p.by_positions) << p.why;
-  EXPECT_TRUE(p.warp_tasks);
+  EXPECT_EQ(p.kernel, PositionsKernel::Warps);
   EXPECT_EQ(p.warp.task_products, 8192);
   EXPECT_EQ(p.warp.region_entries, 1024);
   EXPECT_EQ(p.warp.warps, 4);
@@ -353,9 +353,9 @@ TEST(SpgemmWarpPlan, WarpPositionsThatDoNotFitLeaveTheRecompute) {
                              " bytes, more than the memory limit of 104857600");
   EXPECT_GT(limited.bytes, 2 * 100'000'000LL);
   // The executor's test on the counted work list says how many bytes, without "at least".
-  EXPECT_EQ(plan::warp_positions_do_not_fit(500, {}, 400), "recompute: positions take 500 bytes, more than the memory limit of 400");
-  EXPECT_EQ(plan::warp_positions_do_not_fit(500, 1000, {}), "");
-  EXPECT_EQ(plan::warp_positions_do_not_fit(600, 1000, {}), "recompute: positions take 600 bytes, more than half of the 1000 free");
+  EXPECT_EQ(plan::positions_do_not_fit(500, {}, 400), "recompute: positions take 500 bytes, more than the memory limit of 400");
+  EXPECT_EQ(plan::positions_do_not_fit(500, 1000, {}), "");
+  EXPECT_EQ(plan::positions_do_not_fit(600, 1000, {}), "recompute: positions take 600 bytes, more than half of the 1000 free");
 }
 
 }  // namespace

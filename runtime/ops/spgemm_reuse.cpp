@@ -7,6 +7,7 @@
 #include "formats/spgemm_positions.hpp"
 #include "ops/call_common.hpp"
 #include "ops/runtime_state.hpp"
+#include "ops/spgemm_reuse_entries.hpp"
 #include "ops/spgemm_reuse_warps.hpp"
 #include "plan/spgemm_reuse.hpp"
 #include "sparsejit/error.hpp"
@@ -32,13 +33,16 @@ jit::KernelSpec positions_spec(const char* pass, DType dtype, bool long_position
 namespace {
 
 // What a C keeps: the plan's verdict, and with positions their arrays and kernels (of the
-// blocks' kernel here, or the warps' in `warp`).
+// blocks' kernel here, or the warps' in `warp`, or the entries' in `entries`), and the graph
+// its calls replay (Options::replay_launches).
 template <class T>
 struct Positions {
   plan::SpgemmReusePlan plan;
   std::string why;
   bool usable = false;
   std::shared_ptr<WarpPositions<T>> warp;
+  std::shared_ptr<EntrySums<T>> entries;
+  mutable cuda::LaunchGraph graph;
   unsigned narrow_tasks = 0, wide_tasks = 0, zero_ranges = 0;
   // The wide blocks' shared sums: the widest of their rows rounded up to 1024 entries (at most
   // the plan's wide_entries), so that two blocks share a multiprocessor where rows allow.
@@ -121,39 +125,53 @@ void compute(const Positions<T>& p, const variants::SpgemmOperands<T>& o, CUdevi
 
 template <class T>
 bool recompute_by_positions(detail::RuntimeState& rt, const variants::SpgemmOperands<T>& o, const DeviceCsr<T>& c,
-                            const SpgemmFeatures& features, const Options& options, std::string& why) {
+                            const SpgemmFeatures& features, const Options& options, std::string& why, bool& launched_as_graph) {
   if (!options.keep_positions) {
     why = "recompute: Options::keep_positions is off";
     return false;
   }
   const std::optional<int64_t> memory_limit = options.memory_limit_bytes;
-  const std::string key = "spgemm_positions" + (memory_limit ? ":memory<=" + std::to_string(*memory_limit) : std::string());
+  const std::string key = std::string("spgemm_positions:") + to_string(options.positions_kernel) +
+                          (memory_limit ? ":memory<=" + std::to_string(*memory_limit) : std::string());
   const auto kept = c.template get_or_create<Positions<T>>(key, [&] {
     auto made = std::make_shared<Positions<T>>();
-    made->plan = plan::plan_spgemm_reuse(features, dtype_of<T>::value, rt.target, int64_t(rt.context.free_bytes()), memory_limit);
+    made->plan = plan::plan_spgemm_reuse(features, dtype_of<T>::value, rt.target, int64_t(rt.context.free_bytes()), memory_limit,
+                                         options.positions_kernel);
     made->why = made->plan.why;
-    if (made->plan.by_positions && made->plan.warp_tasks) {
-      made->warp = build_warp_positions(rt, o, c, made->plan.warp, memory_limit, made->why);
-      made->usable = made->warp != nullptr;
-    } else if (made->plan.by_positions) {
-      build(rt, o, c, *made);
+    if (!made->plan.by_positions) return made;
+    switch (made->plan.kernel) {
+      case PositionsKernel::Warps:
+        made->warp = build_warp_positions(rt, o, c, made->plan.warp, memory_limit, made->why);
+        made->usable = made->warp != nullptr;
+        break;
+      case PositionsKernel::Entries:
+        made->entries = build_entry_sums(rt, o, c, made->plan.entries, memory_limit, made->why);
+        made->usable = made->entries != nullptr;
+        break;
+      default:
+        build(rt, o, c, *made);
     }
     return made;
   });
   why = kept->why;
   if (!kept->usable) return false;
   rt.context.make_current();
-  if (kept->warp) {
-    compute_warp_positions(*kept->warp, o, c.values().ptr());
-  } else {
-    compute(*kept, o, c.values().ptr());
-  }
+  const CUdeviceptr values = c.values().ptr();
+  launched_as_graph = launch_plan(rt.context, kept->graph, options.replay_launches, true, o.stream, [&] {
+    if (kept->warp) {
+      compute_warp_positions(*kept->warp, o, values);
+    } else if (kept->entries) {
+      compute_entry_sums(*kept->entries, o, values);
+    } else {
+      compute(*kept, o, values);
+    }
+  });
   return true;
 }
 
 #define SPARSEJIT_INSTANTIATE(T)                                                                                        \
   template bool recompute_by_positions<T>(detail::RuntimeState&, const variants::SpgemmOperands<T>&, const DeviceCsr<T>&, \
-                                          const SpgemmFeatures&, const Options&, std::string&);
+                                          const SpgemmFeatures&, const Options&, std::string&, bool&);
 SPARSEJIT_INSTANTIATE(float)
 SPARSEJIT_INSTANTIATE(double)
 #undef SPARSEJIT_INSTANTIATE

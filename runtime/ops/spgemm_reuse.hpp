@@ -5,8 +5,9 @@
 // every product found its column); both stay on C's handle for C's life. Every call then zeroes
 // the rows split over tasks (when there are any) and runs one numeric kernel: per product a
 // 2- or 4-byte position, a value of B and an atomic add in shared memory, no hashing, no sort,
-// no allocation and no synchronization. That is the kernel of blocks sharing a task; for large
-// products the plan takes a warp a task instead (ops/spgemm_reuse_warps.hpp).
+// no allocation and no synchronization. That is the kernel of blocks sharing a task; the plan
+// takes entries for small products (ops/spgemm_reuse_entries.hpp) and a warp a task for large
+// ones (ops/spgemm_reuse_warps.hpp), and this kernel where entries do not fit the memory.
 #pragma once
 
 #include <optional>
@@ -29,11 +30,12 @@ jit::KernelSpec positions_spec(const char* pass, DType dtype, bool long_position
 
 // Computes c's values for the current values of A and B by positions and returns true, or
 // returns false when the plan keeps the variant's recompute (why says which and why; the
-// caller then runs it). c's pattern is A·B's (the caller checked its tag). The build's faults
+// caller then runs it). With Options::replay_launches the call's kernels are one replay of a
+// graph kept with the positions, and launched_as_graph says so. c's pattern is A·B's (the caller checked its tag). The build's faults
 // are CudaErrors; a product whose column is not in C's row (C not sorted) declines positions
 // for this C, with the reason.
 template <class T>
 bool recompute_by_positions(detail::RuntimeState& rt, const variants::SpgemmOperands<T>& operands, const DeviceCsr<T>& c,
-                            const SpgemmFeatures& features, const Options& options, std::string& why);
+                            const SpgemmFeatures& features, const Options& options, std::string& why, bool& launched_as_graph);
 
 }  // namespace sparsejit::ops

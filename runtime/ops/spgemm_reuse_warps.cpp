@@ -51,7 +51,7 @@ std::shared_ptr<WarpPositions<T>> build_warp_positions(detail::RuntimeState& rt,
   const DType dtype = dtype_of<T>::value;
   const int64_t bytes = plan::warp_positions_bytes(
       {t.products, t.segments(), int64_t(t.tasks.size()), t.steps, t.scratch_entries, t.groups()}, dtype);
-  why = plan::warp_positions_do_not_fit(bytes, int64_t(rt.context.free_bytes()), memory_limit);
+  why = plan::positions_do_not_fit(bytes, int64_t(rt.context.free_bytes()), memory_limit);
   if (!why.empty()) return nullptr;
   auto made = std::make_shared<WarpPositions<T>>();
   made->plan = plan;

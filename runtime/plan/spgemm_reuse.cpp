@@ -2,6 +2,28 @@
 
 #include <algorithm>
 
+#include "sparsejit/error.hpp"
+
+namespace sparsejit {
+
+const char* to_string(PositionsKernel kernel) {
+  switch (kernel) {
+    case PositionsKernel::Entries: return "entries";
+    case PositionsKernel::Warps: return "warps";
+    case PositionsKernel::Blocks: return "blocks";
+    case PositionsKernel::Auto: break;
+  }
+  return "auto";
+}
+
+PositionsKernel parse_positions_kernel(const std::string& text) {
+  for (PositionsKernel k : {PositionsKernel::Auto, PositionsKernel::Entries, PositionsKernel::Warps, PositionsKernel::Blocks})
+    if (text == to_string(k)) return k;
+  throw InvalidInputError("positions kernel '" + text + "' is not one of: auto, entries, warps, blocks");
+}
+
+}  // namespace sparsejit
+
 namespace sparsejit::plan {
 
 namespace {
@@ -32,6 +54,15 @@ constexpr int64_t kMinWarpTaskProducts = 256, kMaxWarpTaskProducts = 8192;
 // counter and first sum.
 constexpr int64_t kWarpPositionBytes = 2, kSegmentBytes = 12, kWarpTaskBytes = 32, kStepBytes = 8, kGroupBytes = 8;
 
+// Entries: warp ranges per multiprocessor (about one for each warp it holds at once, so the
+// small products that take entries still fill the device), within these bounds.
+constexpr int64_t kEntryRangesPerMultiprocessor = 48;
+constexpr int64_t kMinRangeProducts = 64, kMaxRangeProducts = 4096;
+// Two indices a product, a range (int4), a slot's part count and counter (its sum beside).
+constexpr int64_t kEntryProductBytes = 8, kEntryRangeBytes = 16, kSlotBytes = 8;
+// The most padding places before a range (formats/spgemm_entry_products.hpp aligns ranges to 4).
+constexpr int64_t kRangePadding = 3;
+
 std::string do_not_fit(const std::string& taking, int64_t bytes, std::optional<int64_t> free_bytes, std::optional<int64_t> limit) {
   if (limit && bytes > *limit)
     return "recompute: positions take " + taking + std::to_string(bytes) + " bytes, more than the memory limit of " + std::to_string(*limit);
@@ -54,14 +85,18 @@ int64_t warp_positions_bytes(const WarpPositionsSize& s, DType dtype) {
          s.scratch_entries * int64_t(size_of(dtype)) + kGroupBytes * s.groups;
 }
 
-std::string warp_positions_do_not_fit(int64_t bytes, std::optional<int64_t> free_bytes, std::optional<int64_t> limit) {
+int64_t entry_sums_bytes(int64_t places, int64_t ranges, int64_t slots, DType dtype) {
+  return places * kEntryProductBytes + ranges * kEntryRangeBytes + slots * (kSlotBytes + int64_t(size_of(dtype)));
+}
+
+std::string positions_do_not_fit(int64_t bytes, std::optional<int64_t> free_bytes, std::optional<int64_t> limit) {
   return do_not_fit("", bytes, free_bytes, limit);
 }
 
-SpgemmReusePlan plan_spgemm_reuse(const SpgemmFeatures& f, DType dtype, const DeviceTarget& device,
-                                  std::optional<int64_t> free_bytes, std::optional<int64_t> limit) {
-  SpgemmReusePlan p;
-  const int64_t value_bytes = int64_t(size_of(dtype));
+namespace {
+
+// The blocks' kernel: its tasks and their positions' bytes (at most).
+void plan_blocks(SpgemmReusePlan& p, const SpgemmFeatures& f, int64_t value_bytes, const DeviceTarget& device) {
   p.shared_entries = kSharedBytes / value_bytes;
   p.wide_block_threads = kWideBlockThreads;
   const int64_t staged = int64_t(kWideBlockThreads) * (8 + value_bytes) + 4;
@@ -75,24 +110,56 @@ SpgemmReusePlan plan_spgemm_reuse(const SpgemmFeatures& f, DType dtype, const De
   const int64_t position_bytes = f.max_row_products > kNarrowEntries ? 4 : 2;
   const int64_t tasks = int64_t(f.a.rows) + f.products / p.task_products + 1;
   p.bytes = f.products * position_bytes + 4 * (f.a.nnz + 1) + 32 * tasks + 8 * int64_t(f.a.rows);
-  p.warp_tasks = f.products >= kWarpTaskProducts;
-  p.warp.region_entries = std::min(kMaxWarpRegionEntries, kWarpRegionBytes / value_bytes);
+  p.why = "positions: " + std::to_string(position_bytes) + " bytes a product at most, " + std::to_string(p.bytes) +
+          " bytes kept on C";
+}
+
+// A warp a task: at least one segment an entry of A and one task a row.
+void plan_warps(SpgemmReusePlan& p, const SpgemmFeatures& f, DType dtype, const DeviceTarget& device) {
+  p.warp.region_entries = std::min(kMaxWarpRegionEntries, kWarpRegionBytes / int64_t(size_of(dtype)));
   p.warp.task_products = std::clamp<int64_t>(f.products / (kWarpTasksPerMultiprocessor * std::max(device.multiprocessors, 1)),
                                              kMinWarpTaskProducts, kMaxWarpTaskProducts);
-  if (p.warp_tasks) {  // at least one segment an entry of A and one task a row
-    WarpPositionsSize least;
-    least.products = f.products;
-    least.segments = f.a.nnz;
-    least.tasks = std::min<int64_t>(f.a.rows, f.products / p.warp.task_products + 1);
-    least.steps = (f.products + kWarpStepProducts - 1) / kWarpStepProducts;
-    p.bytes = warp_positions_bytes(least, dtype);
+  WarpPositionsSize least;
+  least.products = f.products;
+  least.segments = f.a.nnz;
+  least.tasks = std::min<int64_t>(f.a.rows, f.products / p.warp.task_products + 1);
+  least.steps = (f.products + kWarpStepProducts - 1) / kWarpStepProducts;
+  p.bytes = warp_positions_bytes(least, dtype);
+  p.why = "positions: 2 bytes a product, a warp a task, at least " + std::to_string(p.bytes) + " bytes kept on C";
+}
+
+// Entries: a range closes when the next entry would pass range_products, so ranges hold more
+// than half of it on average but for the parts of long entries; counted here as 2 x
+// products / range_products + 1, each padded by 3 places, with no slots (the built list is
+// measured again).
+void plan_entries(SpgemmReusePlan& p, const SpgemmFeatures& f, DType dtype, const DeviceTarget& device) {
+  p.entries.range_products = std::clamp<int64_t>(f.products / (kEntryRangesPerMultiprocessor * std::max(device.multiprocessors, 1)),
+                                                 kMinRangeProducts, kMaxRangeProducts);
+  const int64_t ranges = 2 * f.products / p.entries.range_products + 1;
+  p.bytes = entry_sums_bytes(f.products + kRangePadding * ranges, ranges, 0, dtype);
+  p.why = "positions: entries, 8 bytes a product, about " + std::to_string(p.bytes) + " bytes kept on C";
+}
+
+}  // namespace
+
+SpgemmReusePlan plan_spgemm_reuse(const SpgemmFeatures& f, DType dtype, const DeviceTarget& device,
+                                  std::optional<int64_t> free_bytes, std::optional<int64_t> limit, PositionsKernel forced) {
+  SpgemmReusePlan p;
+  const int64_t value_bytes = int64_t(size_of(dtype));
+  p.kernel = forced != PositionsKernel::Auto      ? forced
+             : f.products >= kWarpTaskProducts ? PositionsKernel::Warps
+                                               : PositionsKernel::Entries;
+  if (p.kernel == PositionsKernel::Entries) {
+    plan_entries(p, f, dtype, device);
+    // Where entries' 8 bytes a product do not fit, the blocks' 2 or 4 may (unless forced).
+    if (forced == PositionsKernel::Auto && !do_not_fit("", p.bytes, free_bytes, limit).empty()) p.kernel = PositionsKernel::Blocks;
   }
-  const std::string refused = do_not_fit(p.warp_tasks ? "at least " : "up to ", p.bytes, free_bytes, limit);
+  if (p.kernel == PositionsKernel::Warps) plan_warps(p, f, dtype, device);
+  if (p.kernel == PositionsKernel::Blocks) plan_blocks(p, f, value_bytes, device);
+  const char* taking = p.kernel == PositionsKernel::Blocks ? "up to " : p.kernel == PositionsKernel::Warps ? "at least " : "about ";
+  const std::string refused = do_not_fit(taking, p.bytes, free_bytes, limit);
   p.by_positions = refused.empty();
-  p.why = !p.by_positions ? refused
-          : p.warp_tasks  ? "positions: 2 bytes a product, a warp a task, at least " + std::to_string(p.bytes) + " bytes kept on C"
-                          : "positions: " + std::to_string(position_bytes) + " bytes a product at most, " + std::to_string(p.bytes) +
-                                " bytes kept on C";
+  if (!p.by_positions) p.why = refused;
   return p;
 }
 

@@ -1,8 +1,12 @@
 // How spgemm_numeric recomputes C's values for patterns it has multiplied before (the
-// two-phase form): by positions (templates/spgemm_positions.cu: each product's place in C found
-// once, kept on C's handle; then every call only gathers, multiplies and adds) when they fit
-// the device's memory, else by the plan's variant run again (its numeric pass over hash tables
-// or cuSPARSE's whole call). Pure: the executor measures the memory and carries it out.
+// two-phase form): by positions (each product's place in C found once, kept on C's handle;
+// then every call only gathers, multiplies and adds) when they fit the device's memory, else
+// by the plan's variant run again (its numeric pass over hash tables or cuSPARSE's whole call).
+// Three kernels take positions: entries (templates/spgemm_entry_sums.cu, products listed under
+// their C entries, 8 bytes a product) below kWarpTaskProducts products, a warp a task
+// (templates/spgemm_warp_positions.cu, 2 bytes a product) from there, and blocks sharing a task
+// (templates/spgemm_positions.cu, 2 or 4 bytes) where entries do not fit the memory.
+// Pure: the executor measures the memory and carries it out.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +14,7 @@
 #include <string>
 
 #include "plan/planner.hpp"
+#include "sparsejit/options.hpp"
 #include "sparsejit/features.hpp"
 
 namespace sparsejit::plan {
@@ -23,13 +28,23 @@ struct WarpTaskPlan {
   int unroll = 4;              // steps of 32 products a warp has in flight
 };
 
+// The numeric phase by entries (templates/spgemm_entry_sums.cu): each warp sums whole entries'
+// runs of products in registers, or a part of one long entry.
+struct EntrySumsPlan {
+  int warps = 4;               // warps a block (a range each)
+  int per_lane = 8;            // products a lane sums one after another in a tile, their loads in flight
+  int64_t range_products = 0;  // products a warp range takes at most (longer entries cut into parts)
+};
+
 struct SpgemmReusePlan {
   bool by_positions = false;
   std::string why;         // the reason, for the call's info
-  // Which kernel: a warp a task (from kWarpTaskProducts products: the most products a second),
-  // else blocks sharing a task with atomic adds (below: a block's warps split each task, so no
-  // warp's chain of loads is long where the product is too small to fill the device).
-  bool warp_tasks = false;
+  // Which kernel (never Auto here): entries below kWarpTaskProducts (one launch, no atomics:
+  // what small products, bound by latency and the launch, need), a warp a task from there (2
+  // bytes a product where entries would take 8: the most products a second), blocks sharing a
+  // task where the entries' bytes do not fit; or Options::positions_kernel's.
+  PositionsKernel kernel = PositionsKernel::Entries;
+  EntrySumsPlan entries;
   WarpTaskPlan warp;
   int group_lanes = 32;    // lanes per entry of A: B's rows are this long on average, or longer
   int block_threads = 256;
@@ -40,7 +55,7 @@ struct SpgemmReusePlan {
   int64_t bytes = 0;           // device bytes the positions and tasks take, at most
 };
 
-// The products from which the numeric phase takes a warp a task.
+// The products from which the numeric phase takes a warp a task (below: entries).
 constexpr int64_t kWarpTaskProducts = 8'000'000;
 // The warp kernel's layout as the plan sizes it (formats/spgemm_warp_tasks.hpp holds the same,
 // checked where both are seen, ops/spgemm_reuse_warps.cpp): a task's sums at most (its places
@@ -53,16 +68,25 @@ struct WarpPositionsSize {
 };
 int64_t warp_positions_bytes(const WarpPositionsSize& size, DType dtype);
 
-// The memory test on the bytes the built warp work list needs (wide rows cut into slices have
-// more segments than entries of A): empty when they fit, else why not.
-std::string warp_positions_do_not_fit(int64_t bytes, std::optional<int64_t> free_bytes, std::optional<int64_t> limit);
+// What entries cost once their list is cut: 8 bytes a place of the list (a product, or the
+// padding that aligns each range: at most 3 a range), 16 a range, a slot's part count, counter
+// and sum.
+int64_t entry_sums_bytes(int64_t places, int64_t ranges, int64_t slots, DType dtype);
+
+// The memory test on the bytes a built work list needs (a warp a task: wide rows cut into
+// slices have more segments than entries of A; entries: the ranges): empty when they fit,
+// else why not.
+std::string positions_do_not_fit(int64_t bytes, std::optional<int64_t> free_bytes, std::optional<int64_t> limit);
 
 // free_bytes: what the device can give now (none: unknown); limit: Options::memory_limit_bytes.
 // Positions are taken when their bytes (4 a product at most, 2 where C's rows are narrow
 // enough, plus the task list; a warp a task: 2 a product, 8 a step of 32 and 12 an entry of A
-// at least) are within half of what is free and within the limit: they stay allocated for C's
-// life, so they leave room for the work around them.
+// at least; entries: 8 a product and 16 a range) are within half of what is free and within the
+// limit: they stay allocated for C's life, so they leave room for the work around them.
+// `forced`: Options::positions_kernel (Auto: the plan's own); a forced kernel whose bytes do
+// not fit is declined like any other (the variant again), never swapped for another.
 SpgemmReusePlan plan_spgemm_reuse(const SpgemmFeatures& features, DType dtype, const DeviceTarget& device,
-                                  std::optional<int64_t> free_bytes, std::optional<int64_t> limit);
+                                  std::optional<int64_t> free_bytes, std::optional<int64_t> limit,
+                                  PositionsKernel forced = PositionsKernel::Auto);
 
 }  // namespace sparsejit::plan

@@ -16,6 +16,7 @@
 #include "cli/bench.hpp"
 #include "cli/spgemm_timer.hpp"
 #include "sparsejit/error.hpp"
+#include "sparsejit/features.hpp"
 #include "sparsejit/reference.hpp"
 #include "vendor/cusparse_spgemm.hpp"
 
@@ -42,13 +43,43 @@ ordered_json check_against(const Csr<T>& got, const Csr<T>& want) {
           {"same_pattern", same_pattern}};
 }
 
+// Entries list every product on the host (8 bytes each, host and device): forced past this
+// many products the list's build would outlast the rest of the record.
+constexpr int64_t kMaxForcedEntriesProducts = 300'000'000;
+
+template <class T>
+int64_t products_of(const DeviceCsr<T>& a) {
+  return spgemm_features(a.host_pattern(), a.host_pattern()).products;
+}
+
+// --variants all: each positions kernel forced (Options::positions_kernel), {ms, check} by
+// name, or why it was not timed.
+template <class Time, class Check>
+ordered_json forced_kernels(const Time& time_numeric, const Check& checked, const Options& options, int64_t products) {
+  ordered_json kernels = ordered_json::object();
+  for (PositionsKernel kernel : {PositionsKernel::Entries, PositionsKernel::Warps, PositionsKernel::Blocks}) {
+    if (kernel == PositionsKernel::Entries && products > kMaxForcedEntriesProducts) {
+      kernels[to_string(kernel)] = "skipped: more than " + std::to_string(kMaxForcedEntriesProducts) + " products";
+      continue;
+    }
+    Options forced = options;
+    forced.positions_kernel = kernel;
+    ordered_json timed = {{"ms", time_numeric(forced)}};
+    if (const std::optional<ordered_json> check = checked()) timed["check"] = *check;
+    kernels[to_string(kernel)] = timed;
+  }
+  return kernels;
+}
+
 // The numeric phase alone with the pattern reused: ours (spgemm_numeric into a C from spgemm,
 // auto's plan) against cusparseSpGEMMreuse_compute (its pattern phases run once, untimed), each
 // an event pair around the host's call. {ms, path (NumericCallInfo::numeric), setup_ms (the
 // first call, which finds the positions, wall-clock), recompute_ms (keep_positions off: the
 // plan's variant again), vendor_ms, vendor_setup_ms (cuSPARSE's work estimation, nnz and copy
 // phases, wall-clock), speedup, host_us (the host's time of one call: 20 calls issued back to
-// back, without synchronizing, over 20)} (vendor_failed when cuSPARSE could not set up its
+// back, without synchronizing, over 20), replay_ms, replay_host_us and replay_speedup (the same
+// with Options::replay_launches: the call one graph launch), and with --variants all
+// "kernels" (forced_kernels)} (vendor_failed when cuSPARSE could not set up its
 // pattern), and with `want` (--check) C's values after the timed calls against it.
 template <class T>
 ordered_json measure_numeric(Runtime& rt, const DeviceCsr<T>& a, const Config& config, const Csr<T>* want) {
@@ -64,22 +95,29 @@ ordered_json measure_numeric(Runtime& rt, const DeviceCsr<T>& a, const Config& c
     return tuner::time_on_stream(rt.context(), stream.handle(), 1, timing, [&](int, CUstream) { rt.spgemm_numeric(a, a, c, o); })
         .median_ms;
   };
-  const double ours = time_numeric(options);
-  constexpr int kIssued = 20;
-  stream.synchronize();
-  const auto issue_start = std::chrono::steady_clock::now();
-  for (int i = 0; i < kIssued; ++i) rt.spgemm_numeric(a, a, c, options);
-  const double host_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - issue_start).count() / kIssued;
-  std::optional<ordered_json> checked;
-  if (want != nullptr) {
+  const auto host_us = [&](const Options& o) {
+    constexpr int kIssued = 20;
     stream.synchronize();
-    checked = check_against(c.download(), *want);
-  }
+    const auto issue_start = std::chrono::steady_clock::now();
+    for (int i = 0; i < kIssued; ++i) rt.spgemm_numeric(a, a, c, o);
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - issue_start).count() / kIssued;
+  };
+  const auto checked = [&]() -> std::optional<ordered_json> {
+    if (want == nullptr) return std::nullopt;
+    stream.synchronize();
+    return check_against(c.download(), *want);
+  };
+  const double ours = time_numeric(options);
+  ordered_json numeric = {{"ms", ours}, {"path", first.numeric}, {"setup_ms", setup_ms}, {"host_us", host_us(options)}};
+  const std::optional<ordered_json> auto_check = checked();
+  Options replayed = options;
+  replayed.replay_launches = true;
+  numeric["replay_ms"] = time_numeric(replayed);
+  numeric["replay_host_us"] = host_us(replayed);
+  if (config.all_variants) numeric["kernels"] = forced_kernels(time_numeric, checked, options, products_of(a));
   Options recompute = options;
   recompute.keep_positions = false;
-  ordered_json numeric = {{"ms", ours},          {"path", first.numeric},
-                          {"setup_ms", setup_ms}, {"recompute_ms", time_numeric(recompute)},
-                          {"host_us", host_us}};
+  numeric["recompute_ms"] = time_numeric(recompute);
   try {
     const vendor::CusparseHandle handle(rt.context());
     std::optional<vendor::CusparseSpgemmReuse<T>> reuse;
@@ -89,12 +127,13 @@ ordered_json measure_numeric(Runtime& rt, const DeviceCsr<T>& a, const Config& c
                              }).median_ms;
     numeric["vendor_ms"] = vendor_ms;
     numeric["speedup"] = spgemm_ratio(vendor_ms, ours);
+    numeric["replay_speedup"] = spgemm_ratio(vendor_ms, numeric["replay_ms"].get<double>());
   } catch (const CudaError& e) {
     numeric["vendor_ms"] = nullptr;
     numeric["vendor_failed"] = e.what();
     numeric["speedup"] = nullptr;
   }
-  if (checked) numeric["check"] = *checked;
+  if (auto_check) numeric["check"] = *auto_check;
   return numeric;
 }
 

@@ -28,6 +28,18 @@ enum class Reuse {
 };
 inline const char* to_string(Reuse reuse) { return reuse == Reuse::Many ? "many" : "once"; }
 
+// spgemm_numeric's kernel by positions (Options::positions_kernel). Auto: the plan's (entries
+// below 8 M products, a warp a task from there, blocks where entries do not fit the memory).
+enum class PositionsKernel {
+  Auto,
+  Entries,  // products listed under their C entries, summed in registers: 8 bytes a product kept
+  Warps,    // a warp a task, sums in each warp's shared memory: 2 bytes a product
+  Blocks,   // blocks sharing a task, atomic sums in shared memory: 2 or 4 bytes a product
+};
+const char* to_string(PositionsKernel kernel);
+// "auto", "entries", "warps" or "blocks"; InvalidInputError naming anything else.
+PositionsKernel parse_positions_kernel(const std::string& text);
+
 struct Options {
   // "" or "auto": the planner chooses. Otherwise the name of a variant of the op
   // (`sparsejit explain --list` prints them), e.g. "csr_rowwarp" or "cusparse".
@@ -74,10 +86,10 @@ struct Options {
   // that kernel's results before it reads or writes anything, so stream order holds and about
   // 0.3 µs of launch latency per kernel is hidden. false: ordinary stream-ordered launches.
   bool early_launch = true;
-  // SpMM and SDDMM: whether a call whose plan only launches kernels (SpMM's csr_vector,
-  // csr_rowsplit, csr_rowwarp, and csr_merge for A·B; SDDMM's row_gather and coo_flat) issues
-  // them as one CUDA graph, built by the plan's first such call and replayed with each call's
-  // operands. The host then spends about 1.5 µs on a call instead of about 3 µs per kernel
+  // SpMM, SDDMM and spgemm_numeric: whether a call whose plan only launches kernels (SpMM's
+  // csr_vector, csr_rowsplit, csr_rowwarp, and csr_merge for A·B; SDDMM's row_gather and
+  // coo_flat; spgemm_numeric by positions) issues them as one CUDA graph, built by the plan's
+  // first such call and replayed with each call's operands. The host then spends about 1.5 µs on a call instead of about 3 µs per kernel
   // (H200 machine), which is what a call costs when its kernels are shorter than that (small
   // matrices, called from Python: the Python package turns it on). The price: the call's first
   // kernel no longer launches early behind the previous call's last one, so back-to-back calls
@@ -98,6 +110,9 @@ struct Options {
   // again (no memory kept beyond C). Positions are also left out where they pass
   // memory_limit_bytes or half the free device memory.
   bool keep_positions = true;
+  // spgemm_numeric only: which kernel computes by positions (see PositionsKernel); a forced
+  // one is kept on C beside the others, so a C can be timed with each.
+  PositionsKernel positions_kernel = PositionsKernel::Auto;
 };
 
 // A forced choice from SPARSEJIT_FORCE=op:variant[:k=v,...], e.g.
