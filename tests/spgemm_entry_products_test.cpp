@@ -206,18 +206,10 @@ TEST(SpgemmEntryProducts, BadInputsAreRefusedNamingTheValue) {
   EXPECT_NE(message(8, a, test::csr_of_rows(2, 3, {{0}, {1}})).find("C is 2x3 but A·B is 2x2"), std::string::npos);
 }
 
-SpgemmFeatures features_of(int64_t products, int64_t nnz_a, int32_t rows) {
-  SpgemmFeatures f;
-  f.products = products;
-  f.a.nnz = nnz_a;
-  f.a.rows = rows;
-  return f;
-}
-
 TEST(SpgemmEntryPlan, EntriesBelowEightMillionProductsWhereTheyFit) {
   const plan::DeviceTarget h100;  // 132 multiprocessors
   // 5.4 M products: ranges of a 48th of a multiprocessor's share; 8 bytes a product.
-  plan::SpgemmReusePlan p = plan::plan_spgemm_reuse(features_of(5'373'531, 43'250, 6'833), DType::F32, h100, {}, {});
+  plan::SpgemmReusePlan p = plan::plan_spgemm_reuse(test::spgemm_features_of(5'373'531, 43'250, 6'833), DType::F32, h100, {}, {});
   EXPECT_TRUE(p.by_positions) << p.why;
   EXPECT_EQ(p.kernel, PositionsKernel::Entries);
   EXPECT_EQ(p.entries.range_products, 5'373'531 / (48 * 132));
@@ -226,20 +218,20 @@ TEST(SpgemmEntryPlan, EntriesBelowEightMillionProductsWhereTheyFit) {
   EXPECT_EQ(plan::entry_sums_bytes(1000, 10, 2, DType::F64), 8000 + 160 + 2 * 16);
   EXPECT_EQ(p.why, "positions: entries, 8 bytes a product, about " + std::to_string(p.bytes) + " bytes kept on C");
   // Small products: the shortest ranges; large ones in f64 alike (8 bytes of indices either way).
-  EXPECT_EQ(plan::plan_spgemm_reuse(features_of(100'000, 10'000, 2'000), DType::F64, h100, {}, {}).entries.range_products, 64);
+  EXPECT_EQ(plan::plan_spgemm_reuse(test::spgemm_features_of(100'000, 10'000, 2'000), DType::F64, h100, {}, {}).entries.range_products, 64);
   // Where 8 bytes a product do not fit but the blocks' 2 do: the blocks' kernel.
-  const plan::SpgemmReusePlan tight = plan::plan_spgemm_reuse(features_of(5'000'000, 43'250, 6'833), DType::F32, h100, {}, 30'000'000);
+  const plan::SpgemmReusePlan tight = plan::plan_spgemm_reuse(test::spgemm_features_of(5'000'000, 43'250, 6'833), DType::F32, h100, {}, 30'000'000);
   EXPECT_TRUE(tight.by_positions) << tight.why;
   EXPECT_EQ(tight.kernel, PositionsKernel::Blocks);
   // Forced entries that do not fit: declined, not swapped.
   const plan::SpgemmReusePlan forced =
-      plan::plan_spgemm_reuse(features_of(5'000'000, 43'250, 6'833), DType::F32, h100, {}, 30'000'000, PositionsKernel::Entries);
+      plan::plan_spgemm_reuse(test::spgemm_features_of(5'000'000, 43'250, 6'833), DType::F32, h100, {}, 30'000'000, PositionsKernel::Entries);
   EXPECT_FALSE(forced.by_positions);
   EXPECT_EQ(forced.why.rfind("recompute: positions take about ", 0), 0u) << forced.why;
   // Forced kernels are taken at any size.
-  EXPECT_EQ(plan::plan_spgemm_reuse(features_of(50'000'000, 1'000'000, 100'000), DType::F32, h100, {}, {}, PositionsKernel::Entries).kernel,
+  EXPECT_EQ(plan::plan_spgemm_reuse(test::spgemm_features_of(50'000'000, 1'000'000, 100'000), DType::F32, h100, {}, {}, PositionsKernel::Entries).kernel,
             PositionsKernel::Entries);
-  EXPECT_EQ(plan::plan_spgemm_reuse(features_of(5'000, 1'000, 100), DType::F32, h100, {}, {}, PositionsKernel::Warps).kernel,
+  EXPECT_EQ(plan::plan_spgemm_reuse(test::spgemm_features_of(5'000, 1'000, 100), DType::F32, h100, {}, {}, PositionsKernel::Warps).kernel,
             PositionsKernel::Warps);
 }
 

@@ -192,20 +192,11 @@ TEST(SpgemmPositions, BadInputsAreRefusedNamingTheValue) {
   EXPECT_NE(message(8, 16, a, 8).find("wide_entries = 8 is below shared_entries = 16"), std::string::npos);
 }
 
-SpgemmFeatures features_of(int64_t products, int64_t nnz_a, int32_t rows, int64_t max_row_products) {
-  SpgemmFeatures f;
-  f.products = products;
-  f.a.nnz = nnz_a;
-  f.a.rows = rows;
-  f.max_row_products = max_row_products;
-  return f;
-}
-
 TEST(SpgemmReusePlan, LanesTaskSizesAndPositionBytes) {
   const plan::DeviceTarget h100;  // 132 multiprocessors
   // The blocks' kernel, forced (the plan takes it where entries do not fit).
   // 140 products per entry of A: a warp each; 51.5 M products: the largest tasks.
-  plan::SpgemmReusePlan p = plan::plan_spgemm_reuse(features_of(51'500'000, 367'662, 36'692, 30'000), DType::F32, h100, {}, {},
+  plan::SpgemmReusePlan p = plan::plan_spgemm_reuse(test::spgemm_features_of(51'500'000, 367'662, 36'692, 30'000), DType::F32, h100, {}, {},
                                                     PositionsKernel::Blocks);
   EXPECT_TRUE(p.by_positions) << p.why;
   EXPECT_EQ(p.group_lanes, 32);
@@ -216,7 +207,7 @@ TEST(SpgemmReusePlan, LanesTaskSizesAndPositionBytes) {
   EXPECT_NE(p.why.find("2 bytes a product"), std::string::npos) << p.why;
   // 3 products per entry: groups of 4 lanes; a small product: the smallest tasks; f64 halves
   // the shared entries; a row of more than 65536 products takes 4-byte positions.
-  p = plan::plan_spgemm_reuse(features_of(30'000, 10'000, 2'000, 100'000), DType::F64, h100, {}, {}, PositionsKernel::Blocks);
+  p = plan::plan_spgemm_reuse(test::spgemm_features_of(30'000, 10'000, 2'000, 100'000), DType::F64, h100, {}, {}, PositionsKernel::Blocks);
   EXPECT_EQ(p.group_lanes, 4);
   EXPECT_EQ(p.task_products, 1024);
   EXPECT_EQ(p.shared_entries, 4096);
@@ -226,7 +217,7 @@ TEST(SpgemmReusePlan, LanesTaskSizesAndPositionBytes) {
 
 TEST(SpgemmReusePlan, PositionsThatDoNotFitLeaveTheRecompute) {
   const plan::DeviceTarget h100;
-  const SpgemmFeatures f = features_of(100'000'000, 1'000'000, 100'000, 1'000);
+  const SpgemmFeatures f = test::spgemm_features_of(100'000'000, 1'000'000, 100'000, 1'000);
   const plan::SpgemmReusePlan fits = plan::plan_spgemm_reuse(f, DType::F32, h100, int64_t(80) << 30, int64_t(1) << 30);
   EXPECT_TRUE(fits.by_positions) << fits.why;
   const plan::SpgemmReusePlan limited = plan::plan_spgemm_reuse(f, DType::F32, h100, {}, int64_t(100) << 20);

@@ -313,23 +313,15 @@ TEST(SpgemmWarpTasks, BadInputsAreRefusedNamingTheValue) {
   EXPECT_NE(message(8, 8, a, csr(2, 2, {{0}, {}}, 1)).find("C's row 1 has 0 entries but A·B's has 1 products"), std::string::npos);
 }
 
-SpgemmFeatures features_of(int64_t products, int64_t nnz_a, int32_t rows) {
-  SpgemmFeatures f;
-  f.products = products;
-  f.a.nnz = nnz_a;
-  f.a.rows = rows;
-  return f;
-}
-
 TEST(SpgemmWarpPlan, AWarpATaskFromEightMillionProducts) {
   const plan::DeviceTarget h100;  // 132 multiprocessors
   // Below: entries.
-  plan::SpgemmReusePlan p = plan::plan_spgemm_reuse(features_of(plan::kWarpTaskProducts - 1, 367'662, 36'692), DType::F32, h100, {}, {});
+  plan::SpgemmReusePlan p = plan::plan_spgemm_reuse(test::spgemm_features_of(plan::kWarpTaskProducts - 1, 367'662, 36'692), DType::F32, h100, {}, {});
   EXPECT_EQ(p.kernel, PositionsKernel::Entries);
   EXPECT_EQ(p.why.find("a warp a task"), std::string::npos) << p.why;
   // 300 M products: the largest tasks; 4 KiB of sums a warp; positions, segments (one an entry
   // of A at least), tasks, steps of 32.
-  p = plan::plan_spgemm_reuse(features_of(300'000'000, 367'662, 36'692), DType::F32, h100, {}, {});
+  p = plan::plan_spgemm_reuse(test::spgemm_features_of(300'000'000, 367'662, 36'692), DType::F32, h100, {}, {});
   EXPECT_TRUE(p.by_positions) << p.why;
   EXPECT_EQ(p.kernel, PositionsKernel::Warps);
   EXPECT_EQ(p.warp.task_products, 8192);
@@ -338,7 +330,7 @@ TEST(SpgemmWarpPlan, AWarpATaskFromEightMillionProducts) {
   EXPECT_EQ(p.bytes, 2 * 300'000'000LL + 12 * 367'662LL + 4 + 32 * (300'000'000LL / 8192 + 1) + 8 * (300'000'000LL / 32));
   EXPECT_NE(p.why.find("positions: 2 bytes a product, a warp a task, at least"), std::string::npos) << p.why;
   // 20 M products: tasks of a 40th of a multiprocessor's share; f64 halves the region.
-  p = plan::plan_spgemm_reuse(features_of(20'000'000, 367'662, 36'692), DType::F64, h100, {}, {});
+  p = plan::plan_spgemm_reuse(test::spgemm_features_of(20'000'000, 367'662, 36'692), DType::F64, h100, {}, {});
   EXPECT_EQ(p.warp.task_products, 20'000'000 / (40 * 132));
   EXPECT_EQ(p.warp.region_entries, 512);
   EXPECT_EQ(plan::warp_positions_bytes({1000, 10, 3, 40, 100, 2}, DType::F64), 2000 + 120 + 4 + 96 + 320 + 800 + 16);
@@ -346,7 +338,7 @@ TEST(SpgemmWarpPlan, AWarpATaskFromEightMillionProducts) {
 
 TEST(SpgemmWarpPlan, WarpPositionsThatDoNotFitLeaveTheRecompute) {
   const plan::DeviceTarget h100;
-  const SpgemmFeatures f = features_of(100'000'000, 1'000'000, 100'000);
+  const SpgemmFeatures f = test::spgemm_features_of(100'000'000, 1'000'000, 100'000);
   const plan::SpgemmReusePlan limited = plan::plan_spgemm_reuse(f, DType::F32, h100, {}, int64_t(100) << 20);
   EXPECT_FALSE(limited.by_positions);
   EXPECT_EQ(limited.why, "recompute: positions take at least " + std::to_string(limited.bytes) +

@@ -147,4 +147,13 @@ std::pair<Csr<double>, Csr<double>> hot_entries(int32_t rows, int32_t columns) {
   return {csr_of_rows(rows, columns, std::vector<std::vector<int32_t>>(std::size_t(rows), all)), csr_of_rows(columns, 8, b_rows)};
 }
 
+SpgemmFeatures spgemm_features_of(int64_t products, int64_t nnz_a, int32_t rows, int64_t max_row_products) {
+  SpgemmFeatures f;
+  f.products = products;
+  f.a.nnz = nnz_a;
+  f.a.rows = rows;
+  f.max_row_products = max_row_products;
+  return f;
+}
+
 }  // namespace sparsejit::test

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "sparsejit/features.hpp"
 #include "sparsejit/matrix.hpp"
 
 namespace sparsejit::test {
@@ -72,5 +73,9 @@ std::pair<Csr<double>, Csr<double>> hot_entries(int32_t rows, int32_t columns);
 
 // The message of the InvalidInputError `call` throws, or "(no InvalidInputError)".
 std::string invalid_input_message(const std::function<void()>& call);
+
+// SpGEMM features as the reuse plan (plan/spgemm_reuse) reads them: the products, A's entries
+// and rows, and the most products of one row.
+SpgemmFeatures spgemm_features_of(int64_t products, int64_t nnz_a, int32_t rows, int64_t max_row_products = 0);
 
 }  // namespace sparsejit::test
