@@ -336,6 +336,26 @@ TEST(SpgemmWarpPlan, AWarpATaskFromEightMillionProducts) {
   EXPECT_EQ(plan::warp_positions_bytes({1000, 10, 3, 40, 100, 2}, DType::F64), 2000 + 120 + 4 + 96 + 320 + 800 + 16);
 }
 
+TEST(SpgemmWarpPlan, AWarpATaskIsTimedAgainstTheBlocksKernelWhereBothFit) {
+  const plan::DeviceTarget h100;
+  const SpgemmFeatures f = test::spgemm_features_of(20'000'000, 367'662, 36'692);
+  const plan::SpgemmReusePlan p = plan::plan_spgemm_reuse(f, DType::F32, h100, {}, {});
+  EXPECT_EQ(p.kernel, PositionsKernel::Warps);
+  EXPECT_TRUE(p.time_against_blocks);
+  EXPECT_EQ(p.why.find("positions: 2 bytes a product, a warp a task"), 0u) << p.why;
+  EXPECT_EQ(p.task_products, 20'000'000 / (16 * 132));  // the blocks' tasks, planned beside
+  const plan::SpgemmReusePlan blocks = plan::plan_spgemm_reuse(f, DType::F32, h100, {}, {}, PositionsKernel::Blocks);
+  // Forced, past kTimedPositionsProducts, or where both do not fit: the warps' alone.
+  EXPECT_FALSE(plan::plan_spgemm_reuse(f, DType::F32, h100, {}, {}, PositionsKernel::Warps).time_against_blocks);
+  EXPECT_FALSE(plan::plan_spgemm_reuse(test::spgemm_features_of(plan::kTimedPositionsProducts + 1, 367'662, 36'692), DType::F32,
+                                       h100, {}, {})
+                   .time_against_blocks);
+  const plan::SpgemmReusePlan tight = plan::plan_spgemm_reuse(f, DType::F32, h100, {}, p.bytes + blocks.bytes - 1);
+  EXPECT_TRUE(tight.by_positions) << tight.why;
+  EXPECT_FALSE(tight.time_against_blocks);
+  EXPECT_TRUE(plan::plan_spgemm_reuse(f, DType::F32, h100, {}, p.bytes + blocks.bytes).time_against_blocks);
+}
+
 TEST(SpgemmWarpPlan, WarpPositionsThatDoNotFitLeaveTheRecompute) {
   const plan::DeviceTarget h100;
   const SpgemmFeatures f = test::spgemm_features_of(100'000'000, 1'000'000, 100'000);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "formats/spgemm_positions.hpp"
 #include "ops/call_common.hpp"
@@ -121,6 +122,55 @@ void compute(const Positions<T>& p, const variants::SpgemmOperands<T>& o, CUdevi
     launch_numeric(*p.numeric_wide, p, o, values, p.narrow_tasks, p.wide_tasks, p.plan.wide_block_threads, p.wide_entries);
 }
 
+// Device time of one call of `call`, the mean of kTimedCalls after one untimed, on the
+// operands' stream; no synchronization (the caller reads it after one).
+constexpr int kTimedCalls = 3;
+
+template <class Call>
+std::pair<Event, Event> timed_calls(const Context& context, CUstream stream, const Call& call) {
+  call();
+  std::pair<Event, Event> marks{Event(context), Event(context)};
+  marks.first.record(stream);
+  for (int i = 0; i < kTimedCalls; ++i) call();
+  marks.second.record(stream);
+  return marks;
+}
+
+// A warp a task built (made.warp) where the plan times it against the blocks' kernel: the
+// blocks' built beside it, both timed (one synchronization), the slower dropped.
+template <class T>
+void keep_the_faster(detail::RuntimeState& rt, const variants::SpgemmOperands<T>& o, const DeviceCsr<T>& c, Positions<T>& made) {
+  const std::string warps_why = made.why;
+  build(rt, o, c, made);
+  if (!made.usable) {  // the blocks' positions could not be made: the warps' stand
+    made.usable = true;
+    made.why = warps_why;
+    return;
+  }
+  const CUdeviceptr values = c.values().ptr();
+  const auto warps = timed_calls(rt.context, o.stream, [&] { compute_warp_positions(*made.warp, o, values); });
+  const auto blocks = timed_calls(rt.context, o.stream, [&] { compute(made, o, values); });
+  blocks.second.synchronize();
+  const double warps_us = 1000.0 * double(elapsed_ms(warps.first, warps.second)) / kTimedCalls;
+  const double blocks_us = 1000.0 * double(elapsed_ms(blocks.first, blocks.second)) / kTimedCalls;
+  const std::string timed = "; timed on the first call: a warp a task " + std::to_string(int64_t(warps_us + 0.5)) + " µs, blocks " +
+                            std::to_string(int64_t(blocks_us + 0.5)) + " µs";
+  if (blocks_us < warps_us) {
+    made.warp.reset();
+    made.why += timed;
+    return;
+  }
+  made.narrow_tasks = made.wide_tasks = made.zero_ranges = 0;
+  made.numeric.reset();
+  made.numeric_wide.reset();
+  made.zero.reset();
+  made.task_list = DeviceBuffer();
+  made.product_at = DeviceBuffer();
+  made.zero_list = DeviceBuffer();
+  made.positions = DeviceBuffer();
+  made.why = warps_why + timed;
+}
+
 }  // namespace
 
 template <class T>
@@ -143,6 +193,7 @@ bool recompute_by_positions(detail::RuntimeState& rt, const variants::SpgemmOper
       case PositionsKernel::Warps:
         made->warp = build_warp_positions(rt, o, c, made->plan.warp, memory_limit, made->why);
         made->usable = made->warp != nullptr;
+        if (made->usable && made->plan.time_against_blocks) keep_the_faster(rt, o, c, *made);
         break;
       case PositionsKernel::Entries:
         made->entries = build_entry_sums(rt, o, c, made->plan.entries, memory_limit, made->why);

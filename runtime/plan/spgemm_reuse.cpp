@@ -140,6 +140,18 @@ void plan_entries(SpgemmReusePlan& p, const SpgemmFeatures& f, DType dtype, cons
   p.why = "positions: entries, 8 bytes a product, about " + std::to_string(p.bytes) + " bytes kept on C";
 }
 
+// The blocks' fields beside a warp a task's, for the first call to time both where both fit
+// (the plan's bytes and reason stay the warps').
+void plan_timing_against_blocks(SpgemmReusePlan& p, const SpgemmFeatures& f, int64_t value_bytes, const DeviceTarget& device,
+                                std::optional<int64_t> free_bytes, std::optional<int64_t> limit) {
+  const int64_t warps_bytes = p.bytes;
+  const std::string warps_why = p.why;
+  plan_blocks(p, f, value_bytes, device);
+  p.time_against_blocks = do_not_fit("", warps_bytes + p.bytes, free_bytes, limit).empty();
+  p.bytes = warps_bytes;
+  p.why = warps_why;
+}
+
 }  // namespace
 
 SpgemmReusePlan plan_spgemm_reuse(const SpgemmFeatures& f, DType dtype, const DeviceTarget& device,
@@ -154,7 +166,11 @@ SpgemmReusePlan plan_spgemm_reuse(const SpgemmFeatures& f, DType dtype, const De
     // Where entries' 8 bytes a product do not fit, the blocks' 2 or 4 may (unless forced).
     if (forced == PositionsKernel::Auto && !do_not_fit("", p.bytes, free_bytes, limit).empty()) p.kernel = PositionsKernel::Blocks;
   }
-  if (p.kernel == PositionsKernel::Warps) plan_warps(p, f, dtype, device);
+  if (p.kernel == PositionsKernel::Warps) {
+    plan_warps(p, f, dtype, device);
+    if (forced == PositionsKernel::Auto && f.products <= kTimedPositionsProducts)
+      plan_timing_against_blocks(p, f, value_bytes, device, free_bytes, limit);
+  }
   if (p.kernel == PositionsKernel::Blocks) plan_blocks(p, f, value_bytes, device);
   const char* taking = p.kernel == PositionsKernel::Blocks ? "up to " : p.kernel == PositionsKernel::Warps ? "at least " : "about ";
   const std::string refused = do_not_fit(taking, p.bytes, free_bytes, limit);

@@ -44,6 +44,10 @@ struct SpgemmReusePlan {
   // bytes a product where entries would take 8: the most products a second), blocks sharing a
   // task where the entries' bytes do not fit; or Options::positions_kernel's.
   PositionsKernel kernel = PositionsKernel::Entries;
+  // A warp a task chosen by the plan, up to kTimedPositionsProducts, where the blocks' kernel
+  // fits beside it: the first call builds both, times each and keeps the faster (the warps'
+  // adds need no atomics, but on some patterns the blocks' still win: cyl6, 0.82x, H200).
+  bool time_against_blocks = false;
   EntrySumsPlan entries;
   WarpTaskPlan warp;
   int group_lanes = 32;    // lanes per entry of A: B's rows are this long on average, or longer
@@ -57,6 +61,9 @@ struct SpgemmReusePlan {
 
 // The products from which the numeric phase takes a warp a task (below: entries).
 constexpr int64_t kWarpTaskProducts = 8'000'000;
+// The most products for which the first call also builds and times the blocks' kernel: beyond,
+// building both costs more host time than the calls that could gain.
+constexpr int64_t kTimedPositionsProducts = 200'000'000;
 // The warp kernel's layout as the plan sizes it (formats/spgemm_warp_tasks.hpp holds the same,
 // checked where both are seen, ops/spgemm_reuse_warps.cpp): a task's sums at most (its places
 // take 11 bits of a position), products a step.

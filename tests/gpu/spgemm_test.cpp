@@ -625,7 +625,11 @@ TEST_F(SpgemmGpu, TheNumericPhaseByPositionsAndWithoutF64) { check_numeric_paths
 // keep_positions off. C poisoned and new values each round.
 template <class T>
 void check_warp_tasks(Runtime& rt, uint64_t seed) {
-  const auto plain = [](int64_t) { return Options{}; };
+  const auto plain = [](int64_t) {
+    Options o;
+    o.positions_kernel = PositionsKernel::Warps;  // the plan's own would also time the blocks' kernel
+    return o;
+  };
   const std::string warps = "positions: 2 bytes a product, a warp a task";
   const Csr<double> long_a = with_long_first_row(40000, 40000, 16, 20000, seed);
   const Csr<double> wide_b = generate::uniform(40000, 60000, 16, seed + 5);
@@ -636,6 +640,21 @@ void check_warp_tasks(Runtime& rt, uint64_t seed) {
   const auto [hot_a, hot_b] = test::hot_entries(2000, 3000);
   check_numeric_rounds<T>(rt, hot_a, hot_b, plain, {warps}, seed);
 }
+
+// From 8 M products the plan's first call builds a warp a task and the blocks' kernel, times
+// both and keeps the faster: a band of 9.4 M products, two rounds (the second reuses the
+// choice), against the reference with C poisoned; then keep_positions off.
+template <class T>
+void check_timed_positions(Runtime& rt, uint64_t seed) {
+  const auto plain = [](int64_t) { return Options{}; };
+  const Csr<double> band = generate::banded(50000, 16, 24, seed);
+  const std::string timed = "positions: 2 bytes a product*timed on the first call: a warp a task ";
+  check_numeric_rounds<T>(rt, band, band, plain, {timed, timed, "recompute: Options::keep_positions is off"}, seed);
+}
+
+TEST_F(SpgemmGpu, TheFirstNumericCallTimesAWarpATaskAgainstBlocksF32) { check_timed_positions<float>(rt(), next_seed()); }
+
+TEST_F(SpgemmGpu, TheFirstNumericCallTimesAWarpATaskAgainstBlocksF64) { check_timed_positions<double>(rt(), next_seed()); }
 
 TEST_F(SpgemmGpu, TheNumericPhaseAWarpATaskF32) { check_warp_tasks<float>(rt(), next_seed()); }
 
