@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "reference/parallel.hpp"
 #include "sparsejit/error.hpp"
 
 namespace sparsejit::formats {
@@ -22,120 +23,125 @@ void check_inputs(PatternView a, PatternView b, PatternView c, int64_t range_pro
                             " but A·B is " + std::to_string(a.rows) + "x" + std::to_string(b.cols));
 }
 
-int64_t count_products(PatternView a, PatternView b) {
-  int64_t products = 0;
-  for (int64_t e = 0; e < a.nnz(); ++e) {
-    const int32_t k = a.col_idx[e];
-    products += int64_t(b.row_ptr[k + 1]) - b.row_ptr[k];
+// The products before each row of A (rows + 1 of them).
+std::vector<int64_t> products_before_rows(PatternView a, PatternView b) {
+  std::vector<int64_t> before(std::size_t(a.rows) + 1, 0);
+  for (int32_t r = 0; r < a.rows; ++r) {
+    int64_t products = before[std::size_t(r)];
+    for (int32_t e = a.row_ptr[r]; e < a.row_ptr[r + 1]; ++e) products += int64_t(b.row_ptr[a.col_idx[e] + 1]) - b.row_ptr[a.col_idx[e]];
+    before[std::size_t(r) + 1] = products;
   }
-  if (products > kInt32Max)
-    throw InvalidInputError("build_entry_products: A·B has " + std::to_string(products) + " products, more than 2^31 - 1");
-  return products;
+  if (before.back() > kInt32Max)
+    throw InvalidInputError("build_entry_products: A·B has " + std::to_string(before.back()) + " products, more than 2^31 - 1");
+  return before;
 }
 
+int64_t aligned(int64_t place) { return (place + kRangeAlignment - 1) / kRangeAlignment * kRangeAlignment; }
+
+// Two passes over the products, each over parts of the rows on threads of their own (a row
+// writes only its own entries): each entry's count (and whether C's rows hold them all), then,
+// once the ranges have placed every entry, each product written at its place.
 struct Builder {
   PatternView a, b, c;
+  std::vector<int64_t> row_bounds;  // the threads' parts of A's rows, by products
   EntryProducts out;
-  std::vector<int32_t> place_of;  // a column's place in the current row of C, -1 elsewhere
-  std::vector<int32_t> start;     // per entry of the current row: its first product, from the row's first
-  std::vector<int32_t> cursor;    // where the entry's next product goes
+  std::vector<int32_t> start;  // per entry of C: its count, then its first place
 
-  // Counts row r's products per entry of C into start[q + 1]; false (with out.unusable) when
-  // C's row does not hold them all or one of its entries has none.
-  bool count_row(int32_t r) {
-    const int32_t c_lo = c.row_ptr[r], entries = c.row_ptr[r + 1] - c_lo;
-    start.assign(std::size_t(entries) + 1, 0);
-    for (int32_t e = a.row_ptr[r]; e < a.row_ptr[r + 1]; ++e)
-      for (int32_t f = b.row_ptr[a.col_idx[e]]; f < b.row_ptr[a.col_idx[e] + 1]; ++f) {
-        const int32_t q = place_of[std::size_t(b.col_idx[f])];
-        if (q < 0) {
-          out.unusable = "entries: the product of A's entry " + std::to_string(e) + " and B's entry " + std::to_string(f) +
-                         " has no entry in C's row " + std::to_string(r);
-          return false;
+  // Runs visit(e, f, q) for every product of rows [r0, r1) (q: its entry of C, -1 if none), a
+  // part's rows at a time.
+  template <class Visit>
+  void for_each_product(int64_t r0, int64_t r1, const Visit& visit) const {
+    std::vector<int32_t> place_of(std::size_t(c.cols), -1);  // a column's entry in the row of C
+    for (int64_t r = r0; r < r1; ++r) {
+      for (int32_t q = c.row_ptr[r]; q < c.row_ptr[r + 1]; ++q) place_of[std::size_t(c.col_idx[q])] = q;
+      for (int32_t e = a.row_ptr[r]; e < a.row_ptr[r + 1]; ++e)
+        for (int32_t f = b.row_ptr[a.col_idx[e]]; f < b.row_ptr[a.col_idx[e] + 1]; ++f)
+          visit(int32_t(r), e, f, place_of[std::size_t(b.col_idx[f])]);
+      for (int32_t q = c.row_ptr[r]; q < c.row_ptr[r + 1]; ++q) place_of[std::size_t(c.col_idx[q])] = -1;
+    }
+  }
+
+  // start[q] = entry q's products; false (with out.unusable, the first row's reason) when a
+  // product has no entry in its row of C or an entry no product.
+  bool count_entries() {
+    start.assign(std::size_t(c.nnz()), 0);
+    std::vector<std::string> refused(row_bounds.size() - 1);
+    detail::run_parts(row_bounds, [&](int part, int64_t r0, int64_t r1) {
+      std::string& why = refused[std::size_t(part)];
+      for_each_product(r0, r1, [&](int32_t r, int32_t e, int32_t f, int32_t q) {
+        if (q >= 0) {
+          ++start[std::size_t(q)];
+        } else if (why.empty()) {
+          why = "entries: the product of A's entry " + std::to_string(e) + " and B's entry " + std::to_string(f) +
+                " has no entry in C's row " + std::to_string(r);
         }
-        ++start[std::size_t(q) + 1];
-      }
-    for (int32_t q = 0; q < entries; ++q)
-      if (start[std::size_t(q) + 1] == 0) {
-        out.unusable = "entries: no product lands on C's entry " + std::to_string(c_lo + q) + " (row " + std::to_string(r) + ")";
+      });
+      for (int64_t q = c.row_ptr[r0]; q < c.row_ptr[r1] && why.empty(); ++q)
+        if (start[std::size_t(q)] == 0)
+          why = "entries: no product lands on C's entry " + std::to_string(q) + " (row " +
+                std::to_string(std::upper_bound(c.row_ptr + r0, c.row_ptr + r1 + 1, int32_t(q)) - c.row_ptr - 1) + ")";
+    });
+    for (const std::string& why : refused)
+      if (!why.empty()) {
+        out.unusable = why;
         return false;
       }
     return true;
   }
 
-  // Lists row r's products from `first` on, entry by entry, each entry's in A's order.
-  bool list_row(int32_t r, int64_t first) {
-    const int32_t c_lo = c.row_ptr[r], entries = c.row_ptr[r + 1] - c_lo;
-    for (int32_t q = 0; q < entries; ++q) place_of[std::size_t(c.col_idx[c_lo + q])] = q;
-    const bool fits = count_row(r);
-    if (fits) {
-      for (int32_t q = 0; q < entries; ++q) start[std::size_t(q) + 1] += start[std::size_t(q)];
-      cursor.assign(start.begin(), start.end() - 1);
-      for (int32_t e = a.row_ptr[r]; e < a.row_ptr[r + 1]; ++e)
-        for (int32_t f = b.row_ptr[a.col_idx[e]]; f < b.row_ptr[a.col_idx[e] + 1]; ++f) {
-          const std::size_t p = std::size_t(first + cursor[std::size_t(place_of[std::size_t(b.col_idx[f])])]++);
-          out.product_a[p] = e;
-          out.product_b[p] = uint32_t(f);
-        }
-      for (int32_t q = 0; q < entries; ++q) out.product_b[std::size_t(first + start[std::size_t(q)])] |= kEntryHead;
-    }
-    for (int32_t q = 0; q < entries; ++q) place_of[std::size_t(c.col_idx[c_lo + q])] = -1;
-    return fits;
-  }
-
-  // The warp ranges over the listed products, entry by entry, each then moved to the next
-  // aligned place (the list padded between them).
+  // The ranges over the entries in C's order; start[q] becomes entry q's first place.
   void cut_ranges(int64_t range_products) {
+    int64_t place = 0;
     EntryRange open;  // whole entries gathered so far (count 0: none)
     const auto close = [&] {
       if (open.count > 0) out.ranges.push_back(open);
       open = EntryRange{};
     };
-    int64_t p = 0;
-    const int64_t entries = c.nnz();
-    for (int64_t entry = 0; entry < entries; ++entry) {
-      int64_t next = p + 1;  // the entry's products run to the next head
-      while (next < out.products && (out.product_b[std::size_t(next)] & kEntryHead) == 0) ++next;
-      const int64_t length = next - p;
-      if (length > range_products) {
+    for (int64_t q = 0; q < c.nnz(); ++q) {
+      const int64_t length = start[std::size_t(q)];
+      if (length > range_products) {  // parts, right after whatever came before
         close();
         const int32_t slot = int32_t(out.slot_parts.size());
         const int64_t parts = (length + range_products - 1) / range_products;
         for (int64_t part = 0; part < parts; ++part) {
-          const int64_t lo = p + length * part / parts, hi = p + length * (part + 1) / parts;
-          out.ranges.push_back({int32_t(lo), int32_t(hi - lo), int32_t(entry), slot});
+          const int64_t lo = length * part / parts, hi = length * (part + 1) / parts;
+          out.ranges.push_back({int32_t(place + lo), int32_t(hi - lo), int32_t(q), slot});
         }
         out.slot_parts.push_back(int32_t(parts));
       } else {
         if (open.count + length > range_products) close();
-        if (open.count == 0) open = {int32_t(p), 0, int32_t(entry), -1};
+        if (open.count == 0) {
+          place = aligned(place);
+          open = {int32_t(place), 0, int32_t(q), -1};
+        }
         open.count += int32_t(length);
       }
-      p = next;
+      if (place + length > kInt32Max) throw InvalidInputError("build_entry_products: the list's places pass 2^31 - 1");
+      start[std::size_t(q)] = int32_t(place);
+      place += length;
     }
     close();
-    align_ranges();
+    out.product_a.assign(std::size_t(aligned(place)), -1);
+    out.product_b.assign(std::size_t(aligned(place)), 0u);
   }
 
-  void align_ranges() {
-    const auto aligned = [](int64_t at) { return (at + kRangeAlignment - 1) / kRangeAlignment * kRangeAlignment; };
-    int64_t places = 0;
-    for (const EntryRange& r : out.ranges) places = aligned(places) + r.count;
-    places = aligned(places);
-    if (places > kInt32Max)
-      throw InvalidInputError("build_entry_products: the list's " + std::to_string(places) + " places pass 2^31 - 1");
-    std::vector<int32_t> product_a(std::size_t(places), -1);
-    std::vector<uint32_t> product_b(std::size_t(places), 0u);
-    int64_t at = 0;
-    for (EntryRange& r : out.ranges) {
-      at = aligned(at);
-      std::copy_n(out.product_a.begin() + r.p0, r.count, product_a.begin() + at);
-      std::copy_n(out.product_b.begin() + r.p0, r.count, product_b.begin() + at);
-      r.p0 = int32_t(at);
-      at += r.count;
-    }
-    out.product_a = std::move(product_a);
-    out.product_b = std::move(product_b);
+  // Each product at its entry's next place (a row's cursors are the part's own: the host's
+  // memory is touched once, which in a virtual machine costs about 1 ms a megabyte).
+  void list_products() {
+    detail::run_parts(row_bounds, [&](int, int64_t r0, int64_t r1) {
+      std::vector<int32_t> cursor;  // the current row's entries' next places
+      int32_t row = -1, row_first = 0;
+      for_each_product(r0, r1, [&](int32_t r, int32_t e, int32_t f, int32_t q) {
+        if (r != row) {
+          row = r;
+          row_first = c.row_ptr[r];
+          cursor.assign(start.begin() + row_first, start.begin() + c.row_ptr[r + 1]);
+        }
+        const int32_t at = cursor[std::size_t(q - row_first)]++;
+        out.product_a[std::size_t(at)] = e;
+        out.product_b[std::size_t(at)] = uint32_t(f) | (at == start[std::size_t(q)] ? kEntryHead : 0u);
+      });
+    });
   }
 };
 
@@ -143,22 +149,14 @@ struct Builder {
 
 EntryProducts build_entry_products(PatternView a, PatternView b, PatternView c, int64_t range_products) {
   check_inputs(a, b, c, range_products);
-  Builder builder{a, b, c, {}, std::vector<int32_t>(std::size_t(c.cols), -1), {}, {}};
-  EntryProducts& out = builder.out;
-  out.products = count_products(a, b);
-  out.product_a.resize(std::size_t(out.products));
-  out.product_b.resize(std::size_t(out.products));
-  int64_t first = 0;
-  for (int32_t r = 0; r < a.rows; ++r) {
-    if (!builder.list_row(r, first)) {
-      out.product_a.clear();
-      out.product_b.clear();
-      return out;
-    }
-    for (int32_t e = a.row_ptr[r]; e < a.row_ptr[r + 1]; ++e) first += int64_t(b.row_ptr[a.col_idx[e] + 1]) - b.row_ptr[a.col_idx[e]];
-  }
+  const std::vector<int64_t> before = products_before_rows(a, b);
+  const int parts = std::min(detail::part_count(before.back()), std::max(a.rows, 1));
+  Builder builder{a, b, c, detail::balanced_row_bounds(before.data(), a.rows, parts, 1, 1), {}, {}};
+  builder.out.products = before.back();
+  if (!builder.count_entries()) return builder.out;
   builder.cut_ranges(range_products);
-  return out;
+  builder.list_products();
+  return builder.out;
 }
 
 }  // namespace sparsejit::formats

@@ -19,12 +19,14 @@
 //                  their sums atomically into slot_sums[slot], and the last to finish (a
 //                  counter per slot) stores the entry and zeroes both for the next call.
 //                  slot_parts[slot] is the entry's part count.
-// Every range starts at a multiple of kRangeAlignment products (16 bytes of each list), so that
-// a lane loads its products four at a time; the list's places between ranges, and after the
-// last up to a multiple of it, are padding (product_a -1, product_b 0) that no range holds.
-// Example: entries of 3, 1 and 9 products and range_products 4: ranges {0, 4, 0, -1}
-// (entries 0 and 1) and parts {4, 3, 2, 0}, {8, 3, 2, 0}, {12, 3, 2, 0}; slot_parts {3}; the
-// list holds 16 places, padding at 7, 11 and 15.
+// Every range of whole entries starts at a multiple of kRangeAlignment products (16 bytes of
+// each list), so that a lane loads its products four at a time; the parts of a long entry
+// follow one another, so an entry's products are always contiguous. The list's places before
+// an aligned range, and after the last range up to a multiple of kRangeAlignment, are padding
+// (product_a -1, product_b 0) that no range holds.
+// Example: entries of 3, 1, 9 and 2 products and range_products 4: ranges {0, 4, 0, -1}
+// (entries 0 and 1), parts {4, 3, 2, 0}, {7, 3, 2, 0}, {10, 3, 2, 0} (slot_parts {3}), then
+// {16, 2, 3, -1}; 20 places, padding at 13-15 and 18-19.
 #pragma once
 #include <cstdint>
 #include <string>

@@ -29,7 +29,9 @@ enum class Reuse {
 inline const char* to_string(Reuse reuse) { return reuse == Reuse::Many ? "many" : "once"; }
 
 // spgemm_numeric's kernel by positions (Options::positions_kernel). Auto: the plan's (entries
-// below 8 M products, a warp a task from there, blocks where entries do not fit the memory).
+// below 8 M products; from there a warp a task, up to 200 M products timed against blocks on
+// the first call and the faster kept; blocks where entries do not fit the memory). A forced
+// kernel is never timed against another.
 enum class PositionsKernel {
   Auto,
   Entries,  // products listed under their C entries, summed in registers: 8 bytes a product kept
