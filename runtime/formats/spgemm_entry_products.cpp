@@ -47,8 +47,8 @@ struct Builder {
   EntryProducts out;
   std::vector<int32_t> start;  // per entry of C: its count, then its first place
 
-  // Runs visit(e, f, q) for every product of rows [r0, r1) (q: its entry of C, -1 if none), a
-  // part's rows at a time.
+  // Runs visit(r, e, f, q) for every product of rows [r0, r1): row, A's entry, B's entry and
+  // its entry of C (-1 if the row of C has none).
   template <class Visit>
   void for_each_product(int64_t r0, int64_t r1, const Visit& visit) const {
     std::vector<int32_t> place_of(std::size_t(c.cols), -1);  // a column's entry in the row of C
@@ -61,8 +61,8 @@ struct Builder {
     }
   }
 
-  // start[q] = entry q's products; false (with out.unusable, the first row's reason) when a
-  // product has no entry in its row of C or an entry no product.
+  // start[q] = entry q's products; false when a product has no entry in its row of C or an
+  // entry no product (out.unusable: the reason the first part of rows that has one found).
   bool count_entries() {
     start.assign(std::size_t(c.nnz()), 0);
     std::vector<std::string> refused(row_bounds.size() - 1);
