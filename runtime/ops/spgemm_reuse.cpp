@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <optional>
+#include <functional>
 #include <string>
-#include <utility>
 
 #include "formats/spgemm_positions.hpp"
 #include "ops/call_common.hpp"
@@ -122,22 +122,11 @@ void compute(const Positions<T>& p, const variants::SpgemmOperands<T>& o, CUdevi
     launch_numeric(*p.numeric_wide, p, o, values, p.narrow_tasks, p.wide_tasks, p.plan.wide_block_threads, p.wide_entries);
 }
 
-// Device time of one call of `call`, the mean of kTimedCalls after one untimed, on the
-// operands' stream; no synchronization (the caller reads it after one).
+// Calls each kernel is timed over, after one untimed probe.
 constexpr int kTimedCalls = 3;
 
-template <class Call>
-std::pair<Event, Event> timed_calls(const Context& context, CUstream stream, const Call& call) {
-  call();
-  std::pair<Event, Event> marks{Event(context), Event(context)};
-  marks.first.record(stream);
-  for (int i = 0; i < kTimedCalls; ++i) call();
-  marks.second.record(stream);
-  return marks;
-}
-
 // A warp a task built (made.warp) where the plan times it against the blocks' kernel: the
-// blocks' built beside it, both timed (one synchronization), the slower dropped.
+// blocks' built beside it, both timed (ops::time_device_calls), the slower dropped.
 template <class T>
 void keep_the_faster(detail::RuntimeState& rt, const variants::SpgemmOperands<T>& o, const DeviceCsr<T>& c, Positions<T>& made) {
   const std::string warps_why = made.why;
@@ -148,11 +137,11 @@ void keep_the_faster(detail::RuntimeState& rt, const variants::SpgemmOperands<T>
     return;
   }
   const CUdeviceptr values = c.values().ptr();
-  const auto warps = timed_calls(rt.context, o.stream, [&] { compute_warp_positions(*made.warp, o, values); });
-  const auto blocks = timed_calls(rt.context, o.stream, [&] { compute(made, o, values); });
-  blocks.second.synchronize();
-  const double warps_us = 1000.0 * double(elapsed_ms(warps.first, warps.second)) / kTimedCalls;
-  const double blocks_us = 1000.0 * double(elapsed_ms(blocks.first, blocks.second)) / kTimedCalls;
+  const auto timed_us = [&](const std::function<void()>& call) {
+    return 1000.0 * time_device_calls(rt.context, o.stream, call, [](double) { return kTimedCalls; });
+  };
+  const double warps_us = timed_us([&] { compute_warp_positions(*made.warp, o, values); });
+  const double blocks_us = timed_us([&] { compute(made, o, values); });
   const std::string timed = "; timed on the first call: a warp a task " + std::to_string(int64_t(warps_us + 0.5)) + " µs, blocks " +
                             std::to_string(int64_t(blocks_us + 0.5)) + " µs";
   if (blocks_us < warps_us) {

@@ -16,7 +16,6 @@
 #include "cli/bench.hpp"
 #include "cli/spgemm_timer.hpp"
 #include "sparsejit/error.hpp"
-#include "sparsejit/features.hpp"
 #include "sparsejit/reference.hpp"
 #include "vendor/cusparse_spgemm.hpp"
 
@@ -46,11 +45,6 @@ ordered_json check_against(const Csr<T>& got, const Csr<T>& want) {
 // Entries list every product on the host (8 bytes each, host and device): forced past this
 // many products the list's build would outlast the rest of the record.
 constexpr int64_t kMaxForcedEntriesProducts = 300'000'000;
-
-template <class T>
-int64_t products_of(const DeviceCsr<T>& a) {
-  return spgemm_features(a.host_pattern(), a.host_pattern()).products;
-}
 
 // --variants all: each positions kernel forced (Options::positions_kernel), {ms, check} by
 // name, or why it was not timed.
@@ -82,7 +76,7 @@ ordered_json forced_kernels(const Time& time_numeric, const Check& checked, cons
 // "kernels" (forced_kernels)} (vendor_failed when cuSPARSE could not set up its
 // pattern), and with `want` (--check) C's values after the timed calls against it.
 template <class T>
-ordered_json measure_numeric(Runtime& rt, const DeviceCsr<T>& a, const Config& config, const Csr<T>* want) {
+ordered_json measure_numeric(Runtime& rt, const DeviceCsr<T>& a, int64_t products, const Config& config, const Csr<T>* want) {
   const Stream stream(rt.context());
   Options options;
   options.stream = stream.handle();
@@ -114,7 +108,7 @@ ordered_json measure_numeric(Runtime& rt, const DeviceCsr<T>& a, const Config& c
   replayed.replay_launches = true;
   numeric["replay_ms"] = time_numeric(replayed);
   numeric["replay_host_us"] = host_us(replayed);
-  if (config.all_variants) numeric["kernels"] = forced_kernels(time_numeric, checked, options, products_of(a));
+  if (config.all_variants) numeric["kernels"] = forced_kernels(time_numeric, checked, options, products);
   Options recompute = options;
   recompute.keep_positions = false;
   numeric["recompute_ms"] = time_numeric(recompute);
@@ -192,7 +186,7 @@ ordered_json measure_spgemm(Runtime& rt, const Csr<T>& a, const Config& config, 
   }
   std::optional<Csr<T>> want;
   if (config.check) want = reference::spgemm(a, a);
-  record["numeric"] = measure_numeric(rt, da, config, want ? &*want : nullptr);
+  record["numeric"] = measure_numeric(rt, da, int64_t(products), config, want ? &*want : nullptr);
   if (want && !record["numeric"]["check"]["ok"].get<bool>())
     failures.push_back("check of the numeric phase (" + record["numeric"]["path"].get<std::string>() + ") failed");
   record["oracle"] = {{"name", oracle.name}, {"ms", oracle.ms}};
