@@ -2,8 +2,6 @@
 
 #include <algorithm>
 
-#include "sparsejit/error.hpp"
-
 namespace sparsejit {
 
 const char* to_string(PositionsKernel kernel) {
@@ -14,12 +12,6 @@ const char* to_string(PositionsKernel kernel) {
     case PositionsKernel::Auto: break;
   }
   return "auto";
-}
-
-PositionsKernel parse_positions_kernel(const std::string& text) {
-  for (PositionsKernel k : {PositionsKernel::Auto, PositionsKernel::Entries, PositionsKernel::Warps, PositionsKernel::Blocks})
-    if (text == to_string(k)) return k;
-  throw InvalidInputError("positions kernel '" + text + "' is not one of: auto, entries, warps, blocks");
 }
 
 }  // namespace sparsejit

@@ -38,9 +38,7 @@ enum class PositionsKernel {
   Warps,    // a warp a task, sums in each warp's shared memory: 2 bytes a product
   Blocks,   // blocks sharing a task, atomic sums in shared memory: 2 or 4 bytes a product
 };
-const char* to_string(PositionsKernel kernel);
-// "auto", "entries", "warps" or "blocks"; InvalidInputError naming anything else.
-PositionsKernel parse_positions_kernel(const std::string& text);
+const char* to_string(PositionsKernel kernel);  // "auto", "entries", "warps" or "blocks"
 
 struct Options {
   // "" or "auto": the planner chooses. Otherwise the name of a variant of the op
