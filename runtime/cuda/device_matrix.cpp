@@ -5,6 +5,7 @@
 #include "cuda/memory.hpp"
 #include "sparsejit/error.hpp"
 
+#include <atomic>
 #include <cstdio>
 #include <mutex>
 #include <string>
@@ -79,6 +80,7 @@ struct DeviceCsr<T>::PendingPattern {
   explicit PendingPattern(Event ready) : ready(std::move(ready)) {}
   Event ready;
   std::once_flag once;
+  std::atomic<bool> finished{false};  // the producer's work is known to be done: nothing to wait for
 };
 
 template <class T>
@@ -91,9 +93,21 @@ template <class T>
 void DeviceCsr<T>::fetch_host_pattern() const {
   std::call_once(pending_->once, [&] {
     pending_->ready.synchronize();
+    pending_->finished.store(true, std::memory_order_release);
     host_row_ptr_ = row_ptr_.download_as<int32_t>(std::size_t(rows_) + 1);
     host_col_idx_ = col_idx_.download_as<int32_t>(std::size_t(nnz_));
   });
+}
+
+template <class T>
+void DeviceCsr<T>::order_after_producer(CUstream stream) const {
+  if (!pending_ || pending_->finished.load(std::memory_order_acquire)) return;
+  if (pending_->ready.done()) {
+    pending_->finished.store(true, std::memory_order_release);
+    return;
+  }
+  context_.make_current();
+  SPARSEJIT_CU(cuStreamWaitEvent, stream, pending_->ready.handle(), 0);
 }
 
 template <class T>

@@ -12,17 +12,6 @@ namespace {
 
 constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
 
-void check_inputs(PatternView a, PatternView b, PatternView c, int64_t range_products) {
-  if (range_products < 1)
-    throw InvalidInputError("build_entry_products: range_products = " + std::to_string(range_products) + " must be at least 1");
-  if (a.cols != b.rows)
-    throw InvalidInputError("build_entry_products: A has " + std::to_string(a.cols) + " columns but B has " +
-                            std::to_string(b.rows) + " rows");
-  if (c.rows != a.rows || c.cols != b.cols)
-    throw InvalidInputError("build_entry_products: C is " + std::to_string(c.rows) + "x" + std::to_string(c.cols) +
-                            " but A·B is " + std::to_string(a.rows) + "x" + std::to_string(b.cols));
-}
-
 // The products before each row of A (rows + 1 of them).
 std::vector<int64_t> products_before_rows(PatternView a, PatternView b) {
   std::vector<int64_t> before(std::size_t(a.rows) + 1, 0);
@@ -89,9 +78,12 @@ struct Builder {
     return true;
   }
 
-  // The ranges over the entries in C's order; start[q] becomes entry q's first place.
+  // The ranges over the entries in C's order (the header's rule); start[q] becomes entry q's
+  // first place.
   void cut_ranges(int64_t range_products) {
-    int64_t place = 0;
+    int64_t end = 0;                                 // places taken, the open range's included
+    int64_t before = 0, previous_before = 0;         // products of the entries before q, q - 1
+    bool previous_long = false;
     EntryRange open;  // whole entries gathered so far (count 0: none)
     const auto close = [&] {
       if (open.count > 0) out.ranges.push_back(open);
@@ -99,30 +91,33 @@ struct Builder {
     };
     for (int64_t q = 0; q < c.nnz(); ++q) {
       const int64_t length = start[std::size_t(q)];
-      if (length > range_products) {  // parts, right after whatever came before
+      const bool is_long = length > range_products;
+      if (q == 0 || is_long || previous_long || before / range_products != previous_before / range_products) {
         close();
+        end = aligned(end);
+      }
+      if (end + length > kInt32Max) throw InvalidInputError("build_entry_products: the list's places pass 2^31 - 1");
+      if (is_long) {
         const int32_t slot = int32_t(out.slot_parts.size());
         const int64_t parts = (length + range_products - 1) / range_products;
         for (int64_t part = 0; part < parts; ++part) {
           const int64_t lo = length * part / parts, hi = length * (part + 1) / parts;
-          out.ranges.push_back({int32_t(place + lo), int32_t(hi - lo), int32_t(q), slot});
+          out.ranges.push_back({int32_t(end + lo), int32_t(hi - lo), int32_t(q), slot});
         }
         out.slot_parts.push_back(int32_t(parts));
       } else {
-        if (open.count + length > range_products) close();
-        if (open.count == 0) {
-          place = aligned(place);
-          open = {int32_t(place), 0, int32_t(q), -1};
-        }
+        if (open.count == 0) open = {int32_t(end), 0, int32_t(q), -1};
         open.count += int32_t(length);
       }
-      if (place + length > kInt32Max) throw InvalidInputError("build_entry_products: the list's places pass 2^31 - 1");
-      start[std::size_t(q)] = int32_t(place);
-      place += length;
+      start[std::size_t(q)] = int32_t(end);
+      end += length;
+      previous_long = is_long;
+      previous_before = before;
+      before += length;
     }
     close();
-    out.product_a.assign(std::size_t(aligned(place)), -1);
-    out.product_b.assign(std::size_t(aligned(place)), 0u);
+    out.product_a.assign(std::size_t(aligned(end)), -1);
+    out.product_b.assign(std::size_t(aligned(end)), 0u);
   }
 
   // Each product at its entry's next place (a row's cursors are the part's own: the host's
@@ -147,8 +142,20 @@ struct Builder {
 
 }  // namespace
 
+void check_entry_product_shapes(int32_t a_rows, int32_t a_cols, int32_t b_rows, int32_t b_cols, int32_t c_rows, int32_t c_cols,
+                                int64_t range_products) {
+  if (range_products < 1)
+    throw InvalidInputError("build_entry_products: range_products = " + std::to_string(range_products) + " must be at least 1");
+  if (a_cols != b_rows)
+    throw InvalidInputError("build_entry_products: A has " + std::to_string(a_cols) + " columns but B has " + std::to_string(b_rows) +
+                            " rows");
+  if (c_rows != a_rows || c_cols != b_cols)
+    throw InvalidInputError("build_entry_products: C is " + std::to_string(c_rows) + "x" + std::to_string(c_cols) + " but A·B is " +
+                            std::to_string(a_rows) + "x" + std::to_string(b_cols));
+}
+
 EntryProducts build_entry_products(PatternView a, PatternView b, PatternView c, int64_t range_products) {
-  check_inputs(a, b, c, range_products);
+  check_entry_product_shapes(a.rows, a.cols, b.rows, b.cols, c.rows, c.cols, range_products);
   const std::vector<int64_t> before = products_before_rows(a, b);
   const int parts = std::min(detail::part_count(before.back()), std::max(a.rows, 1));
   Builder builder{a, b, c, detail::balanced_row_bounds(before.data(), a.rows, parts, 1, 1), {}, {}};

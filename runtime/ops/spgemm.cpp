@@ -252,6 +252,7 @@ NumericCallInfo Runtime::spgemm_numeric(const DeviceCsr<T>& a_given, const Devic
   NumericCallInfo info{{p.prepared->decision, p.reused}, {}};
   if (!p.prepared->execution) return info;  // no products: C has no entries to compute
   const variants::SpgemmOperands<T> operands{a, b, stream, ops::launches_early(options, rt.target.sm)};
+  c.order_after_producer(stream);  // spgemm may have written C on another stream
   if constexpr (ops::kFloatOrDouble<T>) {
     if (!ops::recompute_by_positions(rt, operands, c, *p.features, options, info.numeric, info.launched_as_graph))
       p.prepared->execution->recompute(rt, operands, {c.row_ptr().ptr(), c.col_idx().ptr(), c.values().ptr(), c.nnz()});

@@ -185,7 +185,7 @@ bool recompute_by_positions(detail::RuntimeState& rt, const variants::SpgemmOper
         if (made->usable && made->plan.time_against_blocks) keep_the_faster(rt, o, c, *made);
         break;
       case PositionsKernel::Entries:
-        made->entries = build_entry_sums(rt, o, c, made->plan.entries, memory_limit, made->why);
+        made->entries = build_entry_sums(rt, o, c, made->plan.entries, features.products, made->why);
         made->usable = made->entries != nullptr;
         break;
       default:

@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "formats/spgemm_entry_products.hpp"
+#include "formats/spgemm_entry_products_gpu.hpp"
 #include "ops/call_common.hpp"
 #include "ops/runtime_state.hpp"
 
@@ -24,31 +24,40 @@ struct EntrySums {
   std::optional<cuda::Kernel> numeric;
 };
 
+namespace {
+
+template <class T>
+formats::DevicePattern device_pattern(const DeviceCsr<T>& m) {
+  return {m.rows(), m.cols(), m.nnz(), m.row_ptr().ptr(), m.col_idx().ptr()};
+}
+
+}  // namespace
+
 template <class T>
 std::shared_ptr<EntrySums<T>> build_entry_sums(detail::RuntimeState& rt, const variants::SpgemmOperands<T>& o,
-                                               const DeviceCsr<T>& c, const plan::EntrySumsPlan& plan,
-                                               std::optional<int64_t> memory_limit, std::string& why) {
-  const formats::EntryProducts list =
-      formats::build_entry_products(o.a.host_pattern(), o.b.host_pattern(), c.host_pattern(), plan.range_products);
+                                               const DeviceCsr<T>& c, const plan::EntrySumsPlan& plan, int64_t products,
+                                               std::string& why) {
+  formats::DeviceEntryProducts list = formats::build_entry_products_gpu(
+      rt.context, device_pattern(o.a), device_pattern(o.b), device_pattern(c), products, plan.range_products, o.stream);
   if (!list.unusable.empty()) {
     why = "recompute: " + list.unusable;
     return nullptr;
   }
-  const int64_t bytes = plan::entry_sums_bytes(list.places(), int64_t(list.ranges.size()), list.slots(), dtype_of<T>::value);
-  why = plan::positions_do_not_fit(bytes, int64_t(rt.context.free_bytes()), memory_limit);
-  if (!why.empty()) return nullptr;
   auto made = std::make_shared<EntrySums<T>>();
   made->plan = plan;
   made->numeric = rt.loader.load(entry_sums_spec(dtype_of<T>::value, plan)).kernel;
-  made->ranges = unsigned(list.ranges.size());
-  made->range_list = DeviceBuffer::from_host(rt.context, list.ranges);
-  made->product_a = DeviceBuffer::from_host(rt.context, list.product_a);
-  made->product_b = DeviceBuffer::from_host(rt.context, list.product_b);
-  made->slot_parts = DeviceBuffer::from_host(rt.context, list.slot_parts);
-  made->slot_sums = DeviceBuffer::from_host(rt.context, std::vector<T>(std::size_t(list.slots()), T(0)));  // zero between calls
-  made->slot_counters = DeviceBuffer::from_host(rt.context, std::vector<int32_t>(std::size_t(list.slots()), 0));
+  made->ranges = unsigned(list.ranges);
+  made->range_list = std::move(list.range_list);
+  made->product_a = std::move(list.product_a);
+  made->product_b = std::move(list.product_b);
+  made->slot_parts = std::move(list.slot_parts);
+  made->slot_sums = DeviceBuffer(rt.context, std::size_t(list.slots) * sizeof(T));  // zero between calls
+  made->slot_counters = DeviceBuffer(rt.context, std::size_t(list.slots) * sizeof(int32_t));
+  made->slot_sums.fill_bytes_async(0, o.stream);
+  made->slot_counters.fill_bytes_async(0, o.stream);
+  const int64_t bytes = plan::entry_sums_bytes(list.places, list.ranges, list.slots, dtype_of<T>::value);
   why = "positions: entries, 8 bytes a product, " + std::to_string(bytes) + " bytes kept on C, " + std::to_string(made->ranges) +
-        " warp ranges" + (list.slots() > 0 ? ", " + std::to_string(list.slots()) + " entries cut into parts" : std::string());
+        " warp ranges" + (list.slots > 0 ? ", " + std::to_string(list.slots) + " entries cut into parts" : std::string());
   return made;
 }
 
@@ -66,8 +75,8 @@ void compute_entry_sums(const EntrySums<T>& s, const variants::SpgemmOperands<T>
 
 #define SPARSEJIT_INSTANTIATE(T)                                                                                            \
   template std::shared_ptr<EntrySums<T>> build_entry_sums<T>(detail::RuntimeState&, const variants::SpgemmOperands<T>&,     \
-                                                             const DeviceCsr<T>&, const plan::EntrySumsPlan&,               \
-                                                             std::optional<int64_t>, std::string&);                         \
+                                                             const DeviceCsr<T>&, const plan::EntrySumsPlan&, int64_t,      \
+                                                             std::string&);                                                 \
   template void compute_entry_sums<T>(const EntrySums<T>&, const variants::SpgemmOperands<T>&, CUdeviceptr);
 SPARSEJIT_INSTANTIATE(float)
 SPARSEJIT_INSTANTIATE(double)

@@ -1,7 +1,7 @@
 // SpGEMM's numeric phase by entries (plan/spgemm_reuse.hpp takes it for small products;
 // templates/spgemm_entry_sums.cu computes, formats/spgemm_entry_products.hpp lists the work):
-// the first spgemm_numeric on a C lists, on the host, every product under the C entry it lands
-// on and cuts the list into warp ranges; both stay on C's handle. Every call then runs one
+// the first spgemm_numeric on a C lists, on the device, every product under the C entry it
+// lands on and cuts the list into warp ranges; both stay on C's handle. Every call then runs one
 // kernel: per product two indices and two gathered values, each entry summed by a segmented
 // scan in registers and stored once, no shared memory, no zeroing, no synchronization.
 #pragma once
@@ -24,13 +24,15 @@ jit::KernelSpec entry_sums_spec(DType dtype, const plan::EntrySumsPlan& plan);
 template <class T>
 struct EntrySums;
 
-// Builds them (product lists, ranges, the parts' sums) for c = A·B, or returns none with the
-// reason in `why` (they do not fit the memory after all, or C is not A·B's pattern). On
-// success `why` describes them.
+// Builds them (product lists, ranges, the parts' sums) for c = A·B of `products` products on
+// the operands' stream, with one synchronization (the plan has seen that they fit, the build's
+// scratch included), or returns none with the reason in `why` (C is not A·B's pattern). On
+// success `why` describes them. C's arrays must be complete in the stream's order
+// (DeviceCsr::order_after_producer).
 template <class T>
 std::shared_ptr<EntrySums<T>> build_entry_sums(detail::RuntimeState& rt, const variants::SpgemmOperands<T>& operands,
-                                               const DeviceCsr<T>& c, const plan::EntrySumsPlan& plan,
-                                               std::optional<int64_t> memory_limit, std::string& why);
+                                               const DeviceCsr<T>& c, const plan::EntrySumsPlan& plan, int64_t products,
+                                               std::string& why);
 
 // C's values into `values` on the operands' stream: one kernel launch.
 template <class T>

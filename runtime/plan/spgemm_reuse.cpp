@@ -52,8 +52,12 @@ constexpr int64_t kEntryRangesPerMultiprocessor = 48;
 constexpr int64_t kMinRangeProducts = 64, kMaxRangeProducts = 4096;
 // Two indices a product, a range (int4), a slot's part count and counter (its sum beside).
 constexpr int64_t kEntryProductBytes = 8, kEntryRangeBytes = 16, kSlotBytes = 8;
-// The most padding places before a range (formats/spgemm_entry_products.hpp aligns ranges to 4).
+// The most padding places after a unit (formats/spgemm_entry_products.hpp aligns them to 4).
 constexpr int64_t kRangePadding = 3;
+// The device build's scratch (formats/spgemm_entry_products_gpu.cu): a product's key and
+// number, each twice for the sort; an entry's start, unit flag and number, first entry and two
+// unit sizes; and CUB's temporary storage.
+constexpr int64_t kEntryBuildBytesPerProduct = 16, kEntryBuildBytesPerEntry = 48, kEntryBuildCubBytes = int64_t(32) << 20;
 
 std::string do_not_fit(const std::string& taking, int64_t bytes, std::optional<int64_t> free_bytes, std::optional<int64_t> limit) {
   if (limit && bytes > *limit)
@@ -81,11 +85,18 @@ int64_t entry_sums_bytes(int64_t places, int64_t ranges, int64_t slots, DType dt
   return places * kEntryProductBytes + ranges * kEntryRangeBytes + slots * (kSlotBytes + int64_t(size_of(dtype)));
 }
 
+int64_t entry_build_bytes(int64_t products, int64_t a_entries, int64_t c_entries) {
+  return kEntryBuildBytesPerProduct * products + kEntryBuildBytesPerEntry * (c_entries + 1) + 8 * (a_entries + 1) + kEntryBuildCubBytes;
+}
+
 std::string positions_do_not_fit(int64_t bytes, std::optional<int64_t> free_bytes, std::optional<int64_t> limit) {
   return do_not_fit("", bytes, free_bytes, limit);
 }
 
 namespace {
+
+// What the positions take at once while they are built: what C keeps, and the entries' scratch.
+int64_t peak_bytes(const SpgemmReusePlan& p) { return p.bytes + p.entries.build_bytes; }
 
 // The blocks' kernel: its tasks and their positions' bytes (at most).
 void plan_blocks(SpgemmReusePlan& p, const SpgemmFeatures& f, int64_t value_bytes, const DeviceTarget& device) {
@@ -120,16 +131,20 @@ void plan_warps(SpgemmReusePlan& p, const SpgemmFeatures& f, DType dtype, const 
   p.why = "positions: 2 bytes a product, a warp a task, at least " + std::to_string(p.bytes) + " bytes kept on C";
 }
 
-// Entries: a range closes when the next entry would pass range_products, so ranges hold more
-// than half of it on average but for the parts of long entries; counted here as 2 x
-// products / range_products + 1, each padded by 3 places, with no slots (the built list is
-// measured again).
+// Entries (formats/spgemm_entry_products.hpp's rule, R = range_products): fewer than P / R + 1
+// ranges of whole entries begin at a block of R products and as many after a long entry, at
+// most P / R entries are long and cut into at most 2 P / R parts; every unit (a range of
+// whole entries or a long entry) is padded by at most 3 places.
 void plan_entries(SpgemmReusePlan& p, const SpgemmFeatures& f, DType dtype, const DeviceTarget& device) {
-  p.entries.range_products = std::clamp<int64_t>(f.products / (kEntryRangesPerMultiprocessor * std::max(device.multiprocessors, 1)),
-                                                 kMinRangeProducts, kMaxRangeProducts);
-  const int64_t ranges = 2 * f.products / p.entries.range_products + 1;
-  p.bytes = entry_sums_bytes(f.products + kRangePadding * ranges, ranges, 0, dtype);
-  p.why = "positions: entries, 8 bytes a product, about " + std::to_string(p.bytes) + " bytes kept on C";
+  const int64_t range_products =
+      std::clamp<int64_t>(f.products / (kEntryRangesPerMultiprocessor * std::max(device.multiprocessors, 1)), kMinRangeProducts,
+                          kMaxRangeProducts);
+  p.entries.range_products = range_products;
+  const int64_t blocks = f.products / range_products;
+  p.bytes = entry_sums_bytes(f.products + kRangePadding * (3 * blocks + 1), 4 * blocks + 1, blocks, dtype);
+  p.entries.build_bytes = entry_build_bytes(f.products, f.a.nnz, f.products);  // C has at most an entry a product
+  p.why = "positions: entries, 8 bytes a product, at most " + std::to_string(p.bytes) + " bytes kept on C and " +
+          std::to_string(p.entries.build_bytes) + " more while they are built";
 }
 
 // The blocks' fields beside a warp a task's, for the first call to time both where both fit
@@ -156,7 +171,7 @@ SpgemmReusePlan plan_spgemm_reuse(const SpgemmFeatures& f, DType dtype, const De
   if (p.kernel == PositionsKernel::Entries) {
     plan_entries(p, f, dtype, device);
     // Where entries' 8 bytes a product do not fit, the blocks' 2 or 4 may (unless forced).
-    if (forced == PositionsKernel::Auto && !do_not_fit("", p.bytes, free_bytes, limit).empty()) p.kernel = PositionsKernel::Blocks;
+    if (forced == PositionsKernel::Auto && !do_not_fit("", peak_bytes(p), free_bytes, limit).empty()) p.kernel = PositionsKernel::Blocks;
   }
   if (p.kernel == PositionsKernel::Warps) {
     plan_warps(p, f, dtype, device);
@@ -164,8 +179,9 @@ SpgemmReusePlan plan_spgemm_reuse(const SpgemmFeatures& f, DType dtype, const De
       plan_timing_against_blocks(p, f, value_bytes, device, free_bytes, limit);
   }
   if (p.kernel == PositionsKernel::Blocks) plan_blocks(p, f, value_bytes, device);
-  const char* taking = p.kernel == PositionsKernel::Blocks ? "up to " : p.kernel == PositionsKernel::Warps ? "at least " : "about ";
-  const std::string refused = do_not_fit(taking, p.bytes, free_bytes, limit);
+  const char* taking = p.kernel == PositionsKernel::Warps ? "at least " : p.kernel == PositionsKernel::Blocks ? "up to " : "at most ";
+  if (p.kernel != PositionsKernel::Entries) p.entries.build_bytes = 0;
+  const std::string refused = do_not_fit(taking, peak_bytes(p), free_bytes, limit);
   p.by_positions = refused.empty();
   if (!p.by_positions) p.why = refused;
   return p;

@@ -33,7 +33,8 @@ struct WarpTaskPlan {
 struct EntrySumsPlan {
   int warps = 4;               // warps a block (a range each)
   int per_lane = 8;            // products a lane sums one after another in a tile, their loads in flight
-  int64_t range_products = 0;  // products a warp range takes at most (longer entries cut into parts)
+  int64_t range_products = 0;  // the block of the product stream ranges begin in (longer entries cut into parts)
+  int64_t build_bytes = 0;     // device scratch the first call's build takes besides, at most
 };
 
 struct SpgemmReusePlan {
@@ -79,6 +80,8 @@ int64_t warp_positions_bytes(const WarpPositionsSize& size, DType dtype);
 // padding that aligns each range: at most 3 a range), 16 a range, a slot's part count, counter
 // and sum.
 int64_t entry_sums_bytes(int64_t places, int64_t ranges, int64_t slots, DType dtype);
+// The scratch of formats/spgemm_entry_products_gpu's build, at most.
+int64_t entry_build_bytes(int64_t products, int64_t a_entries, int64_t c_entries);
 
 // The memory test on the bytes a built work list needs (a warp a task: wide rows cut into
 // slices have more segments than entries of A; entries: the ranges): empty when they fit,

@@ -66,6 +66,10 @@ class DeviceCsr {
     if (pending_) fetch_host_pattern();
     return {rows_, cols_, host_row_ptr_.data(), host_col_idx_.data()};
   }
+  // Orders `stream` after the operation that wrote a device-made handle's arrays (for the other
+  // handles, nothing): work queued on it afterwards may read the pattern and write the values
+  // without the host copy of host_pattern().
+  void order_after_producer(CUstream stream) const;
   // A blocking download of the whole matrix (pattern and values) as a host Csr<T>.
   Csr<T> download() const;
 
