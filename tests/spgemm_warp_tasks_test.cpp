@@ -226,6 +226,36 @@ TEST(SpgemmWarpTasks, TheHeadersExample) {
   EXPECT_EQ(t.scratch_entries, 50);
 }
 
+// The runtime's form (C's row offsets and a gatherer of columns): it asks once, for the first
+// place of every slice of every sliced row, and builds what the pattern form builds; a
+// gatherer that answers with another count is refused naming both.
+TEST(SpgemmWarpTasks, CsColumnsAreAskedOnlyWhereSlicesBegin) {
+  const uint64_t seed = test::fresh_seed();
+  const Csr<double> a = csr(3, 3, {{0, 1, 2}, {0}, {0, 1, 2}}, seed), b = example_b(seed + 1);
+  const Csr<double> c = reference::spgemm(a, b);  // rows of 100, 40 and 100 entries
+  std::vector<std::vector<int32_t>> asked;
+  const auto columns_at = [&](const std::vector<int32_t>& places) {
+    asked.push_back(places);
+    std::vector<int32_t> columns;
+    for (int32_t p : places) columns.push_back(c.col_idx[std::size_t(p)]);
+    return columns;
+  };
+  const WarpTasks t = formats::build_warp_tasks(a.pattern(), b.pattern(), {c.rows, c.cols, c.row_ptr.data()}, columns_at, 1000, 64);
+  ASSERT_EQ(asked.size(), 1u);
+  EXPECT_EQ(asked[0], (std::vector<int32_t>{0, 50, 140, 190}));  // row 1 (40 entries) is not sliced
+  const WarpTasks want = formats::build_warp_tasks(a.pattern(), b.pattern(), c.pattern(), 1000, 64);
+  EXPECT_EQ(t.segment_b, want.segment_b);
+  EXPECT_EQ(t.segment_e, want.segment_e);
+  EXPECT_EQ(t.segment_at, want.segment_at);
+  ASSERT_EQ(t.tasks.size(), want.tasks.size());
+  for (std::size_t i = 0; i < t.tasks.size(); ++i) EXPECT_EQ(t.tasks[i].c0, want.tasks[i].c0) << "task " << i;
+  const std::string refused = test::invalid_input_message([&] {
+    formats::build_warp_tasks(a.pattern(), b.pattern(), {c.rows, c.cols, c.row_ptr.data()},
+                              [](const std::vector<int32_t>&) { return std::vector<int32_t>{7}; }, 1000, 64);
+  });
+  EXPECT_NE(refused.find("1 columns for 4 places"), std::string::npos) << refused;
+}
+
 // 3000 entries of A on one row of C of 8 entries (B's rows {0} or {0, j}): 4500 products, cut
 // into 225 parts of 20 over one group of 8 sums.
 TEST(SpgemmWarpTasks, ManyProductsOnFewEntriesAreCutIntoParts) {

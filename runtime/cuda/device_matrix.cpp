@@ -79,7 +79,7 @@ template <class T>
 struct DeviceCsr<T>::PendingPattern {
   explicit PendingPattern(Event ready) : ready(std::move(ready)) {}
   Event ready;
-  std::once_flag once;
+  std::once_flag row_ptr_once, col_idx_once;
   std::atomic<bool> finished{false};  // the producer's work is known to be done: nothing to wait for
 };
 
@@ -90,13 +90,18 @@ DeviceCsr<T>::DeviceCsr(const Context& context, int32_t rows, int32_t cols, int6
       values_(std::move(values)), pending_(std::make_shared<PendingPattern>(std::move(ready))) {}
 
 template <class T>
-void DeviceCsr<T>::fetch_host_pattern() const {
-  std::call_once(pending_->once, [&] {
+void DeviceCsr<T>::fetch_host_row_ptr() const {
+  std::call_once(pending_->row_ptr_once, [&] {
     pending_->ready.synchronize();
     pending_->finished.store(true, std::memory_order_release);
     host_row_ptr_ = row_ptr_.download_as<int32_t>(std::size_t(rows_) + 1);
-    host_col_idx_ = col_idx_.download_as<int32_t>(std::size_t(nnz_));
   });
+}
+
+template <class T>
+void DeviceCsr<T>::fetch_host_pattern() const {
+  fetch_host_row_ptr();
+  std::call_once(pending_->col_idx_once, [&] { host_col_idx_ = col_idx_.download_as<int32_t>(std::size_t(nnz_)); });
 }
 
 template <class T>

@@ -12,7 +12,7 @@ namespace {
 
 constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
 
-void check_inputs(PatternView a, PatternView b, PatternView c, int64_t task_products, int64_t region_entries) {
+void check_inputs(PatternView a, PatternView b, ProductRows c, int64_t task_products, int64_t region_entries) {
   if (task_products < 1)
     throw InvalidInputError("build_warp_tasks: task_products = " + std::to_string(task_products) + " must be at least 1");
   if (region_entries < 1 || region_entries > kMaxRegionEntries)
@@ -33,10 +33,32 @@ struct Run {
 };
 
 struct Builder {
-  PatternView a, b, c;
+  PatternView a, b;
+  ProductRows c;
   int64_t task_products, region_entries;
   WarpTasks out;
   std::vector<char> b_row_sorted;  // B's row has non-decreasing columns: its slices' runs are found by bisection
+  std::vector<int32_t> slice_columns;  // the first column of every slice of every sliced row, in order
+  std::size_t next_slice = 0;          // the first of the next sliced row's
+
+  // A row that is a task alone: sliced by its C entries.
+  bool alone(int64_t entries, int64_t products) const { return entries > region_entries || products > task_products; }
+  int64_t slices_of(int64_t entries) const { return (entries + region_entries - 1) / region_entries; }
+  int32_t slice_start(int32_t r, int64_t slices, int64_t i) const {
+    return int32_t(c.row_ptr[r] + i * c_entries(r) / slices);
+  }
+
+  // Every slice's first place in C, row by row, for columns_at to read at once.
+  std::vector<int32_t> slice_places() const {
+    std::vector<int32_t> places;
+    for (int32_t r = 0; r < a.rows; ++r) {
+      const int64_t products = row_products(r), entries = c_entries(r);
+      if (products == 0 || !alone(entries, products)) continue;
+      const int64_t slices = slices_of(entries);
+      for (int64_t i = 0; i < slices; ++i) places.push_back(slice_start(r, slices, i));
+    }
+    return places;
+  }
 
   int64_t b_length(int32_t k) const { return int64_t(b.row_ptr[k + 1]) - b.row_ptr[k]; }
   int64_t c_entries(int32_t r) const { return int64_t(c.row_ptr[r + 1]) - c.row_ptr[r]; }
@@ -135,12 +157,11 @@ struct Builder {
   // Row r's C entries cut into slices of at most region_entries, each entry's B row into the
   // runs whose columns fall in each slice.
   void slice_row(int32_t r) {
-    const int64_t entries = c_entries(r);
-    const int64_t slices = (entries + region_entries - 1) / region_entries;
+    const int64_t slices = slices_of(c_entries(r));
     std::vector<std::vector<Run>> runs(static_cast<std::size_t>(slices));
-    std::vector<int32_t> first_column(static_cast<std::size_t>(slices));  // the first column of each slice
-    const auto slice_start = [&](int64_t i) { return int32_t(c.row_ptr[r] + i * entries / slices); };
-    for (int64_t i = 0; i < slices; ++i) first_column[std::size_t(i)] = c.col_idx[slice_start(i)];
+    const auto first_slice = slice_columns.begin() + std::ptrdiff_t(next_slice);
+    const std::vector<int32_t> first_column(first_slice, first_slice + slices);  // the first column of each slice
+    next_slice += std::size_t(slices);
     const auto slice_of = [&](int32_t column) {
       return int64_t(std::upper_bound(first_column.begin() + 1, first_column.end(), column) - first_column.begin()) - 1;
     };
@@ -166,7 +187,8 @@ struct Builder {
         f = g;
       }
     }
-    for (int64_t i = 0; i < slices; ++i) flush(runs[std::size_t(i)], slice_start(i), slice_start(i + 1) - slice_start(i));
+    for (int64_t i = 0; i < slices; ++i)
+      flush(runs[std::size_t(i)], slice_start(r, slices, i), slice_start(r, slices, i + 1) - slice_start(r, slices, i));
   }
 
   void check_row(int32_t r, int64_t products) const {
@@ -186,12 +208,12 @@ struct Builder {
       check_row(r, products);
       if (products == 0) continue;
       const int64_t entries = c_entries(r);
-      const bool alone = entries > region_entries || products > task_products;
-      if (alone || group_entries + entries > region_entries || group_products + products > task_products) {
+      const bool by_itself = alone(entries, products);
+      if (by_itself || group_entries + entries > region_entries || group_products + products > task_products) {
         flush(group, group_c0, group_entries);
         group_entries = group_products = 0;
       }
-      if (alone) {
+      if (by_itself) {
         slice_row(r);
         continue;
       }
@@ -226,11 +248,27 @@ int64_t WarpTasks::task_steps(const WarpTask& t) const {
   return steps;
 }
 
-WarpTasks build_warp_tasks(PatternView a, PatternView b, PatternView c, int64_t task_products, int64_t region_entries) {
+WarpTasks build_warp_tasks(PatternView a, PatternView b, ProductRows c, const ColumnsAt& columns_at, int64_t task_products,
+                           int64_t region_entries) {
   check_inputs(a, b, c, task_products, region_entries);
-  Builder builder{a, b, c, task_products, region_entries, {}, {}};
+  Builder builder{a, b, c, task_products, region_entries, {}, {}, {}, 0};
+  const std::vector<int32_t> places = builder.slice_places();
+  builder.slice_columns = columns_at(places);
+  if (builder.slice_columns.size() != places.size())
+    throw InvalidInputError("build_warp_tasks: " + std::to_string(builder.slice_columns.size()) + " columns for " +
+                            std::to_string(places.size()) + " places");
   builder.build();
   return std::move(builder.out);
+}
+
+WarpTasks build_warp_tasks(PatternView a, PatternView b, PatternView c, int64_t task_products, int64_t region_entries) {
+  const auto columns_at = [&](const std::vector<int32_t>& places) {
+    std::vector<int32_t> columns;
+    columns.reserve(places.size());
+    for (int32_t place : places) columns.push_back(c.col_idx[place]);
+    return columns;
+  };
+  return build_warp_tasks(a, b, ProductRows{c.rows, c.cols, c.row_ptr}, columns_at, task_products, region_entries);
 }
 
 }  // namespace sparsejit::formats

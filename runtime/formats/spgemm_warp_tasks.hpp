@@ -37,6 +37,7 @@
 // entry's column, so each slice task has three segments.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "sparsejit/matrix.hpp"
@@ -78,5 +79,18 @@ struct WarpTasks {
 // to kMaxRegionEntries, when the shapes do not chain, when C's pattern is not A·B's shape, or
 // when the products, segments or steps pass 2^31 - 1 (int32 offsets).
 WarpTasks build_warp_tasks(PatternView a, PatternView b, PatternView c, int64_t task_products, int64_t region_entries);
+
+// C as the builder reads it: its shape and row offsets, and its columns at the few places that
+// begin a slice of a wide row, asked for all at once (the runtime gathers them from the
+// device, formats/device_gather.hpp, so that C's columns are never copied to the host).
+struct ProductRows {
+  int32_t rows = 0, cols = 0;
+  const int32_t* row_ptr = nullptr;
+};
+using ColumnsAt = std::function<std::vector<int32_t>(const std::vector<int32_t>& places)>;
+
+// The same tasks from C's rows and the columns that columns_at returns for the places asked.
+WarpTasks build_warp_tasks(PatternView a, PatternView b, ProductRows c, const ColumnsAt& columns_at, int64_t task_products,
+                           int64_t region_entries);
 
 }  // namespace sparsejit::formats

@@ -56,9 +56,9 @@ struct Positions {
 template <class T>
 void build(detail::RuntimeState& rt, const variants::SpgemmOperands<T>& o, const DeviceCsr<T>& c, Positions<T>& made) {
   const plan::SpgemmReusePlan& plan = made.plan;
-  const PatternView a = o.a.host_pattern(), b = o.b.host_pattern(), cp = c.host_pattern();
+  const PatternView a = o.a.host_pattern(), b = o.b.host_pattern();
   const formats::ReuseTasks t =
-      formats::build_reuse_tasks(a, b, cp.row_ptr, plan.task_products, plan.shared_entries, plan.wide_entries);
+      formats::build_reuse_tasks(a, b, c.host_row_ptr(), plan.task_products, plan.shared_entries, plan.wide_entries);
   const bool long_positions = t.widest > 65536;
   const DType dtype = dtype_of<T>::value;
   const cuda::Kernel build_kernel = rt.loader.load(positions_spec("build", dtype, long_positions, false, plan)).kernel;

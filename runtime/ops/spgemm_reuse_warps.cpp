@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "formats/device_gather.hpp"
 #include "formats/spgemm_warp_tasks.hpp"
 #include "ops/call_common.hpp"
 #include "ops/runtime_state.hpp"
@@ -46,8 +47,13 @@ template <class T>
 std::shared_ptr<WarpPositions<T>> build_warp_positions(detail::RuntimeState& rt, const variants::SpgemmOperands<T>& o,
                                                        const DeviceCsr<T>& c, const plan::WarpTaskPlan& plan,
                                                        std::optional<int64_t> memory_limit, std::string& why) {
-  const PatternView a = o.a.host_pattern(), b = o.b.host_pattern(), cp = c.host_pattern();
-  const formats::WarpTasks t = formats::build_warp_tasks(a, b, cp, plan.task_products, plan.region_entries);
+  const PatternView a = o.a.host_pattern(), b = o.b.host_pattern();
+  // C's row offsets and the columns that begin its wide rows' slices: never its whole pattern.
+  const auto columns_at = [&](const std::vector<int32_t>& places) {
+    return formats::gather_int32(rt.context, c.col_idx().ptr(), places, o.stream);
+  };
+  const formats::WarpTasks t = formats::build_warp_tasks(a, b, {c.rows(), c.cols(), c.host_row_ptr()}, columns_at,
+                                                         plan.task_products, plan.region_entries);
   const DType dtype = dtype_of<T>::value;
   const int64_t bytes = plan::warp_positions_bytes(
       {t.products, t.segments(), int64_t(t.tasks.size()), t.steps, t.scratch_entries, t.groups()}, dtype);

@@ -9,7 +9,7 @@
 //   - made on the device by an operation (Runtime::spgemm's C): the handle owns the arrays the
 //     operation wrote and an event recorded after its last write; the host copy of the pattern
 //     is downloaded on first use of host_pattern() (which waits for that event), so a product
-//     that nobody inspects costs no download. Every op reads host_pattern() (its features)
+//     that nobody inspects costs no download (host_row_ptr() downloads the offsets alone). Every op reads host_pattern() (its features)
 //     before it launches anything on a handle, so no kernel ever reads a pattern still being
 //     written; other readers of the device arrays must order their stream after the producing
 //     call's stream (or synchronize);
@@ -66,6 +66,12 @@ class DeviceCsr {
     if (pending_) fetch_host_pattern();
     return {rows_, cols_, host_row_ptr_.data(), host_col_idx_.data()};
   }
+  // The host copy of the row offsets alone (rows + 1; for a handle made on the device, they are
+  // downloaded on first use, without the columns).
+  const int32_t* host_row_ptr() const {
+    if (pending_) fetch_host_row_ptr();
+    return host_row_ptr_.data();
+  }
   // Orders `stream` after the operation that wrote a device-made handle's arrays (for the other
   // handles, nothing): work queued on it afterwards may read the pattern and write the values
   // without the host copy of host_pattern().
@@ -120,6 +126,7 @@ class DeviceCsr {
   // guarantees a well-formed pattern.
   DeviceCsr(const Context& context, int32_t rows, int32_t cols, int64_t nnz, DeviceBuffer row_ptr, DeviceBuffer col_idx,
             DeviceBuffer values, Event ready);
+  void fetch_host_row_ptr() const;
   void fetch_host_pattern() const;
 
   Context context_;
