@@ -1,9 +1,9 @@
 // SpGEMM's numeric phase by entries, without a GPU: the work list (formats/spgemm_entry_products)
 // on the header's example and on generated pairs — every product of A·B listed once, under the
 // C entry of its row and B's column, entries in C's order and each entry's products in A's
-// order, a head on each entry's first product, ranges covering the list in order (entries of
-// at most range_products whole, fewer than twice that a range, longer entries cut into parts
-// of one slot) — then each
+// order, a head on each entry's first product, ranges covering the list in order (whole
+// entries grouped greedily within range_products, longer entries cut into parts of one slot)
+// — then each
 // entry's listed products summed on the host against the reference product; C patterns the
 // list cannot serve, and refusals naming the value; the plan's choice of it.
 #include <gtest/gtest.h>
@@ -78,14 +78,17 @@ void expect_well_formed(const EntryProducts& t, const Csr<double>& a, const Csr<
     const int64_t at = entry[std::size_t(p)];
     EXPECT_EQ(row_of(c, at), row_of(a, e)) << "product " << p;
     EXPECT_EQ(c.col_idx[std::size_t(at)], b.col_idx[std::size_t(f)]) << "product " << p;
-    if (p > 0 && !padding(t, p - 1) && entry[std::size_t(p) - 1] == at) EXPECT_LT(t.product_a[std::size_t(p) - 1], e) << "A's order within an entry";
+    if (p > 0 && !padding(t, p - 1) && entry[std::size_t(p) - 1] == at) {
+      EXPECT_LT(t.product_a[std::size_t(p) - 1], e) << "A's order within an entry";
+    }
   }
   EXPECT_EQ(padded + t.products, t.places());
   EXPECT_LT(padded, int64_t(formats::kRangeAlignment) * (int64_t(t.ranges.size()) + 1));
   for (int64_t q = 0; q < t.products; ++q) ASSERT_EQ(listed[std::size_t(q)], 1) << "product " << q;
-  // Ranges in order over the whole list; whole entries of at most range_products each, fewer
-  // than 2 x range_products a range; parts of one entry each, adding up to it.
-  int64_t next = 0, previous_entry = -1, previous_slot = -1;
+  // Ranges in order over the whole list, each of at most range_products products; whole entries
+  // grouped greedily (a range and the next hold more than range_products between them, but
+  // around a long entry); parts of one entry each, adding up to it.
+  int64_t next = 0, previous_entry = -1, previous_slot = -1, previous_whole = -1;  // the count of a whole range just before
   std::vector<int64_t> slot_products(std::size_t(t.slots()), 0), slot_ranges(std::size_t(t.slots()), 0);
   for (const EntryRange& r : t.ranges) {
     if (r.slot < 0 || r.slot != previous_slot) {  // whole entries and a long one's first part start aligned
@@ -97,22 +100,23 @@ void expect_well_formed(const EntryProducts& t, const Csr<double>& a, const Csr<
     }
     previous_slot = r.slot;
     ASSERT_GE(r.count, 1);
-    ASSERT_LE(r.count, r.slot < 0 ? 2 * range_products - 1 : range_products);
+    ASSERT_LE(r.count, range_products);
     next = r.p0 + r.count;
     const int64_t last = r.p0 + r.count - 1;
     EXPECT_GE(entry[std::size_t(r.p0)], previous_entry) << "ranges in C's order";
     previous_entry = entry[std::size_t(last)];
     if (r.slot < 0) {
       EXPECT_TRUE(t.product_b[std::size_t(r.p0)] & kEntryHead) << "a range of whole entries starts one";
-      for (int64_t p = r.p0 + 1, length = 1; p <= last + 1; ++p, ++length) {  // each entry at most range_products
-        if (p == last + 1 || (t.product_b[std::size_t(p)] & kEntryHead)) {
-          EXPECT_LE(length, range_products) << "an entry ending at " << p;
-          length = 0;
-        }
-      }
       EXPECT_EQ(r.c0, entry[std::size_t(r.p0)]);
       EXPECT_TRUE(last + 1 == t.places() || padding(t, last + 1) || (t.product_b[std::size_t(last) + 1] & kEntryHead)) << "and ends one";
+      int64_t first_entry = 1;  // the products of the range's first entry
+      while (first_entry < r.count && !(t.product_b[std::size_t(r.p0 + first_entry)] & kEntryHead)) ++first_entry;
+      if (previous_whole >= 0) {
+        EXPECT_GT(previous_whole + first_entry, range_products) << "greedy: range at " << r.p0;
+      }
+      previous_whole = r.count;
     } else {
+      previous_whole = -1;
       ASSERT_LT(r.slot, t.slots());
       EXPECT_EQ(entry[std::size_t(r.p0)], r.c0);
       EXPECT_EQ(entry[std::size_t(last)], r.c0);
@@ -152,8 +156,8 @@ Csr<double> with_values(Csr<double> m, uint64_t seed) {
 
 // Entries of 3, 1, 9 and 2 products (A's row over nine columns; B's rows 0-2 reach column 0,
 // row 0 column 1, every row column 2, rows 7 and 8 column 3) and range_products 4: entries 0
-// and 1 (they begin in the stream's first block of 4) in one range, entry 2 in three parts of
-// 3 right after it, entry 3 at the next multiple of 4.
+// and 1 in one range, entry 2 in three parts of 3 right after it, entry 3 at the next multiple
+// of 4.
 TEST(SpgemmEntryProducts, TheHeadersExample) {
   const Csr<double> a = test::csr_of_rows(1, 9, {{0, 1, 2, 3, 4, 5, 6, 7, 8}});
   const Csr<double> b = test::csr_of_rows(9, 4, {{0, 1, 2}, {0, 2}, {0, 2}, {2}, {2}, {2}, {2}, {2, 3}, {2, 3}});
@@ -227,7 +231,7 @@ TEST(SpgemmEntryPlan, EntriesBelowEightMillionProductsWhereTheyFit) {
   EXPECT_EQ(p.kernel, PositionsKernel::Entries);
   EXPECT_EQ(p.entries.range_products, 5'373'531 / (48 * 132));
   const int64_t blocks = 5'373'531 / p.entries.range_products;
-  EXPECT_EQ(p.bytes, plan::entry_sums_bytes(5'373'531 + 3 * (3 * blocks + 1), 4 * blocks + 1, blocks, DType::F32));
+  EXPECT_EQ(p.bytes, plan::entry_sums_bytes(5'373'531 + 3 * (2 * blocks + 1), 3 * blocks + 1, blocks, DType::F32));
   EXPECT_EQ(plan::entry_sums_bytes(1000, 10, 2, DType::F64), 8000 + 160 + 2 * 16);
   // The device build's scratch: 16 bytes a product, 48 an entry of C (at most one a product), 8
   // an entry of A, 32 MiB for CUB.

@@ -81,9 +81,7 @@ struct Builder {
   // The ranges over the entries in C's order (the header's rule); start[q] becomes entry q's
   // first place.
   void cut_ranges(int64_t range_products) {
-    int64_t end = 0;                                 // places taken, the open range's included
-    int64_t before = 0, previous_before = 0;         // products of the entries before q, q - 1
-    bool previous_long = false;
+    int64_t end = 0;  // places taken, the open range's included
     EntryRange open;  // whole entries gathered so far (count 0: none)
     const auto close = [&] {
       if (open.count > 0) out.ranges.push_back(open);
@@ -92,7 +90,7 @@ struct Builder {
     for (int64_t q = 0; q < c.nnz(); ++q) {
       const int64_t length = start[std::size_t(q)];
       const bool is_long = length > range_products;
-      if (q == 0 || is_long || previous_long || before / range_products != previous_before / range_products) {
+      if (is_long || open.count + length > range_products) {
         close();
         end = aligned(end);
       }
@@ -106,14 +104,14 @@ struct Builder {
         }
         out.slot_parts.push_back(int32_t(parts));
       } else {
-        if (open.count == 0) open = {int32_t(end), 0, int32_t(q), -1};
+        if (open.count == 0) {
+          end = aligned(end);
+          open = {int32_t(end), 0, int32_t(q), -1};
+        }
         open.count += int32_t(length);
       }
       start[std::size_t(q)] = int32_t(end);
       end += length;
-      previous_long = is_long;
-      previous_before = before;
-      before += length;
     }
     close();
     out.product_a.assign(std::size_t(aligned(end)), -1);

@@ -10,29 +10,25 @@
 // is A's entry product_a[p] times B's entry product_b[p] & kEntryIndexMask; the top bit of
 // product_b (kEntryHead) marks the first product of each entry. Every entry of C has at least
 // one product (C is A·B's pattern), so the heads number C's entries.
-// The list is cut into warp ranges, each entry by where it begins in the product stream (the
-// products in C's order, without padding) so that no pass depends on the one before it (the
-// device cuts them in parallel, spgemm_entry_products_gpu.hpp):
-//   parts          an entry of more than range_products products is cut into
-//                  ceil(products / range_products) parts of about equal length:
-//                  {p0, count, c0 = the entry, slot}; the parts add their sums atomically into
-//                  slot_sums[slot], and the last to finish (a counter per slot) stores the
-//                  entry and zeroes both for the next call. slot_parts[slot] is the entry's
-//                  part count.
-//   whole entries  the other entries, grouped while they begin in the same block of
-//                  range_products products of the stream with no long entry between them:
-//                  range {p0, count, c0, -1}, its entries c0, c0 + 1, ... one per head. A range
-//                  holds fewer than 2 x range_products products (its last entry begins in the
-//                  block and holds at most range_products).
+// The list is cut into warp ranges of at most range_products products:
+//   whole entries  consecutive entries grouped while their products stay within
+//                  range_products: range {p0, count, c0, -1}, its entries c0, c0 + 1, ... one
+//                  per head. The groups are the greedy ones (a group closes where the next
+//                  entry would pass range_products), which the device finds in parallel by
+//                  pointer doubling (spgemm_entry_products_gpu.hpp).
+//   parts          an entry of more products is cut into ceil(products / range_products) parts
+//                  of about equal length: {p0, count, c0 = the entry, slot}; the parts add
+//                  their sums atomically into slot_sums[slot], and the last to finish (a
+//                  counter per slot) stores the entry and zeroes both for the next call.
+//                  slot_parts[slot] is the entry's part count.
 // Every range of whole entries, and every long entry's first part, starts at a multiple of
 // kRangeAlignment places (16 bytes of each list), so that a lane loads its products four at a
 // time; the parts of a long entry follow one another, so an entry's products are always
 // contiguous. The places after a range (or a long entry's last part) up to the next multiple of
 // kRangeAlignment are padding (product_a -1, product_b 0) that no range holds.
-// Example: entries of 3, 1, 9 and 2 products (they begin at 0, 3, 4 and 13 in the stream) and
-// range_products 4: ranges {0, 4, 0, -1} (entries 0 and 1 begin in block 0), parts
-// {4, 3, 2, 0}, {7, 3, 2, 0}, {10, 3, 2, 0} (slot_parts {3}), then {16, 2, 3, -1}; 20 places,
-// padding at 13-15 and 18-19.
+// Example: entries of 3, 1, 9 and 2 products and range_products 4: ranges {0, 4, 0, -1}
+// (entries 0 and 1), parts {4, 3, 2, 0}, {7, 3, 2, 0}, {10, 3, 2, 0} (slot_parts {3}), then
+// {16, 2, 3, -1}; 20 places, padding at 13-15 and 18-19.
 //
 // This host builder is the specification: the runtime builds the same arrays on the device
 // (spgemm_entry_products_gpu.hpp), tested against it.

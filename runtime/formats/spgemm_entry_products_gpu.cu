@@ -104,13 +104,70 @@ __global__ void entry_starts(int64_t products, int64_t c_nnz, const uint32_t* so
   }
 }
 
-// begins[q] = 1 where entry q begins a unit (spgemm_entry_products.hpp's rule).
-__global__ void unit_begins(int64_t c_nnz, const int32_t* start, int64_t range_products, int32_t* begins, uint32_t* empty) {
+// A short entry's weight is its products; a long one's range_products + 1, so that no range of
+// whole entries reaches past it.
+__global__ void entry_weights(int64_t c_nnz, const int32_t* start, int64_t range_products, int64_t* weights, uint32_t* empty) {
   for (int64_t q = first_index(); q < c_nnz; q += grid_stride()) {
     if (start[q] < 0) atomicMin(empty, uint32_t(q));
-    begins[q] = q == 0 || is_long(start, q, range_products) || is_long(start, q - 1, range_products) ||
-                start[q] / range_products != start[q - 1] / range_products;
+    weights[q] = is_long(start, q, range_products) ? range_products + 1 : int64_t(start[q + 1]) - start[q];
   }
+}
+
+// next[q] = the entry a greedy range beginning at q ends before: the last q1 with the weights of
+// q .. q1 - 1 within range_products (q + 1 at least: a long entry is a unit alone); next[E] = E.
+__global__ void greedy_next(int64_t c_nnz, const int64_t* weight_before, int64_t range_products, int32_t* next) {
+  for (int64_t q = first_index(); q <= c_nnz; q += grid_stride()) {
+    if (q == c_nnz) {
+      next[q] = int32_t(c_nnz);
+      continue;
+    }
+    int64_t lo = q + 1, hi = c_nnz < q + range_products ? c_nnz : q + range_products;  // an entry holds a product at least
+    while (lo < hi) {
+      const int64_t mid = lo + (hi - lo + 1) / 2;
+      if (weight_before[mid] - weight_before[q] <= range_products) lo = mid;
+      else hi = mid - 1;
+    }
+    next[q] = int32_t(lo);
+  }
+}
+
+// One round of pointer doubling: the entries on the chain from entry 0 mark those 2^k steps on
+// (on_next holds on's marks already), and each jump doubles.
+__global__ void chain_round(int64_t count, const int32_t* jump, const int32_t* on, int32_t* on_next, int32_t* jump_next) {
+  for (int64_t q = first_index(); q < count; q += grid_stride()) {
+    if (on[q]) on_next[jump[q]] = 1;
+    jump_next[q] = jump[jump[q]];
+  }
+}
+
+// begins[q] = 1 where entry q begins a unit: the entries the greedy ranges begin at, which are
+// the chain entry 0, next[0], next[next[0]], ... (spgemm_entry_products.hpp's rule), found in
+// ceil(log2(E + 1)) rounds of pointer doubling. begins holds E + 1 ints (the last is the end).
+void greedy_unit_begins(int64_t c_nnz, const int32_t* start, int64_t range_products, int32_t* begins, uint32_t* empty,
+                        cudaStream_t s) {
+  const int64_t count = c_nnz + 1;
+  const Scratch<int64_t> weights(count, s), weight_before(count, s);
+  const Scratch<int32_t> jump(count, s), jump_next(count, s), on_next(count, s);
+  cuda::check_runtime(cudaMemsetAsync(weights.get(), 0, std::size_t(count) * 8, s), "cudaMemsetAsync (entry product units)");
+  launch("entry_weights", c_nnz, s, entry_weights, c_nnz, start, range_products, weights.get(), empty);
+  run_cub("cub::DeviceScan::ExclusiveSum (entry product weights)", s, [&](void* temp, std::size_t& bytes) {
+    return cub::DeviceScan::ExclusiveSum(temp, bytes, weights.get(), weight_before.get(), int(count), s);
+  });
+  launch("greedy_next", count, s, greedy_next, c_nnz, weight_before.get(), range_products, jump.get());
+  cuda::check_runtime(cudaMemsetAsync(begins, 0, std::size_t(count) * 4, s), "cudaMemsetAsync (entry product units)");
+  const int32_t one = 1;
+  cuda::check_runtime(cudaMemcpyAsync(begins, &one, 4, cudaMemcpyHostToDevice, s), "cudaMemcpyAsync (entry product units)");
+  int32_t *on = begins, *marks = on_next.get(), *from = jump.get(), *to = jump_next.get();
+  for (int64_t reach = 1; reach < count; reach *= 2) {  // after a round, the first 2 x reach chain entries are marked
+    cuda::check_runtime(cudaMemcpyAsync(marks, on, std::size_t(count) * 4, cudaMemcpyDeviceToDevice, s),
+                        "cudaMemcpyAsync (entry product units)");
+    launch("chain_round", count, s, chain_round, count, from, on, marks, to);
+    std::swap(on, marks);
+    std::swap(from, to);
+  }
+  if (on != begins)
+    cuda::check_runtime(cudaMemcpyAsync(begins, on, std::size_t(count) * 4, cudaMemcpyDeviceToDevice, s),
+                        "cudaMemcpyAsync (entry product units)");
 }
 
 // unit_first[u] = unit u's first entry (units numbered by the inclusive scan of begins, from
@@ -235,8 +292,7 @@ DeviceEntryProducts build_entry_products_gpu(const Context& context, DevicePatte
   const int64_t e_count = c.nnz;
   const Scratch<int32_t> lengths(a.nnz + 1, s), a_first(a.nnz + 1, s);
   const Scratch<uint32_t> keys(products, s), alt_keys(products, s), ids(products, s), alt_ids(products, s), markers(2, s);
-  const Scratch<int32_t> start(e_count + 1, s), begins(e_count, s), unit_of(e_count, s), unit_first(e_count + 1, s);
-  const Scratch<UnitSize> sizes(e_count + 1, s), offsets(e_count + 1, s);
+  const Scratch<int32_t> start(e_count + 1, s), begins(e_count + 1, s);
   const Scratch<BuildCounts> counts(1, s);
   cuda::check_runtime(cudaMemsetAsync(lengths.get(), 0, std::size_t(a.nnz + 1) * 4, s), "cudaMemsetAsync (entry products)");
   cuda::check_runtime(cudaMemsetAsync(markers.get(), 0xFF, 8, s), "cudaMemsetAsync (entry products)");
@@ -253,7 +309,9 @@ DeviceEntryProducts build_entry_products_gpu(const Context& context, DevicePatte
   const uint32_t* sorted_keys = sort_keys.Current();
   const uint32_t* sorted_ids = sort_ids.Current();
   launch("entry_starts", products, s, entry_starts, products, e_count, sorted_keys, start.get());
-  launch("unit_begins", e_count, s, unit_begins, e_count, start.get(), range_products, begins.get(), markers.get() + 1);
+  greedy_unit_begins(e_count, start.get(), range_products, begins.get(), markers.get() + 1, s);
+  const Scratch<int32_t> unit_of(e_count, s), unit_first(e_count + 1, s);
+  const Scratch<UnitSize> sizes(e_count + 1, s), offsets(e_count + 1, s);
   run_cub("cub::DeviceScan::InclusiveSum (entry product units)", s, [&](void* temp, std::size_t& bytes) {
     return cub::DeviceScan::InclusiveSum(temp, bytes, begins.get(), unit_of.get(), int(e_count), s);
   });

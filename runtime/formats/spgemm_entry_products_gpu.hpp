@@ -14,8 +14,10 @@
 //   sort      CUB's radix sort of the products by entry (stable: A's order within an entry)
 //   starts    each entry's first product in the sorted stream (an entry none begins: an entry
 //             no product lands on)
-//   units     where a unit begins (the header's rule), a scan numbering them, their sizes
-//             (places, ranges, slots) and a scan placing them
+//   units     where a unit begins: the greedy ranges of the header's rule, each entry's next
+//             range start found by bisection and the chain from entry 0 by pointer doubling
+//             (ceil(log2(E + 1)) rounds); a scan numbering them, their sizes (places, ranges,
+//             slots) and a scan placing them
 //   counts    one synchronization: the sizes of the lists, and whether C can be served
 //   lists     the ranges, the slots' part counts and every product at its place
 // Scratch, stream-ordered (cudaMallocAsync): 16 bytes a product, 48 an entry of C, 8 an entry of

@@ -199,6 +199,11 @@ struct Builder {
 
   void build() {
     sort_flags();
+    // About a segment an entry of A (more where rows are sliced): reserved, so that the lists
+    // are written once and not copied as they grow.
+    out.segment_b.reserve(std::size_t(a.nnz()));
+    out.segment_e.reserve(std::size_t(a.nnz()));
+    out.segment_at.reserve(std::size_t(a.nnz()) + 1);
     out.segment_at.assign(1, 0);
     std::vector<Run> group;
     int32_t group_c0 = 0;

@@ -131,17 +131,18 @@ void plan_warps(SpgemmReusePlan& p, const SpgemmFeatures& f, DType dtype, const 
   p.why = "positions: 2 bytes a product, a warp a task, at least " + std::to_string(p.bytes) + " bytes kept on C";
 }
 
-// Entries (formats/spgemm_entry_products.hpp's rule, R = range_products): fewer than P / R + 1
-// ranges of whole entries begin at a block of R products and as many after a long entry, at
-// most P / R entries are long and cut into at most 2 P / R parts; every unit (a range of
-// whole entries or a long entry) is padded by at most 3 places.
+// Entries (formats/spgemm_entry_products.hpp's greedy ranges, R = range_products): two ranges
+// of whole entries in a row hold more than R products but around a long entry, so with P_s
+// products in short entries and P_l in long ones (at most P_l / R of those) there are at most
+// 2 P_s / R + P_l / R + 1 such ranges, and at most 2 P_l / R parts: 3 P / R + 1 ranges, 2 P / R + 1
+// units (a range of whole entries or a long entry, each padded by at most 3 places), P / R slots.
 void plan_entries(SpgemmReusePlan& p, const SpgemmFeatures& f, DType dtype, const DeviceTarget& device) {
   const int64_t range_products =
       std::clamp<int64_t>(f.products / (kEntryRangesPerMultiprocessor * std::max(device.multiprocessors, 1)), kMinRangeProducts,
                           kMaxRangeProducts);
   p.entries.range_products = range_products;
   const int64_t blocks = f.products / range_products;
-  p.bytes = entry_sums_bytes(f.products + kRangePadding * (3 * blocks + 1), 4 * blocks + 1, blocks, dtype);
+  p.bytes = entry_sums_bytes(f.products + kRangePadding * (2 * blocks + 1), 3 * blocks + 1, blocks, dtype);
   p.entries.build_bytes = entry_build_bytes(f.products, f.a.nnz, f.products);  // C has at most an entry a product
   p.why = "positions: entries, 8 bytes a product, at most " + std::to_string(p.bytes) + " bytes kept on C and " +
           std::to_string(p.entries.build_bytes) + " more while they are built";

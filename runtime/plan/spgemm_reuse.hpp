@@ -33,7 +33,7 @@ struct WarpTaskPlan {
 struct EntrySumsPlan {
   int warps = 4;               // warps a block (a range each)
   int per_lane = 8;            // products a lane sums one after another in a tile, their loads in flight
-  int64_t range_products = 0;  // the block of the product stream ranges begin in (longer entries cut into parts)
+  int64_t range_products = 0;  // products a warp range takes at most (longer entries cut into parts)
   int64_t build_bytes = 0;     // device scratch the first call's build takes besides, at most
 };
 
