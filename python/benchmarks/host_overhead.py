@@ -4,7 +4,10 @@ small enough that the GPU never holds the host back (the launch queue stays shor
 
 Each line is the median over `--batches` batches of the wall time of `--repeat` calls made
 back to back without waiting for the GPU, divided by `--repeat`, in µs per call (the steps
-take turns, batch by batch: per_call_us):
+take turns, batch by batch: per_call_us), and beside it the same calls' CPU time of the
+calling thread (time.thread_time): what the host spends on them, without the time the
+virtual machine's CPU was given to others (on the device machine one PyTorch op's wall time
+moves by about half between spells of seconds):
 
     alloc      the result's allocation as the call makes it (PyTorch's caching allocator)
     c++        the C++ module's product on pointers and shapes alone (the handle's product
@@ -38,23 +41,25 @@ from sparsejit import _sparsejit
 
 
 def per_call_us(steps, repeat, batches):
-    """{step: median over batches of the host time of `repeat` calls, per call}. The steps take
-    turns batch by batch, so that each sees the same spells of a host whose speed drifts (the
-    device's varies by about half between spells): their differences and ratios hold where
-    steps timed one after the other would not."""
+    """{step: (median over batches of the wall time of `repeat` calls, per call; the same of
+    their thread CPU time)}. The steps take turns batch by batch, so that each sees the same
+    spells of a host whose speed drifts (the device's varies by about half between spells):
+    their differences and ratios hold where steps timed one after the other would not."""
     for call in steps.values():
         for _ in range(20):
             call()
     torch.cuda.synchronize()
-    samples = {name: [] for name in steps}
+    wall = {name: [] for name in steps}
+    cpu = {name: [] for name in steps}
     for _ in range(batches):
         for name, call in steps.items():
-            begin = time.perf_counter()
+            begin, begin_cpu = time.perf_counter(), time.thread_time()
             for _ in range(repeat):
                 call()
-            samples[name].append((time.perf_counter() - begin) * 1e6 / repeat)
+            wall[name].append((time.perf_counter() - begin) * 1e6 / repeat)
+            cpu[name].append((time.thread_time() - begin_cpu) * 1e6 / repeat)
             torch.cuda.synchronize()
-    return {name: statistics.median(times) for name, times in samples.items()}
+    return {name: (statistics.median(wall[name]), statistics.median(cpu[name])) for name in steps}
 
 
 def device_us(call, replays=50, captured=20):
@@ -152,12 +157,14 @@ def main(argv=None):
         # An older package (compared against this one) has no plain product: that step is left out.
         steps = {name: call for name, call in steps.items() if name != "plain" or hasattr(m._handle, "spmm_plain")}
         times = per_call_us(steps, args.repeat, args.batches)
-        for name, us in times.items():
-            print(f"{op:6} {name:9} {us:7.2f}", flush=True)
-        print(f"{op:6} call/op   {times['call'] / times['torch-op']:7.2f}", flush=True)
+        print(f"{op:6} {'step':9} {'wall':>7} {'cpu':>7}", flush=True)
+        for name, (us, cpu_us) in times.items():
+            print(f"{op:6} {name:9} {us:7.2f} {cpu_us:7.2f}", flush=True)
+        call, torch_op = times["call"], times["torch-op"]
+        print(f"{op:6} call/op   {call[0] / torch_op[0]:7.2f} {call[1] / torch_op[1]:7.2f}", flush=True)
         device = device_us(steps["call-out"])
         print(f"{op:6} device    {device:7.2f}", flush=True)
-        print(f"{op:6} dev/call  {device / times['call']:7.2f}", flush=True)
+        print(f"{op:6} dev/call  {device / call[0]:7.2f}", flush=True)
         print(f"{op:6} variant   {m.last_decision['variant']}", flush=True)
     return 0
 
