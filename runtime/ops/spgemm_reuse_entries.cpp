@@ -1,7 +1,8 @@
 #include "ops/spgemm_reuse_entries.hpp"
 
 #include <cstdint>
-#include <vector>
+#include <optional>
+#include <string>
 
 #include "formats/spgemm_entry_products_gpu.hpp"
 #include "ops/call_common.hpp"

@@ -9,10 +9,11 @@
 //   - made on the device by an operation (Runtime::spgemm's C): the handle owns the arrays the
 //     operation wrote and an event recorded after its last write; the host copy of the pattern
 //     is downloaded on first use of host_pattern() (which waits for that event), so a product
-//     that nobody inspects costs no download (host_row_ptr() downloads the offsets alone). Every op reads host_pattern() (its features)
-//     before it launches anything on a handle, so no kernel ever reads a pattern still being
-//     written; other readers of the device arrays must order their stream after the producing
-//     call's stream (or synchronize);
+//     that nobody inspects costs no download (host_row_ptr() downloads the offsets alone).
+//     Every op reads host_pattern() (its features) before it launches anything on a handle, so
+//     no kernel ever reads a pattern still being written; other readers of the device arrays
+//     (spgemm_numeric's, of C) order their stream after the producing call's stream
+//     (order_after_producer) or synchronize;
 //   - the PATTERN IS IMMUTABLE for the handle's whole life, so anything derived from the pattern
 //     alone (features, formats, plans) attached to the cache stays valid until the handle dies;
 //   - update_values() replaces the values in place and increments values_version(); entries that
