@@ -131,11 +131,12 @@ __global__ void greedy_next(int64_t c_nnz, const int64_t* weight_before, int64_t
   }
 }
 
-// One round of pointer doubling: the entries on the chain from entry 0 mark those 2^k steps on
-// (on_next holds on's marks already), and each jump doubles.
-__global__ void chain_round(int64_t count, const int32_t* jump, const int32_t* on, int32_t* on_next, int32_t* jump_next) {
+// One round of pointer doubling: the entries on the chain from entry 0 mark those 2^k steps on,
+// and each jump doubles. Marks are set in place: a mark only ever goes from 0 to 1 and only on
+// a chain entry, so one seen early in the round marking further is still right.
+__global__ void chain_round(int64_t count, const int32_t* jump, int32_t* on, int32_t* jump_next) {
   for (int64_t q = first_index(); q < count; q += grid_stride()) {
-    if (on[q]) on_next[jump[q]] = 1;
+    if (on[q]) on[jump[q]] = 1;
     jump_next[q] = jump[jump[q]];
   }
 }
@@ -147,7 +148,7 @@ void greedy_unit_begins(int64_t c_nnz, const int32_t* start, int64_t range_produ
                         cudaStream_t s) {
   const int64_t count = c_nnz + 1;
   const Scratch<int64_t> weights(count, s), weight_before(count, s);
-  const Scratch<int32_t> jump(count, s), jump_next(count, s), on_next(count, s);
+  const Scratch<int32_t> jump(count, s), jump_next(count, s);
   cuda::check_runtime(cudaMemsetAsync(weights.get(), 0, std::size_t(count) * 8, s), "cudaMemsetAsync (entry product units)");
   launch("entry_weights", c_nnz, s, entry_weights, c_nnz, start, range_products, weights.get(), empty);
   run_cub("cub::DeviceScan::ExclusiveSum (entry product weights)", s, [&](void* temp, std::size_t& bytes) {
@@ -157,17 +158,11 @@ void greedy_unit_begins(int64_t c_nnz, const int32_t* start, int64_t range_produ
   cuda::check_runtime(cudaMemsetAsync(begins, 0, std::size_t(count) * 4, s), "cudaMemsetAsync (entry product units)");
   const int32_t one = 1;
   cuda::check_runtime(cudaMemcpyAsync(begins, &one, 4, cudaMemcpyHostToDevice, s), "cudaMemcpyAsync (entry product units)");
-  int32_t *on = begins, *marks = on_next.get(), *from = jump.get(), *to = jump_next.get();
-  for (int64_t reach = 1; reach < count; reach *= 2) {  // after a round, the first 2 x reach chain entries are marked
-    cuda::check_runtime(cudaMemcpyAsync(marks, on, std::size_t(count) * 4, cudaMemcpyDeviceToDevice, s),
-                        "cudaMemcpyAsync (entry product units)");
-    launch("chain_round", count, s, chain_round, count, from, on, marks, to);
-    std::swap(on, marks);
+  int32_t *from = jump.get(), *to = jump_next.get();
+  for (int64_t reach = 1; reach < count; reach *= 2) {  // after a round, at least the first 2 x reach chain entries are marked
+    launch("chain_round", count, s, chain_round, count, from, begins, to);
     std::swap(from, to);
   }
-  if (on != begins)
-    cuda::check_runtime(cudaMemcpyAsync(begins, on, std::size_t(count) * 4, cudaMemcpyDeviceToDevice, s),
-                        "cudaMemcpyAsync (entry product units)");
 }
 
 // unit_first[u] = unit u's first entry (units numbered by the inclusive scan of begins, from

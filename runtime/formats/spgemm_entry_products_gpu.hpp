@@ -30,6 +30,7 @@
 
 #include "formats/spgemm_entry_products.hpp"
 #include "sparsejit/device.hpp"
+#include "sparsejit/device_matrix.hpp"
 
 namespace sparsejit::formats {
 
@@ -39,6 +40,11 @@ struct DevicePattern {
   int64_t nnz = 0;
   CUdeviceptr row_ptr = 0, col_idx = 0;
 };
+
+template <class T>
+DevicePattern device_pattern(const DeviceCsr<T>& m) {
+  return {m.rows(), m.cols(), m.nnz(), m.row_ptr().ptr(), m.col_idx().ptr()};
+}
 
 struct DeviceEntryProducts {
   int64_t products = 0, places = 0, ranges = 0, slots = 0;

@@ -40,6 +40,7 @@ struct Builder {
   std::vector<char> b_row_sorted;  // B's row has non-decreasing columns: its slices' runs are found by bisection
   std::vector<int32_t> slice_columns;  // the first column of every slice of every sliced row, in order
   std::size_t next_slice = 0;          // the first of the next sliced row's
+  std::vector<int64_t> row_products;   // A·B's products of each row
 
   // A row that is a task alone: sliced by its C entries.
   bool alone(int64_t entries, int64_t products) const { return entries > region_entries || products > task_products; }
@@ -52,7 +53,7 @@ struct Builder {
   std::vector<int32_t> slice_places() const {
     std::vector<int32_t> places;
     for (int32_t r = 0; r < a.rows; ++r) {
-      const int64_t products = row_products(r), entries = c_entries(r);
+      const int64_t products = row_products[std::size_t(r)], entries = c_entries(r);
       if (products == 0 || !alone(entries, products)) continue;
       const int64_t slices = slices_of(entries);
       for (int64_t i = 0; i < slices; ++i) places.push_back(slice_start(r, slices, i));
@@ -63,10 +64,11 @@ struct Builder {
   int64_t b_length(int32_t k) const { return int64_t(b.row_ptr[k + 1]) - b.row_ptr[k]; }
   int64_t c_entries(int32_t r) const { return int64_t(c.row_ptr[r + 1]) - c.row_ptr[r]; }
 
-  int64_t row_products(int32_t r) const {
-    int64_t sum = 0;
-    for (int32_t e = a.row_ptr[r]; e < a.row_ptr[r + 1]; ++e) sum += b_length(a.col_idx[e]);
-    return sum;
+  // Each row's products, counted once for the slices' places and the tasks.
+  void count_row_products() {
+    row_products.assign(std::size_t(a.rows), 0);
+    for (int32_t r = 0; r < a.rows; ++r)
+      for (int32_t e = a.row_ptr[r]; e < a.row_ptr[r + 1]; ++e) row_products[std::size_t(r)] += b_length(a.col_idx[e]);
   }
 
   void sort_flags() {
@@ -209,7 +211,7 @@ struct Builder {
     int32_t group_c0 = 0;
     int64_t group_entries = 0, group_products = 0;
     for (int32_t r = 0; r < a.rows; ++r) {
-      const int64_t products = row_products(r);
+      const int64_t products = row_products[std::size_t(r)];
       check_row(r, products);
       if (products == 0) continue;
       const int64_t entries = c_entries(r);
@@ -256,7 +258,8 @@ int64_t WarpTasks::task_steps(const WarpTask& t) const {
 WarpTasks build_warp_tasks(PatternView a, PatternView b, ProductRows c, const ColumnsAt& columns_at, int64_t task_products,
                            int64_t region_entries) {
   check_inputs(a, b, c, task_products, region_entries);
-  Builder builder{a, b, c, task_products, region_entries, {}, {}, {}, 0};
+  Builder builder{a, b, c, task_products, region_entries, {}, {}, {}, 0, {}};
+  builder.count_row_products();
   const std::vector<int32_t> places = builder.slice_places();
   builder.slice_columns = columns_at(places);
   if (builder.slice_columns.size() != places.size())

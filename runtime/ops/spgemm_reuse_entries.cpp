@@ -25,21 +25,12 @@ struct EntrySums {
   std::optional<cuda::Kernel> numeric;
 };
 
-namespace {
-
-template <class T>
-formats::DevicePattern device_pattern(const DeviceCsr<T>& m) {
-  return {m.rows(), m.cols(), m.nnz(), m.row_ptr().ptr(), m.col_idx().ptr()};
-}
-
-}  // namespace
-
 template <class T>
 std::shared_ptr<EntrySums<T>> build_entry_sums(detail::RuntimeState& rt, const variants::SpgemmOperands<T>& o,
                                                const DeviceCsr<T>& c, const plan::EntrySumsPlan& plan, int64_t products,
                                                std::string& why) {
   formats::DeviceEntryProducts list = formats::build_entry_products_gpu(
-      rt.context, device_pattern(o.a), device_pattern(o.b), device_pattern(c), products, plan.range_products, o.stream);
+      rt.context, formats::device_pattern(o.a), formats::device_pattern(o.b), formats::device_pattern(c), products, plan.range_products, o.stream);
   if (!list.unusable.empty()) {
     why = "recompute: " + list.unusable;
     return nullptr;

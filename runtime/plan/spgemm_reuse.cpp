@@ -96,7 +96,9 @@ std::string positions_do_not_fit(int64_t bytes, std::optional<int64_t> free_byte
 namespace {
 
 // What the positions take at once while they are built: what C keeps, and the entries' scratch.
-int64_t peak_bytes(const SpgemmReusePlan& p) { return p.bytes + p.entries.build_bytes; }
+int64_t peak_bytes(const SpgemmReusePlan& p) {
+  return p.bytes + (p.kernel == PositionsKernel::Entries ? p.entries.build_bytes : 0);
+}
 
 // The blocks' kernel: its tasks and their positions' bytes (at most).
 void plan_blocks(SpgemmReusePlan& p, const SpgemmFeatures& f, int64_t value_bytes, const DeviceTarget& device) {
@@ -181,7 +183,6 @@ SpgemmReusePlan plan_spgemm_reuse(const SpgemmFeatures& f, DType dtype, const De
   }
   if (p.kernel == PositionsKernel::Blocks) plan_blocks(p, f, value_bytes, device);
   const char* taking = p.kernel == PositionsKernel::Warps ? "at least " : p.kernel == PositionsKernel::Blocks ? "up to " : "at most ";
-  if (p.kernel != PositionsKernel::Entries) p.entries.build_bytes = 0;
   const std::string refused = do_not_fit(taking, peak_bytes(p), free_bytes, limit);
   p.by_positions = refused.empty();
   if (!p.by_positions) p.why = refused;

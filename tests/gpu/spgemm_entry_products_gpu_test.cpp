@@ -19,16 +19,13 @@ namespace {
 
 class EntryProductsGpu : public test::GpuSuite {};
 
-formats::DevicePattern pattern_of(const DeviceCsr<double>& m) {
-  return {m.rows(), m.cols(), m.nnz(), m.row_ptr().ptr(), m.col_idx().ptr()};
-}
-
 formats::EntryProducts built_on_device(const Context& context, const Csr<double>& a, const Csr<double>& b, const Csr<double>& c,
                                        int64_t products, int64_t range_products) {
   const DeviceCsr<double> da(context, a), db(context, b), dc(context, c);
   CUstream stream = nullptr;
   return formats::download(
-      formats::build_entry_products_gpu(context, pattern_of(da), pattern_of(db), pattern_of(dc), products, range_products, stream));
+      formats::build_entry_products_gpu(context, formats::device_pattern(da), formats::device_pattern(db), formats::device_pattern(dc),
+                                         products, range_products, stream));
 }
 
 void expect_same_list(const Context& context, const std::string& name, const Csr<double>& a, const Csr<double>& b,
