@@ -51,18 +51,6 @@ struct Operands {
 
 __device__ int64_t aligned(int64_t place) { return (place + kRangeAlignment - 1) / kRangeAlignment * kRangeAlignment; }
 
-// The last i in [0, n) with sorted[i] <= x, given sorted[0] <= x: an entry's row, a product's
-// entry of A.
-__device__ int32_t last_at_most(const int32_t* sorted, int32_t n, int64_t x) {
-  int32_t lo = 0, hi = n - 1;
-  while (lo < hi) {
-    const int32_t mid = lo + (hi - lo + 1) / 2;
-    if (sorted[mid] <= x) lo = mid;
-    else hi = mid - 1;
-  }
-  return lo;
-}
-
 // Product p's entry e of A and f of B (products numbered row by row, A's entries in order).
 __device__ void product_of(const Operands& o, const int32_t* a_first, int64_t p, int32_t& e, int32_t& f) {
   e = last_at_most(a_first, int32_t(o.a_nnz), p);
@@ -131,16 +119,6 @@ __global__ void greedy_next(int64_t c_nnz, const int64_t* weight_before, int64_t
   }
 }
 
-// One round of pointer doubling: the entries on the chain from entry 0 mark those 2^k steps on,
-// and each jump doubles. Marks are set in place: a mark only ever goes from 0 to 1 and only on
-// a chain entry, so one seen early in the round marking further is still right.
-__global__ void chain_round(int64_t count, const int32_t* jump, int32_t* on, int32_t* jump_next) {
-  for (int64_t q = first_index(); q < count; q += grid_stride()) {
-    if (on[q]) on[jump[q]] = 1;
-    jump_next[q] = jump[jump[q]];
-  }
-}
-
 // begins[q] = 1 where entry q begins a unit: the entries the greedy ranges begin at, which are
 // the chain entry 0, next[0], next[next[0]], ... (spgemm_entry_products.hpp's rule), found in
 // ceil(log2(E + 1)) rounds of pointer doubling. begins holds E + 1 ints (the last is the end).
@@ -155,14 +133,7 @@ void greedy_unit_begins(int64_t c_nnz, const int32_t* start, int64_t range_produ
     return cub::DeviceScan::ExclusiveSum(temp, bytes, weights.get(), weight_before.get(), int(count), s);
   });
   launch("greedy_next", count, s, greedy_next, c_nnz, weight_before.get(), range_products, jump.get());
-  cuda::check_runtime(cudaMemsetAsync(begins, 0, std::size_t(count) * 4, s), "cudaMemsetAsync (entry product units)");
-  const int32_t one = 1;
-  cuda::check_runtime(cudaMemcpyAsync(begins, &one, 4, cudaMemcpyHostToDevice, s), "cudaMemcpyAsync (entry product units)");
-  int32_t *from = jump.get(), *to = jump_next.get();
-  for (int64_t reach = 1; reach < count; reach *= 2) {  // after a round, at least the first 2 x reach chain entries are marked
-    launch("chain_round", count, s, chain_round, count, from, begins, to);
-    std::swap(from, to);
-  }
+  mark_chain(count, jump.get(), jump_next.get(), begins, s);
 }
 
 // unit_first[u] = unit u's first entry (units numbered by the inclusive scan of begins, from

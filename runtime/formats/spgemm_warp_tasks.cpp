@@ -12,19 +12,29 @@ namespace {
 
 constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
 
-void check_inputs(PatternView a, PatternView b, ProductRows c, int64_t task_products, int64_t region_entries) {
+}  // namespace
+
+void check_warp_task_inputs(int32_t a_rows, int32_t a_cols, int32_t b_rows, int32_t b_cols, int32_t c_rows, int32_t c_cols,
+                            int64_t task_products, int64_t region_entries) {
   if (task_products < 1)
     throw InvalidInputError("build_warp_tasks: task_products = " + std::to_string(task_products) + " must be at least 1");
   if (region_entries < 1 || region_entries > kMaxRegionEntries)
     throw InvalidInputError("build_warp_tasks: region_entries = " + std::to_string(region_entries) + " must be 1 to " +
                             std::to_string(kMaxRegionEntries));
-  if (a.cols != b.rows)
-    throw InvalidInputError("build_warp_tasks: A has " + std::to_string(a.cols) + " columns but B has " + std::to_string(b.rows) +
+  if (a_cols != b_rows)
+    throw InvalidInputError("build_warp_tasks: A has " + std::to_string(a_cols) + " columns but B has " + std::to_string(b_rows) +
                             " rows");
-  if (c.rows != a.rows || c.cols != b.cols)
-    throw InvalidInputError("build_warp_tasks: C is " + std::to_string(c.rows) + "x" + std::to_string(c.cols) + " but A·B is " +
-                            std::to_string(a.rows) + "x" + std::to_string(b.cols));
+  if (c_rows != a_rows || c_cols != b_cols)
+    throw InvalidInputError("build_warp_tasks: C is " + std::to_string(c_rows) + "x" + std::to_string(c_cols) + " but A·B is " +
+                            std::to_string(a_rows) + "x" + std::to_string(b_cols));
 }
+
+InvalidInputError warp_tasks_row_mismatch(int32_t row, int64_t c_entries, int64_t products) {
+  return InvalidInputError("build_warp_tasks: C's row " + std::to_string(row) + " has " + std::to_string(c_entries) +
+                           " entries but A·B's has " + std::to_string(products) + " products (C is not A·B's pattern)");
+}
+
+namespace {
 
 // A run of one B row's entries times one entry of A, before it is placed in the stream.
 struct Run {
@@ -194,9 +204,7 @@ struct Builder {
   }
 
   void check_row(int32_t r, int64_t products) const {
-    if ((products == 0) != (c_entries(r) == 0))
-      throw InvalidInputError("build_warp_tasks: C's row " + std::to_string(r) + " has " + std::to_string(c_entries(r)) +
-                              " entries but A·B's has " + std::to_string(products) + " products (C is not A·B's pattern)");
+    if ((products == 0) != (c_entries(r) == 0)) throw warp_tasks_row_mismatch(r, c_entries(r), products);
   }
 
   void build() {
@@ -257,7 +265,7 @@ int64_t WarpTasks::task_steps(const WarpTask& t) const {
 
 WarpTasks build_warp_tasks(PatternView a, PatternView b, ProductRows c, const ColumnsAt& columns_at, int64_t task_products,
                            int64_t region_entries) {
-  check_inputs(a, b, c, task_products, region_entries);
+  check_warp_task_inputs(a.rows, a.cols, b.rows, b.cols, c.rows, c.cols, task_products, region_entries);
   Builder builder{a, b, c, task_products, region_entries, {}, {}, {}, 0, {}};
   builder.count_row_products();
   const std::vector<int32_t> places = builder.slice_places();

@@ -40,6 +40,7 @@
 #include <functional>
 #include <vector>
 
+#include "sparsejit/error.hpp"
 #include "sparsejit/matrix.hpp"
 
 namespace sparsejit::formats {
@@ -88,6 +89,12 @@ struct ProductRows {
   const int32_t* row_ptr = nullptr;
 };
 using ColumnsAt = std::function<std::vector<int32_t>(const std::vector<int32_t>& places)>;
+
+// The argument checks of both builders (this one and spgemm_warp_tasks_gpu.hpp's), and the
+// error where C's row r has entries but A·B's no products, or the other way round.
+void check_warp_task_inputs(int32_t a_rows, int32_t a_cols, int32_t b_rows, int32_t b_cols, int32_t c_rows, int32_t c_cols,
+                            int64_t task_products, int64_t region_entries);
+InvalidInputError warp_tasks_row_mismatch(int32_t row, int64_t c_entries, int64_t products);
 
 // The same tasks from C's rows and the columns that columns_at returns for the places asked.
 WarpTasks build_warp_tasks(PatternView a, PatternView b, ProductRows c, const ColumnsAt& columns_at, int64_t task_products,

@@ -180,7 +180,7 @@ bool recompute_by_positions(detail::RuntimeState& rt, const variants::SpgemmOper
     if (!made->plan.by_positions) return made;
     switch (made->plan.kernel) {
       case PositionsKernel::Warps:
-        made->warp = build_warp_positions(rt, o, c, made->plan.warp, memory_limit, made->why);
+        made->warp = build_warp_positions(rt, o, c, made->plan.warp, features.products, memory_limit, made->why);
         made->usable = made->warp != nullptr;
         if (made->usable && made->plan.time_against_blocks) keep_the_faster(rt, o, c, *made);
         break;

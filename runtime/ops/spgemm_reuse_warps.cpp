@@ -5,6 +5,7 @@
 
 #include "formats/device_gather.hpp"
 #include "formats/spgemm_warp_tasks.hpp"
+#include "formats/spgemm_warp_tasks_gpu.hpp"
 #include "ops/call_common.hpp"
 #include "ops/runtime_state.hpp"
 #include "sparsejit/error.hpp"
@@ -43,42 +44,91 @@ unsigned blocks_for(unsigned tasks, int warps) { return (tasks + unsigned(warps)
 
 }  // namespace
 
+// The work list on the device, before the positions: its arrays and sizes, wherever built.
+struct TaskLists {
+  int64_t products = 0, segments = 0, tasks = 0, steps = 0, scratch_entries = 0, groups = 0;  // steps: at least every task's
+  DeviceBuffer task_list, segment_b, segment_e, segment_at, group_scratch;
+  std::string built;  // where, for the Decision's why
+};
+
+// Built on the device (formats/spgemm_warp_tasks_gpu.hpp); none, with the reason, where it
+// leaves them to the host.
 template <class T>
-std::shared_ptr<WarpPositions<T>> build_warp_positions(detail::RuntimeState& rt, const variants::SpgemmOperands<T>& o,
-                                                       const DeviceCsr<T>& c, const plan::WarpTaskPlan& plan,
-                                                       std::optional<int64_t> memory_limit, std::string& why) {
+std::optional<TaskLists> lists_on_device(detail::RuntimeState& rt, const variants::SpgemmOperands<T>& o, const DeviceCsr<T>& c,
+                                         const plan::WarpTaskPlan& plan, int64_t products, std::string& host_why) {
+  formats::DeviceWarpTasks d =
+      formats::build_warp_tasks_gpu(rt.context, formats::device_pattern(o.a), formats::device_pattern(o.b), formats::device_pattern(c),
+                                    products, plan.task_products, plan.region_entries, int64_t(rt.context.free_bytes()), o.stream);
+  if (!d.host_only.empty()) {
+    host_why = d.host_only;
+    return std::nullopt;
+  }
+  TaskLists l{d.products, d.segments, d.tasks, d.max_steps, d.scratch_entries, d.groups,
+              std::move(d.task_list), std::move(d.segment_b), std::move(d.segment_e), std::move(d.segment_at),
+              std::move(d.group_scratch), "built on the device"};
+  return l;
+}
+
+// Built on the host (formats/spgemm_warp_tasks.hpp) from C's row offsets and the columns that
+// begin its wide rows' slices (never its whole pattern), then uploaded.
+template <class T>
+TaskLists lists_on_host(detail::RuntimeState& rt, const variants::SpgemmOperands<T>& o, const DeviceCsr<T>& c,
+                        const plan::WarpTaskPlan& plan, const std::string& host_why) {
   const PatternView a = o.a.host_pattern(), b = o.b.host_pattern();
-  // C's row offsets and the columns that begin its wide rows' slices: never its whole pattern.
   const auto columns_at = [&](const std::vector<int32_t>& places) {
     return formats::gather_int32(rt.context, c.col_idx().ptr(), places, o.stream);
   };
   const formats::WarpTasks t = formats::build_warp_tasks(a, b, {c.rows(), c.cols(), c.host_row_ptr()}, columns_at,
                                                          plan.task_products, plan.region_entries);
+  return {t.products,
+          t.segments(),
+          int64_t(t.tasks.size()),
+          t.steps,
+          t.scratch_entries,
+          t.groups(),
+          DeviceBuffer::from_host(rt.context, t.tasks),
+          DeviceBuffer::from_host(rt.context, t.segment_b),
+          DeviceBuffer::from_host(rt.context, t.segment_e),
+          DeviceBuffer::from_host(rt.context, t.segment_at),
+          DeviceBuffer::from_host(rt.context, t.group_scratch),
+          "built on the host (" + host_why + ")"};
+}
+
+template <class T>
+std::shared_ptr<WarpPositions<T>> build_warp_positions(detail::RuntimeState& rt, const variants::SpgemmOperands<T>& o,
+                                                       const DeviceCsr<T>& c, const plan::WarpTaskPlan& plan, int64_t products,
+                                                       std::optional<int64_t> memory_limit, std::string& why) {
+  std::string host_why;
+  std::optional<TaskLists> on_device = lists_on_device(rt, o, c, plan, products, host_why);
+  TaskLists t = on_device ? std::move(*on_device) : lists_on_host(rt, o, c, plan, host_why);
   const DType dtype = dtype_of<T>::value;
-  const int64_t bytes = plan::warp_positions_bytes(
-      {t.products, t.segments(), int64_t(t.tasks.size()), t.steps, t.scratch_entries, t.groups()}, dtype);
+  const int64_t bytes =
+      plan::warp_positions_bytes({t.products, t.segments, t.tasks, t.steps, t.scratch_entries, t.groups}, dtype);
   why = plan::positions_do_not_fit(bytes, int64_t(rt.context.free_bytes()), memory_limit);
   if (!why.empty()) return nullptr;
   auto made = std::make_shared<WarpPositions<T>>();
   made->plan = plan;
   const cuda::Kernel build_kernel = rt.loader.load(warp_positions_spec("build", dtype, plan)).kernel;
   made->numeric = rt.loader.load(warp_positions_spec("numeric", dtype, plan)).kernel;
-  made->tasks = unsigned(t.tasks.size());
-  made->task_list = DeviceBuffer::from_host(rt.context, t.tasks);
-  made->segment_b = DeviceBuffer::from_host(rt.context, t.segment_b);
-  made->segment_e = DeviceBuffer::from_host(rt.context, t.segment_e);
-  made->segment_at = DeviceBuffer::from_host(rt.context, t.segment_at);
+  made->tasks = unsigned(t.tasks);
+  made->task_list = std::move(t.task_list);
+  made->segment_b = std::move(t.segment_b);
+  made->segment_e = std::move(t.segment_e);
+  made->segment_at = std::move(t.segment_at);
+  made->group_scratch = std::move(t.group_scratch);
   made->positions = DeviceBuffer(rt.context, std::size_t(t.products) * sizeof(uint16_t));
   made->steps = DeviceBuffer(rt.context, std::size_t(t.steps) * 2 * sizeof(uint32_t));
-  made->group_scratch = DeviceBuffer::from_host(rt.context, t.group_scratch);
-  made->scratch = DeviceBuffer::from_host(rt.context, std::vector<T>(std::size_t(t.scratch_entries), T(0)));  // zero between calls
-  made->counters = DeviceBuffer::from_host(rt.context, std::vector<int32_t>(std::size_t(t.groups()), 0));
-  DeviceBuffer missing = DeviceBuffer::from_host(rt.context, std::vector<int32_t>{0});
+  made->scratch = DeviceBuffer(rt.context, std::size_t(t.scratch_entries) * sizeof(T));
+  made->counters = DeviceBuffer(rt.context, std::size_t(t.groups) * sizeof(int32_t));
+  made->scratch.fill_bytes_async(0, o.stream);  // zero between calls
+  made->counters.fill_bytes_async(0, o.stream);
+  DeviceBuffer missing(rt.context, sizeof(int32_t));
+  missing.fill_bytes_async(0, o.stream);
   CUdeviceptr tasks = made->task_list.ptr(), seg_b = made->segment_b.ptr(), seg_e = made->segment_e.ptr();
   CUdeviceptr seg_at = made->segment_at.ptr(), a_row_ptr = o.a.row_ptr().ptr(), b_col = o.b.col_idx().ptr();
   CUdeviceptr c_row_ptr = c.row_ptr().ptr(), c_col = c.col_idx().ptr(), positions = made->positions.ptr();
   CUdeviceptr steps = made->steps.ptr(), missing_at = missing.ptr();
-  int task_count = int(made->tasks), a_rows = a.rows;
+  int task_count = int(made->tasks), a_rows = o.a.rows();
   void* args[] = {&tasks, &task_count, &seg_b, &seg_e,     &seg_at, &a_row_ptr, &a_rows,
                   &b_col, &c_row_ptr,  &c_col, &positions, &steps,  &missing_at};
   if (made->tasks > 0)
@@ -91,8 +141,8 @@ std::shared_ptr<WarpPositions<T>> build_warp_positions(detail::RuntimeState& rt,
     return nullptr;
   }
   why = "positions: 2 bytes a product, a warp a task, " + std::to_string(bytes) + " bytes kept on C, " + std::to_string(made->tasks) +
-        " tasks over " + std::to_string(t.segments()) + " segments" +
-        (t.groups() > 0 ? ", " + std::to_string(t.groups()) + " cut into parts" : std::string());
+        " tasks over " + std::to_string(t.segments) + " segments" +
+        (t.groups > 0 ? ", " + std::to_string(t.groups) + " cut into parts" : std::string()) + ", " + t.built;
   return made;
 }
 
@@ -111,7 +161,7 @@ void compute_warp_positions(const WarpPositions<T>& p, const variants::SpgemmOpe
 
 #define SPARSEJIT_INSTANTIATE(T)                                                                                             \
   template std::shared_ptr<WarpPositions<T>> build_warp_positions<T>(detail::RuntimeState&, const variants::SpgemmOperands<T>&, \
-                                                                     const DeviceCsr<T>&, const plan::WarpTaskPlan&,             \
+                                                                     const DeviceCsr<T>&, const plan::WarpTaskPlan&, int64_t,    \
                                                                      std::optional<int64_t>, std::string&);                      \
   template void compute_warp_positions<T>(const WarpPositions<T>&, const variants::SpgemmOperands<T>&, CUdeviceptr);
 SPARSEJIT_INSTANTIATE(float)

@@ -26,12 +26,13 @@ jit::KernelSpec warp_positions_spec(const char* pass, DType dtype, const plan::W
 template <class T>
 struct WarpPositions;
 
-// Builds them (work list, positions, schedules) for c = A·B, or returns none with the reason
+// Builds them (work list, positions, schedules) for c = A·B of `products` products (the
+// features' count), or returns none with the reason
 // in `why` (they do not fit the memory after all, or a product's column is not in C's row).
 // On success `why` describes them.
 template <class T>
 std::shared_ptr<WarpPositions<T>> build_warp_positions(detail::RuntimeState& rt, const variants::SpgemmOperands<T>& operands,
-                                                       const DeviceCsr<T>& c, const plan::WarpTaskPlan& plan,
+                                                       const DeviceCsr<T>& c, const plan::WarpTaskPlan& plan, int64_t products,
                                                        std::optional<int64_t> memory_limit, std::string& why);
 
 // C's values into `values` on the operands' stream.
