@@ -6,6 +6,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cub/device/device_scan.cuh>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -78,7 +79,28 @@ __device__ int32_t last_at_most(const U* sorted, int64_t n, int64_t x) {
   return int32_t(lo);
 }
 
+// The end of the greedy group of rows that begins at row r: the last r1 in [r + 1, rows] with
+// the C entries (c_row_ptr) and products (first_product at A's row offsets) of rows r .. r1 - 1
+// within max_entries and max_products, and r + 1 at least (row r is in its group whatever it
+// holds). A row that passes a limit by itself ends any group before it.
+__device__ inline int32_t greedy_group_end(const int32_t* c_row_ptr, const int32_t* a_row_ptr, const int32_t* first_product,
+                                           int32_t rows, int32_t r, int64_t max_entries, int64_t max_products) {
+  const int64_t c0 = c_row_ptr[r], p0 = first_product[a_row_ptr[r]];
+  int32_t lo = r + 1, hi = rows;
+  while (lo < hi) {
+    const int32_t mid = lo + (hi - lo + 1) / 2;
+    if (c_row_ptr[mid] - c0 <= max_entries && first_product[a_row_ptr[mid]] - p0 <= max_products) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
 namespace {  // each translation unit its own kernel: no device linking between them
+
+// lengths[e] = the length of B's row a_col[e], for each of A's nnz entries.
+__global__ void b_row_lengths(int64_t a_nnz, const int32_t* a_col, const int32_t* b_row_ptr, int32_t* lengths) {
+  for (int64_t e = first_index(); e < a_nnz; e += grid_stride()) lengths[e] = b_row_ptr[a_col[e] + 1] - b_row_ptr[a_col[e]];
+}
 
 // One round of pointer doubling: the items on the chain from item 0 mark those 2^k steps on,
 // and each jump doubles. Marks are set in place: a mark only ever goes from 0 to 1 and only on
@@ -92,18 +114,35 @@ __global__ void chain_round(int64_t count, const int32_t* jump, int32_t* on, int
 
 }  // namespace
 
-// marks[q] = 1 for the items of the chain 0, jump[0], jump[jump[0]], ... and 0 for the rest, in
-// ceil(log2(count)) rounds. jump[q] > q for every q but the last, which jumps to itself; jump
-// and spare (count ints each) are overwritten.
-inline void mark_chain(int64_t count, int32_t* jump, int32_t* spare, int32_t* marks, cudaStream_t s) {
-  cuda::check_runtime(cudaMemsetAsync(marks, 0, std::size_t(count) * 4, s), "cudaMemsetAsync (chain marks)");
-  const int32_t one = 1;
-  cuda::check_runtime(cudaMemcpyAsync(marks, &one, 4, cudaMemcpyHostToDevice, s), "cudaMemcpyAsync (chain marks)");
+// first_product[e] = the products of A·B before A's entry e (A's entries in order, an entry
+// of A times its B row), nnz + 1 of them: the last is the product count. lengths (nnz + 1)
+// is overwritten. The count must be below 2^31 (the caller checks the features' count).
+inline void first_products(int64_t a_nnz, const int32_t* a_col, const int32_t* b_row_ptr, int32_t* lengths, int32_t* first_product,
+                           cudaStream_t s) {
+  cuda::check_runtime(cudaMemsetAsync(lengths, 0, std::size_t(a_nnz + 1) * 4, s), "cudaMemsetAsync (first products)");
+  launch("b_row_lengths", a_nnz, s, b_row_lengths, a_nnz, a_col, b_row_ptr, lengths);
+  run_cub("cub::DeviceScan::ExclusiveSum (first products)", s, [&](void* temp, std::size_t& bytes) {
+    return cub::DeviceScan::ExclusiveSum(temp, bytes, lengths, first_product, int(a_nnz + 1), s);
+  });
+}
+
+// Marks every item on the chains from the items already marked (the heads): marks[jump[q]]
+// for each marked q, and so on, in ceil(log2(count)) rounds. jump[q] >= q (a jump to itself
+// ends a chain); jump and spare (count ints each) are overwritten.
+inline void mark_chains(int64_t count, int32_t* jump, int32_t* spare, int32_t* marks, cudaStream_t s) {
   int32_t *from = jump, *to = spare;
   for (int64_t reach = 1; reach < count; reach *= 2) {  // after a round, at least the first 2 x reach chain items are marked
     launch("chain_round", count, s, chain_round, count, from, marks, to);
     std::swap(from, to);
   }
+}
+
+// marks[q] = 1 for the items of the chain 0, jump[0], jump[jump[0]], ... and 0 for the rest.
+inline void mark_chain(int64_t count, int32_t* jump, int32_t* spare, int32_t* marks, cudaStream_t s) {
+  cuda::check_runtime(cudaMemsetAsync(marks, 0, std::size_t(count) * 4, s), "cudaMemsetAsync (chain marks)");
+  const int32_t one = 1;
+  cuda::check_runtime(cudaMemcpyAsync(marks, &one, 4, cudaMemcpyHostToDevice, s), "cudaMemcpyAsync (chain marks)");
+  mark_chains(count, jump, spare, marks, s);
 }
 
 }  // namespace sparsejit::gpu_build

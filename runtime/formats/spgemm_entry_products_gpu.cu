@@ -59,11 +59,6 @@ __device__ void product_of(const Operands& o, const int32_t* a_first, int64_t p,
 
 __device__ bool is_long(const int32_t* start, int64_t q, int64_t range_products) { return start[q + 1] - start[q] > range_products; }
 
-__global__ void b_row_lengths(Operands o, int32_t* lengths) {
-  for (int64_t e = first_index(); e < o.a_nnz; e += grid_stride())
-    lengths[e] = o.b_row_ptr[o.a_col[e] + 1] - o.b_row_ptr[o.a_col[e]];
-}
-
 // Each product's C entry (its B column bisected in C's row), and its number as the sort's value.
 __global__ void product_entries(int64_t products, Operands o, const int32_t* a_first, uint32_t* keys, uint32_t* ids,
                                 uint32_t* missing) {
@@ -260,13 +255,9 @@ DeviceEntryProducts build_entry_products_gpu(const Context& context, DevicePatte
   const Scratch<uint32_t> keys(products, s), alt_keys(products, s), ids(products, s), alt_ids(products, s), markers(2, s);
   const Scratch<int32_t> start(e_count + 1, s), begins(e_count + 1, s);
   const Scratch<BuildCounts> counts(1, s);
-  cuda::check_runtime(cudaMemsetAsync(lengths.get(), 0, std::size_t(a.nnz + 1) * 4, s), "cudaMemsetAsync (entry products)");
   cuda::check_runtime(cudaMemsetAsync(markers.get(), 0xFF, 8, s), "cudaMemsetAsync (entry products)");
   cuda::check_runtime(cudaMemsetAsync(start.get(), 0xFF, std::size_t(e_count + 1) * 4, s), "cudaMemsetAsync (entry products)");
-  launch("b_row_lengths", a.nnz, s, b_row_lengths, o, lengths.get());
-  run_cub("cub::DeviceScan::ExclusiveSum (entry products of A)", s, [&](void* temp, std::size_t& bytes) {
-    return cub::DeviceScan::ExclusiveSum(temp, bytes, lengths.get(), a_first.get(), int(a.nnz + 1), s);
-  });
+  first_products(a.nnz, o.a_col, o.b_row_ptr, lengths.get(), a_first.get(), s);
   launch("product_entries", products, s, product_entries, products, o, a_first.get(), keys.get(), ids.get(), markers.get());
   cub::DoubleBuffer<uint32_t> sort_keys(keys.get(), alt_keys.get()), sort_ids(ids.get(), alt_ids.get());
   run_cub("cub::DeviceRadixSort::SortPairs (entry products)", s, [&](void* temp, std::size_t& bytes) {

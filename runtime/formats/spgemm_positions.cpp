@@ -8,9 +8,7 @@
 
 namespace sparsejit::formats {
 
-namespace {
-
-void check_inputs(PatternView a, PatternView b, int64_t task_products, int64_t shared_entries, int64_t wide_entries) {
+void check_reuse_task_inputs(int32_t a_cols, int32_t b_rows, int64_t task_products, int64_t shared_entries, int64_t wide_entries) {
   if (task_products < 1)
     throw InvalidInputError("build_reuse_tasks: task_products = " + std::to_string(task_products) + " must be at least 1");
   if (shared_entries < 1)
@@ -18,10 +16,12 @@ void check_inputs(PatternView a, PatternView b, int64_t task_products, int64_t s
   if (wide_entries < shared_entries)
     throw InvalidInputError("build_reuse_tasks: wide_entries = " + std::to_string(wide_entries) + " is below shared_entries = " +
                             std::to_string(shared_entries));
-  if (a.cols != b.rows)
-    throw InvalidInputError("build_reuse_tasks: A has " + std::to_string(a.cols) + " columns but B has " + std::to_string(b.rows) +
+  if (a_cols != b_rows)
+    throw InvalidInputError("build_reuse_tasks: A has " + std::to_string(a_cols) + " columns but B has " + std::to_string(b_rows) +
                             " rows");
 }
+
+namespace {
 
 // product_at of every entry of A: the running count of B's row lengths.
 std::vector<int32_t> product_offsets(PatternView a, PatternView b) {
@@ -117,7 +117,7 @@ struct Builder {
 
 ReuseTasks build_reuse_tasks(PatternView a, PatternView b, const int32_t* c_row_ptr, int64_t task_products,
                              int64_t shared_entries, int64_t wide_entries) {
-  check_inputs(a, b, task_products, shared_entries, wide_entries);
+  check_reuse_task_inputs(a.cols, b.rows, task_products, shared_entries, wide_entries);
   Builder builder{a, c_row_ptr, task_products, shared_entries, wide_entries, {}, {}};
   builder.out.product_at = product_offsets(a, b);
   builder.out.products = builder.out.product_at.back();

@@ -53,6 +53,9 @@ struct ReuseTasks {
   int64_t products = 0;
 };
 
+// The argument checks of both builders (this one and spgemm_positions_gpu.hpp's).
+void check_reuse_task_inputs(int32_t a_cols, int32_t b_rows, int64_t task_products, int64_t shared_entries, int64_t wide_entries);
+
 // c_row_ptr: C's row offsets (m + 1). Throws InvalidInputError naming the value when
 // task_products or shared_entries is < 1 or wide_entries < shared_entries, when the shapes do
 // not chain, or when the products pass 2^31 - 1 (int32 positions).

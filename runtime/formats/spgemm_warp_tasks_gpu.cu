@@ -70,12 +70,8 @@ __device__ int32_t lower_bound(const int32_t* b_col, int32_t lo, int32_t hi, int
   return lo;
 }
 
-__global__ void entry_lengths(Operands o, int32_t* lengths, int32_t* nonempty) {
-  for (int64_t e = first_index(); e < o.a_nnz; e += grid_stride()) {
-    const int32_t length = o.b_row_ptr[o.a_col[e] + 1] - o.b_row_ptr[o.a_col[e]];
-    lengths[e] = length;
-    nonempty[e] = length > 0;
-  }
+__global__ void entries_with_products(int64_t a_nnz, const int32_t* a_first, int32_t* nonempty) {
+  for (int64_t e = first_index(); e < a_nnz; e += grid_stride()) nonempty[e] = a_first[e + 1] > a_first[e];
 }
 
 __global__ void unsorted_b_rows(Operands o, int32_t* unsorted_row) {
@@ -110,14 +106,7 @@ __global__ void plan_rows(Operands o, const int32_t* a_first, int32_t* jump, int
       jump[r] = r + 1;
       continue;
     }
-    const int64_t c0 = o.c_row_ptr[r], p0 = a_first[o.a_row_ptr[r]];
-    int32_t lo = r + 1, hi = o.rows;
-    while (lo < hi) {
-      const int32_t mid = lo + (hi - lo + 1) / 2;
-      if (o.c_row_ptr[mid] - c0 <= o.region_entries && a_first[o.a_row_ptr[mid]] - p0 <= o.task_products) lo = mid;
-      else hi = mid - 1;
-    }
-    jump[r] = lo;
+    jump[r] = greedy_group_end(o.c_row_ptr, o.a_row_ptr, a_first, o.rows, r, o.region_entries, o.task_products);
   }
 }
 
@@ -449,11 +438,10 @@ DeviceWarpTasks build_warp_tasks_gpu(const Context& context, DevicePattern a, De
   const Scratch<int32_t> markers(2, s);
   const Scratch<int64_t> slices(rows + 1, s), slice_at(rows + 1, s), cells(rows + 1, s), cell_at(rows + 1, s);
   const Scratch<RowCounts> counts(1, s);
-  cuda::check_runtime(cudaMemsetAsync(lengths.get(), 0, std::size_t(a.nnz + 1) * 4, s), "cudaMemsetAsync (warp tasks)");
   cuda::check_runtime(cudaMemsetAsync(nonempty.get(), 0, std::size_t(a.nnz + 1) * 4, s), "cudaMemsetAsync (warp tasks)");
   cuda::check_runtime(cudaMemsetAsync(markers.get(), 0x7F, 8, s), "cudaMemsetAsync (warp tasks)");
-  launch("entry_lengths", a.nnz, s, entry_lengths, o, lengths.get(), nonempty.get());
-  exclusive_sum("cub::DeviceScan::ExclusiveSum (warp tasks: products of A's entries)", lengths.get(), a_first.get(), a.nnz + 1, s);
+  first_products(a.nnz, o.a_col, o.b_row_ptr, lengths.get(), a_first.get(), s);
+  launch("entries_with_products", a.nnz, s, entries_with_products, a.nnz, a_first.get(), nonempty.get());
   exclusive_sum("cub::DeviceScan::ExclusiveSum (warp tasks: entries with products)", nonempty.get(), nonempty_before.get(), a.nnz + 1, s);
   launch("unsorted_b_rows", b.nnz, s, unsorted_b_rows, o, markers.get() + 1);
   launch("plan_rows", rows + 1, s, plan_rows, o, a_first.get(), group_end.get(), is_alone.get(), slices.get(), cells.get(), markers.get());

@@ -5,7 +5,8 @@
 #include <functional>
 #include <string>
 
-#include "formats/spgemm_positions.hpp"
+#include "formats/spgemm_entry_products_gpu.hpp"
+#include "formats/spgemm_positions_gpu.hpp"
 #include "ops/call_common.hpp"
 #include "ops/runtime_state.hpp"
 #include "ops/spgemm_reuse_entries.hpp"
@@ -52,42 +53,43 @@ struct Positions {
   std::optional<cuda::Kernel> numeric, numeric_wide, zero;
 };
 
-// The host's tasks, the device's positions: one synchronization to read the missing flag.
+// The tasks (formats/spgemm_positions_gpu.hpp), then the positions: two synchronizations, for
+// the tasks' counts and to read the missing flag.
 template <class T>
-void build(detail::RuntimeState& rt, const variants::SpgemmOperands<T>& o, const DeviceCsr<T>& c, Positions<T>& made) {
+void build(detail::RuntimeState& rt, const variants::SpgemmOperands<T>& o, const DeviceCsr<T>& c, int64_t products, Positions<T>& made) {
   const plan::SpgemmReusePlan& plan = made.plan;
-  const PatternView a = o.a.host_pattern(), b = o.b.host_pattern();
-  const formats::ReuseTasks t =
-      formats::build_reuse_tasks(a, b, c.host_row_ptr(), plan.task_products, plan.shared_entries, plan.wide_entries);
+  formats::DeviceReuseTasks t =
+      formats::build_reuse_tasks_gpu(rt.context, formats::device_pattern(o.a), formats::device_pattern(o.b), formats::device_pattern(c),
+                                     products, plan.task_products, plan.shared_entries, plan.wide_entries, o.stream);
   const bool long_positions = t.widest > 65536;
   const DType dtype = dtype_of<T>::value;
   const cuda::Kernel build_kernel = rt.loader.load(positions_spec("build", dtype, long_positions, false, plan)).kernel;
   made.numeric = rt.loader.load(positions_spec("numeric", dtype, long_positions, false, plan)).kernel;
   made.narrow_tasks = unsigned(t.narrow);
-  made.wide_tasks = unsigned(t.tasks.size() - std::size_t(t.narrow));
+  made.wide_tasks = unsigned(t.tasks - t.narrow);
   if (made.wide_tasks > 0) {
-    int64_t widest = 0;
-    for (std::size_t i = std::size_t(t.narrow); i < t.tasks.size(); ++i) widest = std::max<int64_t>(widest, t.tasks[i].c_count);
-    made.wide_entries = std::min(plan.wide_entries, (widest + 1023) / 1024 * 1024);
+    made.wide_entries = std::min(plan.wide_entries, (t.widest_wide + 1023) / 1024 * 1024);
     made.numeric_wide = rt.loader.load(positions_spec("numeric", dtype, long_positions, true, plan)).kernel;
     made.numeric_wide->set_max_dynamic_shared(int(made.wide_entries * int64_t(sizeof(T))));
   }
-  made.zero_ranges = unsigned(t.zero_ranges.size() / 2);
+  made.zero_ranges = unsigned(t.zero_ranges);
   if (made.zero_ranges > 0) {
     made.zero = rt.loader.load(positions_spec("zero", dtype, long_positions, false, plan)).kernel;
-    made.zero_list = DeviceBuffer::from_host(rt.context, t.zero_ranges);
+    made.zero_list = std::move(t.zero_list);
   }
-  made.task_list = DeviceBuffer::from_host(rt.context, t.tasks);
-  made.product_at = DeviceBuffer::from_host(rt.context, t.product_at);
+  made.task_list = std::move(t.task_list);
+  made.product_at = std::move(t.product_at);
   const std::size_t position_bytes = long_positions ? 4 : 2;
   made.positions = DeviceBuffer(rt.context, std::size_t(t.products) * position_bytes);
-  DeviceBuffer missing = DeviceBuffer::from_host(rt.context, std::vector<int32_t>{0});
+  DeviceBuffer missing(rt.context, sizeof(int32_t));
+  missing.fill_bytes_async(0, o.stream);
   CUdeviceptr tasks = made.task_list.ptr(), a_row_ptr = o.a.row_ptr().ptr(), a_col = o.a.col_idx().ptr();
   CUdeviceptr b_row_ptr = o.b.row_ptr().ptr(), b_col = o.b.col_idx().ptr(), c_row_ptr = c.row_ptr().ptr();
   CUdeviceptr c_col = c.col_idx().ptr(), product_at = made.product_at.ptr(), positions = made.positions.ptr();
   CUdeviceptr missing_at = missing.ptr();
   void* args[] = {&tasks, &a_row_ptr, &a_col, &b_row_ptr, &b_col, &c_row_ptr, &c_col, &product_at, &positions, &missing_at};
-  build_kernel.launch({unsigned(t.tasks.size()), 1, 1}, {unsigned(plan.block_threads), 1, 1}, 0, o.stream, args, false);
+  if (t.tasks > 0)
+    build_kernel.launch({unsigned(t.tasks), 1, 1}, {unsigned(plan.block_threads), 1, 1}, 0, o.stream, args, false);
   int32_t missed = 0;
   missing.download_async(&missed, sizeof(missed), o.stream);
   SPARSEJIT_CU(cuStreamSynchronize, o.stream);
@@ -128,9 +130,10 @@ constexpr int kTimedCalls = 3;
 // A warp a task built (made.warp) where the plan times it against the blocks' kernel: the
 // blocks' built beside it, both timed (ops::time_device_calls), the slower dropped.
 template <class T>
-void keep_the_faster(detail::RuntimeState& rt, const variants::SpgemmOperands<T>& o, const DeviceCsr<T>& c, Positions<T>& made) {
+void keep_the_faster(detail::RuntimeState& rt, const variants::SpgemmOperands<T>& o, const DeviceCsr<T>& c, int64_t products,
+                     Positions<T>& made) {
   const std::string warps_why = made.why;
-  build(rt, o, c, made);
+  build(rt, o, c, products, made);
   if (!made.usable) {  // the blocks' positions could not be made: the warps' stand
     made.usable = true;
     made.why = warps_why;
@@ -182,14 +185,14 @@ bool recompute_by_positions(detail::RuntimeState& rt, const variants::SpgemmOper
       case PositionsKernel::Warps:
         made->warp = build_warp_positions(rt, o, c, made->plan.warp, features.products, memory_limit, made->why);
         made->usable = made->warp != nullptr;
-        if (made->usable && made->plan.time_against_blocks) keep_the_faster(rt, o, c, *made);
+        if (made->usable && made->plan.time_against_blocks) keep_the_faster(rt, o, c, features.products, *made);
         break;
       case PositionsKernel::Entries:
         made->entries = build_entry_sums(rt, o, c, made->plan.entries, features.products, made->why);
         made->usable = made->entries != nullptr;
         break;
       default:
-        build(rt, o, c, *made);
+        build(rt, o, c, features.products, *made);
     }
     return made;
   });
