@@ -235,9 +235,9 @@ TEST(SpgemmEntryPlan, EntriesBelowEightMillionProductsWhereTheyFit) {
   EXPECT_EQ(plan::entry_sums_bytes(1000, 10, 2, DType::F64), 8000 + 160 + 2 * 16);
   // The device build's scratch: 16 bytes a product, 48 an entry of C (at most one a product), 8
   // an entry of A, 32 MiB for CUB.
-  EXPECT_EQ(p.entries.build_bytes, 16 * 5'373'531 + 48 * (5'373'531 + 1) + 8 * (43'250 + 1) + (int64_t(32) << 20));
+  EXPECT_EQ(p.build_bytes, 16 * 5'373'531 + 48 * (5'373'531 + 1) + 8 * (43'250 + 1) + (int64_t(32) << 20));
   EXPECT_EQ(p.why, "positions: entries, 8 bytes a product, at most " + std::to_string(p.bytes) + " bytes kept on C and " +
-                       std::to_string(p.entries.build_bytes) + " more while they are built");
+                       std::to_string(p.build_bytes) + " more while they are built");
   // Small products: the shortest ranges; large ones in f64 alike (8 bytes of indices either way).
   EXPECT_EQ(plan::plan_spgemm_reuse(test::spgemm_features_of(100'000, 10'000, 2'000), DType::F64, h100, {}, {}).entries.range_products, 64);
   // Where 8 bytes a product do not fit but the blocks' 2 do: the blocks' kernel.

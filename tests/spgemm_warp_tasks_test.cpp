@@ -364,6 +364,9 @@ TEST(SpgemmWarpPlan, AWarpATaskFromEightMillionProducts) {
   EXPECT_EQ(p.warp.task_products, 20'000'000 / (40 * 132));
   EXPECT_EQ(p.warp.region_entries, 512);
   EXPECT_EQ(plan::warp_positions_bytes({1000, 10, 3, 40, 100, 2}, DType::F64), 2000 + 120 + 4 + 96 + 320 + 800 + 16);
+  // The device builds' scratch beside: ints an entry of A and a row, a task's sort, CUB's storage.
+  EXPECT_EQ(plan::warp_build_bytes(1000, 10, 7), 16 * 1001 + 120 * 11 + 84 * 7 + (int64_t(1) << 20));
+  EXPECT_EQ(plan::blocks_build_bytes(1000, 10), 28 * 1001 + 68 * 11 + (int64_t(1) << 20));
 }
 
 TEST(SpgemmWarpPlan, AWarpATaskIsTimedAgainstTheBlocksKernelWhereBothFit) {
@@ -380,10 +383,17 @@ TEST(SpgemmWarpPlan, AWarpATaskIsTimedAgainstTheBlocksKernelWhereBothFit) {
   EXPECT_FALSE(plan::plan_spgemm_reuse(test::spgemm_features_of(plan::kTimedPositionsProducts + 1, 367'662, 36'692), DType::F32,
                                        h100, {}, {})
                    .time_against_blocks);
-  const plan::SpgemmReusePlan tight = plan::plan_spgemm_reuse(f, DType::F32, h100, {}, p.bytes + blocks.bytes - 1);
+  // The builds' scratch: one after the other, so the larger of the two counts beside both lists.
+  const plan::SpgemmReusePlan warps = plan::plan_spgemm_reuse(f, DType::F32, h100, {}, {}, PositionsKernel::Warps);
+  EXPECT_EQ(warps.build_bytes, plan::warp_build_bytes(367'662, 36'692, 36'692 + 20'000'000 / (20'000'000 / (40 * 132)) + 1));
+  EXPECT_EQ(blocks.build_bytes, plan::blocks_build_bytes(367'662, 36'692));
+  EXPECT_EQ(p.build_bytes, std::max(warps.build_bytes, blocks.build_bytes));
+  const int64_t both = p.bytes + blocks.bytes + p.build_bytes;
+  const plan::SpgemmReusePlan tight = plan::plan_spgemm_reuse(f, DType::F32, h100, {}, both - 1);
   EXPECT_TRUE(tight.by_positions) << tight.why;
   EXPECT_FALSE(tight.time_against_blocks);
-  EXPECT_TRUE(plan::plan_spgemm_reuse(f, DType::F32, h100, {}, p.bytes + blocks.bytes).time_against_blocks);
+  EXPECT_EQ(tight.build_bytes, warps.build_bytes);
+  EXPECT_TRUE(plan::plan_spgemm_reuse(f, DType::F32, h100, {}, both).time_against_blocks);
 }
 
 TEST(SpgemmWarpPlan, WarpPositionsThatDoNotFitLeaveTheRecompute) {
@@ -391,7 +401,7 @@ TEST(SpgemmWarpPlan, WarpPositionsThatDoNotFitLeaveTheRecompute) {
   const SpgemmFeatures f = test::spgemm_features_of(100'000'000, 1'000'000, 100'000);
   const plan::SpgemmReusePlan limited = plan::plan_spgemm_reuse(f, DType::F32, h100, {}, int64_t(100) << 20);
   EXPECT_FALSE(limited.by_positions);
-  EXPECT_EQ(limited.why, "recompute: positions take at least " + std::to_string(limited.bytes) +
+  EXPECT_EQ(limited.why, "recompute: positions take at least " + std::to_string(limited.bytes + limited.build_bytes) +
                              " bytes, more than the memory limit of 104857600");
   EXPECT_GT(limited.bytes, 2 * 100'000'000LL);
   // The executor's test on the counted work list says how many bytes, without "at least".

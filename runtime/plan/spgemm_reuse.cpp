@@ -58,6 +58,14 @@ constexpr int64_t kRangePadding = 3;
 // number, each twice for the sort; an entry's start, unit flag and number, first entry and two
 // unit sizes; and CUB's temporary storage.
 constexpr int64_t kEntryBuildBytesPerProduct = 16, kEntryBuildBytesPerEntry = 48, kEntryBuildCubBytes = int64_t(32) << 20;
+// The warps' build (formats/spgemm_warp_tasks_gpu.cu): four ints an entry of A; six ints, four
+// int64 and two 32-byte shares a row; a task's copy, keys, numbers and steps.
+constexpr int64_t kWarpBuildBytesPerEntry = 16, kWarpBuildBytesPerRow = 120, kWarpBuildBytesPerTask = 84;
+// The blocks' build (formats/spgemm_positions_gpu.cu; product_at is kept): seven ints an entry
+// of A; five ints and two 24-byte shares a row.
+constexpr int64_t kBlocksBuildBytesPerEntry = 28, kBlocksBuildBytesPerRow = 68;
+// CUB's temporary storage for those two builds' scans and the warps' sort of its tasks.
+constexpr int64_t kListBuildCubBytes = int64_t(1) << 20;
 
 std::string do_not_fit(const std::string& taking, int64_t bytes, std::optional<int64_t> free_bytes, std::optional<int64_t> limit) {
   if (limit && bytes > *limit)
@@ -89,16 +97,23 @@ int64_t entry_build_bytes(int64_t products, int64_t a_entries, int64_t c_entries
   return kEntryBuildBytesPerProduct * products + kEntryBuildBytesPerEntry * (c_entries + 1) + 8 * (a_entries + 1) + kEntryBuildCubBytes;
 }
 
+int64_t warp_build_bytes(int64_t a_entries, int64_t rows, int64_t tasks) {
+  return kWarpBuildBytesPerEntry * (a_entries + 1) + kWarpBuildBytesPerRow * (rows + 1) + kWarpBuildBytesPerTask * tasks +
+         kListBuildCubBytes;
+}
+
+int64_t blocks_build_bytes(int64_t a_entries, int64_t rows) {
+  return kBlocksBuildBytesPerEntry * (a_entries + 1) + kBlocksBuildBytesPerRow * (rows + 1) + kListBuildCubBytes;
+}
+
 std::string positions_do_not_fit(int64_t bytes, std::optional<int64_t> free_bytes, std::optional<int64_t> limit) {
   return do_not_fit("", bytes, free_bytes, limit);
 }
 
 namespace {
 
-// What the positions take at once while they are built: what C keeps, and the entries' scratch.
-int64_t peak_bytes(const SpgemmReusePlan& p) {
-  return p.bytes + (p.kernel == PositionsKernel::Entries ? p.entries.build_bytes : 0);
-}
+// What the positions take at once while they are built: what C keeps, and the builds' scratch.
+int64_t peak_bytes(const SpgemmReusePlan& p) { return p.bytes + p.build_bytes; }
 
 // The blocks' kernel: its tasks and their positions' bytes (at most).
 void plan_blocks(SpgemmReusePlan& p, const SpgemmFeatures& f, int64_t value_bytes, const DeviceTarget& device) {
@@ -115,6 +130,7 @@ void plan_blocks(SpgemmReusePlan& p, const SpgemmFeatures& f, int64_t value_byte
   const int64_t position_bytes = f.max_row_products > kNarrowEntries ? 4 : 2;
   const int64_t tasks = int64_t(f.a.rows) + f.products / p.task_products + 1;
   p.bytes = f.products * position_bytes + 4 * (f.a.nnz + 1) + 32 * tasks + 8 * int64_t(f.a.rows);
+  p.build_bytes = blocks_build_bytes(f.a.nnz, f.a.rows);
   p.why = "positions: " + std::to_string(position_bytes) + " bytes a product at most, " + std::to_string(p.bytes) +
           " bytes kept on C";
 }
@@ -130,6 +146,7 @@ void plan_warps(SpgemmReusePlan& p, const SpgemmFeatures& f, DType dtype, const 
   least.tasks = std::min<int64_t>(f.a.rows, f.products / p.warp.task_products + 1);
   least.steps = (f.products + kWarpStepProducts - 1) / kWarpStepProducts;
   p.bytes = warp_positions_bytes(least, dtype);
+  p.build_bytes = warp_build_bytes(f.a.nnz, f.a.rows, int64_t(f.a.rows) + f.products / p.warp.task_products + 1);
   p.why = "positions: 2 bytes a product, a warp a task, at least " + std::to_string(p.bytes) + " bytes kept on C";
 }
 
@@ -145,20 +162,22 @@ void plan_entries(SpgemmReusePlan& p, const SpgemmFeatures& f, DType dtype, cons
   p.entries.range_products = range_products;
   const int64_t blocks = f.products / range_products;
   p.bytes = entry_sums_bytes(f.products + kRangePadding * (2 * blocks + 1), 3 * blocks + 1, blocks, dtype);
-  p.entries.build_bytes = entry_build_bytes(f.products, f.a.nnz, f.products);  // C has at most an entry a product
+  p.build_bytes = entry_build_bytes(f.products, f.a.nnz, f.products);  // C has at most an entry a product
   p.why = "positions: entries, 8 bytes a product, at most " + std::to_string(p.bytes) + " bytes kept on C and " +
-          std::to_string(p.entries.build_bytes) + " more while they are built";
+          std::to_string(p.build_bytes) + " more while they are built";
 }
 
 // The blocks' fields beside a warp a task's, for the first call to time both where both fit
 // (the plan's bytes and reason stay the warps').
 void plan_timing_against_blocks(SpgemmReusePlan& p, const SpgemmFeatures& f, int64_t value_bytes, const DeviceTarget& device,
                                 std::optional<int64_t> free_bytes, std::optional<int64_t> limit) {
-  const int64_t warps_bytes = p.bytes;
+  const int64_t warps_bytes = p.bytes, warps_build = p.build_bytes;
   const std::string warps_why = p.why;
   plan_blocks(p, f, value_bytes, device);
-  p.time_against_blocks = do_not_fit("", warps_bytes + p.bytes, free_bytes, limit).empty();
+  const int64_t build = std::max(warps_build, p.build_bytes);  // one build after the other
+  p.time_against_blocks = do_not_fit("", warps_bytes + p.bytes + build, free_bytes, limit).empty();
   p.bytes = warps_bytes;
+  p.build_bytes = p.time_against_blocks ? build : warps_build;
   p.why = warps_why;
 }
 

@@ -34,7 +34,6 @@ struct EntrySumsPlan {
   int warps = 4;               // warps a block (a range each)
   int per_lane = 8;            // products a lane sums one after another in a tile, their loads in flight
   int64_t range_products = 0;  // products a warp range takes at most (longer entries cut into parts)
-  int64_t build_bytes = 0;     // device scratch the first call's build takes besides, at most
 };
 
 struct SpgemmReusePlan {
@@ -58,12 +57,17 @@ struct SpgemmReusePlan {
   int wide_block_threads = 1024;
   int64_t wide_entries = 0;    // the same for the blocks of wider rows (the most shared memory)
   int64_t bytes = 0;           // device bytes the positions and tasks take, at most
+  // Device scratch the first call's builds take besides (formats/*_gpu.cu), freed when they
+  // end; with the timed choice, the larger of the two builds'. A warp a task's cells (an entry
+  // of A in a slice of a wide row) are not known before the build, which checks them itself.
+  int64_t build_bytes = 0;
 };
 
 // The products from which the numeric phase takes a warp a task (below: entries).
 constexpr int64_t kWarpTaskProducts = 8'000'000;
 // The most products for which the first call also builds and times the blocks' kernel: beyond,
-// building both costs more host time than the calls that could gain.
+// the two kernels' positions take more than 800 MB together, and on the matrices measured above
+// 100 M products the warps won every time (bench/results/2026-12-02-h200-spgemm-entries).
 constexpr int64_t kTimedPositionsProducts = 200'000'000;
 // The warp kernel's layout as the plan sizes it (formats/spgemm_warp_tasks.hpp holds the same,
 // checked where both are seen, ops/spgemm_reuse_warps.cpp): a task's sums at most (its places
@@ -82,6 +86,10 @@ int64_t warp_positions_bytes(const WarpPositionsSize& size, DType dtype);
 int64_t entry_sums_bytes(int64_t places, int64_t ranges, int64_t slots, DType dtype);
 // The scratch of formats/spgemm_entry_products_gpu's build, at most.
 int64_t entry_build_bytes(int64_t products, int64_t a_entries, int64_t c_entries);
+// The device builds' scratch of a warp a task's and the blocks' work lists (without the cells),
+// for A's entries and rows and the tasks' count.
+int64_t warp_build_bytes(int64_t a_entries, int64_t rows, int64_t tasks);
+int64_t blocks_build_bytes(int64_t a_entries, int64_t rows);
 
 // The memory test on the bytes a built work list needs (a warp a task: wide rows cut into
 // slices have more segments than entries of A; entries: the ranges): empty when they fit,
