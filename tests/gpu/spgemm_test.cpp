@@ -568,10 +568,12 @@ void check_entry_sums(Runtime& rt, uint64_t seed) {
   const auto [hub_a, hub_b] = test::hot_entries(20, 3000);  // about 560 an entry, ranges of 64: every entry in parts
   check_numeric_rounds<T>(rt, hub_a, hub_b, plain, {entries + "*entries cut into parts"}, seed);
   const Csr<double> long_a = with_long_first_row(300, 2000, 6, 1500, seed), b = generate::uniform(2000, 500, 8, seed + 5);
-  const int64_t products = spgemm_features(long_a.pattern(), b.pattern()).products;
-  check_numeric_rounds<T>(rt, long_a, b, [products](int64_t) {
+  const SpgemmFeatures f = spgemm_features(long_a.pattern(), b.pattern());
+  check_numeric_rounds<T>(rt, long_a, b, [&f](int64_t) {
     Options o;
-    o.memory_limit_bytes = 4 * products;  // the blocks' 2 bytes a product and their tasks; not 8
+    // The blocks' 2 bytes a product, their tasks and their build's scratch; not the entries' 8
+    // bytes a product and their build's.
+    o.memory_limit_bytes = 4 * f.products + plan::blocks_build_bytes(f.a.nnz, f.a.rows);
     return o;
   }, {"positions: 2 bytes a product, "}, seed);
 }
