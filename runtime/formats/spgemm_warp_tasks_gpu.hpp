@@ -36,8 +36,9 @@ namespace sparsejit::formats {
 
 struct DeviceWarpTasks {
   int64_t products = 0, segments = 0, tasks = 0, groups = 0, scratch_entries = 0;
-  // At least the steps of every task: the exact count is on the device (steps_total) once the
-  // stream has run, for the caller's one synchronization after its build pass.
+  // At least the steps of every task (the steps' buffer is sized by it, with no wait for the
+  // exact count); the exact count is on the device (steps_total) once the stream has run, and
+  // download() reads it.
   int64_t max_steps = 0;
   DeviceBuffer task_list;      // tasks WarpTask, sorted, step_base set
   DeviceBuffer segment_b, segment_e, segment_at, group_scratch;
