@@ -718,6 +718,56 @@ TEST_F(SpgemmGpu, WideDenseRowsSumInWindowsF32) { check_dense_windows<float>(rt(
 
 TEST_F(SpgemmGpu, WideDenseRowsSumInWindowsF64) { check_dense_windows<double>(rt(), next_seed()); }
 
+// Long rows of both kinds in one product: 400 rows of 20 entries spread over 40000 columns
+// (400 products over about 40000 columns, 100 columns a product: hashed in a shared bin) above
+// 300 rows of 40 consecutive columns (800 products within about 170 columns: dense), B banded.
+// The planned dense span covers every row, so the bins the thin rows hash in must keep their
+// room. Against the reference: row_hash as planned, with the largest shared bin at 256 products
+// (the thin rows then pass every shared bin and go dense), and the numeric phase again; C
+// poisoned.
+template <class T>
+void check_thin_and_narrow_long_rows(Runtime& rt, uint64_t seed) {
+  const Csr<double> thin = generate::uniform(400, 40000, 20, seed);
+  Csr<double> a_pattern = thin;
+  for (int32_t r = 0; r < 300; ++r) {
+    const int32_t first = (r * 131) % (40000 - 40);
+    for (int32_t c = first; c < first + 40; ++c) {
+      a_pattern.col_idx.push_back(c);
+      a_pattern.values.push_back(1.0);
+    }
+    a_pattern.row_ptr.push_back(int32_t(a_pattern.col_idx.size()));
+  }
+  a_pattern.rows = 700;
+  Csr<T> a = with_values<T>(a_pattern, seed + 1);
+  const Csr<T> b = with_values<T>(generate::banded(40000, 20, 64, seed + 2), seed + 3);
+  const Csr<T> want = reference::spgemm(a, b);
+  int32_t widest = 0;  // C's widest row: the span the plan's dense bin must cover
+  for (int32_t r = 0; r < want.rows; ++r)
+    if (want.row_ptr[r + 1] > want.row_ptr[r])
+      widest = std::max(widest, want.col_idx[want.row_ptr[r + 1] - 1] - want.col_idx[want.row_ptr[r]] + 1);
+  ASSERT_GT(widest, 64 * 400) << "the thin rows must be spread wider than the dense bin takes";
+  DeviceCsr<T> da(rt.context(), a);
+  const DeviceCsr<T> db(rt.context(), b);
+  for (const nlohmann::json& params : {nlohmann::json::object(), nlohmann::json{{"max_shared_row", 256}}}) {
+    SCOPED_TRACE(params.dump());
+    Options o;
+    o.variant = "row_hash";
+    o.params = params;
+    o.keep_positions = false;
+    CallInfo info;
+    DeviceCsr<T> c = rt.spgemm(da, db, o, &info);
+    EXPECT_GE(info.decision->params.at("dense_span").template get<int>(), widest) << describe(*info.decision);
+    expect_same_product(c.download(), want);
+    c.update_values(std::vector<T>(std::size_t(c.nnz()), std::numeric_limits<T>::quiet_NaN()));
+    rt.spgemm_numeric(da, db, c, o);
+    expect_same_product(c.download(), want);
+  }
+}
+
+TEST_F(SpgemmGpu, ThinLongRowsHashBesideDenseOnesF32) { check_thin_and_narrow_long_rows<float>(rt(), next_seed()); }
+
+TEST_F(SpgemmGpu, ThinLongRowsHashBesideDenseOnesF64) { check_thin_and_narrow_long_rows<double>(rt(), next_seed()); }
+
 TEST_F(SpgemmGpu, RowPanelsUnderAMemoryLimitF32) { check_row_panels<float>(rt(), next_seed()); }
 
 TEST_F(SpgemmGpu, RowPanelsUnderAMemoryLimitF64) { check_row_panels<double>(rt(), next_seed()); }

@@ -9,8 +9,9 @@
 //                rows past the largest shared bin, of the smallest power of two >= 2 min(p, n)
 //                slots in global memory (a few blocks that loop over the rows, their tables
 //                reused row by row). The dense bin (B's rows sorted): a long row (key past
-//                kDenseMinKey) whose columns lie within dense_span columns is counted in a
-//                bitmap of its span instead (spgemm_dense_rows.cu)
+//                kDenseMinKey) whose columns lie within dense_span columns, at most
+//                kDenseSpanPerProduct of them per product (or whose key passes every shared
+//                bin), is counted in a bitmap of its span instead (spgemm_dense_rows.cu)
 //   scan         CUB's exclusive scan: the counts become C's row offsets
 //   numeric bins the rows binned again by max(nnz, p / kSlotProducts): the table holds the
 //                row's nnz columns and the group has threads for its work
@@ -70,6 +71,16 @@ constexpr int kBinThreads = 256;
 // span is cleared and read once per row, which pays against hashing and sorting only for rows
 // with that many columns or products.
 constexpr int kDenseMinKey = 256;
+// ... and whose span is at most this many columns per product, while a shared bin could hash
+// them: a dense row clears and reads its whole span (once per window), a hashed one works per
+// product and per column it finds, so a row spread thinly over many columns is hashed.
+// Measured on the H200 (bench/results/2026-12-02-h200-spgemm-dense-span), forced dense against
+// hashed: dense 1.2-2x faster up to 25 columns a product; from 18 to 50 the winner depends on
+// how many products repeat a column (rows of 400 products and no repeats: dense 1.16x faster
+// at 50; rows of 1,089 products over 30 times fewer columns: hashed 1.2-2.2x faster at 18-46);
+// hashed 1.6-14x faster from about 90 on. At 32 two real graphs lost 14-18%; at 64 only rows
+// that hashing clearly wins leave the dense bin.
+constexpr int kDenseSpanPerProduct = 64;
 // The dense bin's index: after the shared bins and the global one.
 constexpr int kBinSlots = kMaxSharedBins + 2;
 // The global tables of all blocks together stay within this (fewer blocks when the widest
@@ -144,11 +155,14 @@ BinCounts bin_counts(const SpgemmFeatures& f, int32_t n, int bins, int dense_spa
     const int64_t long_rows = f.product_rows - rows_with_products_up_to(f, products_limit(kDenseMinKey, n));
     c.symbolic[std::size_t(c.dense())] = c.capacity[std::size_t(c.dense())] = long_rows;
     if (f.max_row_span <= dense_span) {
-      // Every long row goes dense: a row left hashed has a symbolic key, and so a numeric key,
-      // of at most kDenseMinKey, so the bins whose keys all pass it (the previous bin's limit
-      // at least kDenseMinKey) stay empty.
+      // Every row past the last shared bin goes dense, so the global bin stays empty. When no
+      // span passes kDenseSpanPerProduct times a long row's fewest products, every long row
+      // does: a row left hashed has a symbolic key, and so a numeric key, of at most
+      // kDenseMinKey, so the bins whose keys all pass it (the previous bin's limit at least
+      // kDenseMinKey) stay empty too.
+      const bool all_long_dense = f.max_row_span <= kDenseSpanPerProduct * (products_limit(kDenseMinKey, n) + 1);
       for (int b = 1; b <= bins; ++b) {
-        if (kBins[std::size_t(b - 1)].limit < kDenseMinKey) continue;
+        if (kBins[std::size_t(b - 1)].limit < kDenseMinKey || (b < bins && !all_long_dense)) continue;
         c.symbolic[std::size_t(b)] = c.capacity[std::size_t(b)] = 0;
         if (b == bins) c.global_products = 0;
       }
@@ -184,7 +198,8 @@ jit::KernelSpec bin_spec(bool symbolic, int bins, int dense_span) {
   const std::string name = std::string("sj_spgemm_hash_bin_") + (symbolic ? "symbolic" : "numeric");
   return {"spgemm_hash_bin.cu", name,
           {{"symbolic", symbolic}, {"shared_bins", bins}, {"limits", limits_text(bins)}, {"slot_products", kSlotProducts},
-           {"block_threads", kBinThreads}, {"dense", dense_span > 0}, {"dense_min_key", kDenseMinKey}, {"dense_span", dense_span}},
+           {"block_threads", kBinThreads}, {"dense", dense_span > 0}, {"dense_min_key", kDenseMinKey}, {"dense_span", dense_span},
+           {"span_per_product", kDenseSpanPerProduct}},
           {}};
 }
 
@@ -658,7 +673,10 @@ class RowHash final : public SpgemmVariantOf<RowHash> {
   // (L2 atomics, one block per row, the row sorted in global memory), at most (rows that go
   // dense leave it). Panels' numeric kernels launched over their bins' capacities are not
   // priced: panels are taken only when one pass does not fit. dense_window_products: the
-  // products of the rows that may go dense (past kDenseMinKey) once per window past the first.
+  // products of the rows that may go dense once per window past the first; a long row is
+  // taken to span the widest row's columns, so rows of fewer than max_row_span /
+  // kDenseSpanPerProduct products are priced as hashed (an estimate: the features hold no
+  // row's own span).
   nlohmann::json cost_terms(const SpgemmPlanInputs& in, const nlohmann::json& params) const override {
     const BinCounts c = counts_for(in.features, in.problem.n, params);
     const PassKernels k = kernels_needed(c);
@@ -669,8 +687,9 @@ class RowHash final : public SpgemmVariantOf<RowHash> {
     const double launches = 2 + per_panel * double(panels_in(m, rows)) + double(panels_in(m, rows) - 1);
     // Each dense window past the first walks the long rows' products once more.
     const int windows = c.dense_span > 0 ? dense_windows(c.dense_span, c.dense_window) : 0;
-    const int64_t long_products =
-        in.features.products - products_of_rows_up_to(in.features, products_limit(kDenseMinKey, in.problem.n));
+    const int64_t hashed_up_to = std::max(products_limit(kDenseMinKey, in.problem.n),
+                                          pow2_at_least(in.features.max_row_span / kDenseSpanPerProduct));
+    const int64_t long_products = in.features.products - products_of_rows_up_to(in.features, hashed_up_to);
     return {{"launch", launches},
             {"sync", 1.0},
             {"rows", double(m) + 0.5 * double(m - last_rows)},
