@@ -689,29 +689,34 @@ TEST_F(SpgemmGpu, HeldBytesFollowAllocationsAndPoolBlocks) {
 }
 
 // A row of 12000 products over 60000 columns: wider than one window of shared sums (f32 53248
-// columns, f64 26624), so the plan sums it in windows (2 in f32, 3 in f64), whole call and
-// the variant's numeric phase again, against the reference; C poisoned.
+// columns, f64 26624), so the plan sums it in windows (2 in f32, 3 in f64), and again in
+// windows of 4096 columns (15, more than the 8 the kernels once stopped at); whole call and the
+// variant's numeric phase again, against the reference; C poisoned.
 template <class T>
 void check_dense_windows(Runtime& rt, uint64_t seed) {
   Csr<T> a = with_values<T>(with_long_first_row(300, 2000, 6, 1500, seed), seed + 1);
   const Csr<T> b = with_values<T>(generate::uniform(2000, 60000, 8, seed + 2), seed + 3);
   DeviceCsr<T> da(rt.context(), a);
   const DeviceCsr<T> db(rt.context(), b);
-  Options o;
-  o.variant = "row_hash";
-  o.keep_positions = false;
-  CallInfo info;
-  DeviceCsr<T> c = rt.spgemm(da, db, o, &info);
-  const int span = info.decision->params.at("dense_span").template get<int>();
-  const int window = info.decision->params.at("dense_window").template get<int>();
-  EXPECT_GE(span, 58000) << describe(*info.decision);
-  EXPECT_LT(window, span) << describe(*info.decision);
-  expect_same_product(c.download(), reference::spgemm(a, b));
-  generate::fill_random(a.values, seed + 4);
-  da.update_values(a.values);
-  c.update_values(std::vector<T>(std::size_t(c.nnz()), std::numeric_limits<T>::quiet_NaN()));
-  rt.spgemm_numeric(da, db, c, o);
-  expect_same_product(c.download(), reference::spgemm(a, b));
+  for (const nlohmann::json& params : {nlohmann::json::object(), nlohmann::json{{"dense_window", 4096}}}) {
+    Options o;
+    o.variant = "row_hash";
+    o.params = params;
+    o.keep_positions = false;
+    CallInfo info;
+    DeviceCsr<T> c = rt.spgemm(da, db, o, &info);
+    const int span = info.decision->params.at("dense_span").template get<int>();
+    const int window = info.decision->params.at("dense_window").template get<int>();
+    EXPECT_GE(span, 58000) << describe(*info.decision);
+    EXPECT_LT(window, span) << describe(*info.decision);
+    if (!params.empty()) EXPECT_GT((span + window - 1) / window, 8) << describe(*info.decision);
+    expect_same_product(c.download(), reference::spgemm(a, b));
+    generate::fill_random(a.values, seed + 4);
+    da.update_values(a.values);
+    c.update_values(std::vector<T>(std::size_t(c.nnz()), std::numeric_limits<T>::quiet_NaN()));
+    rt.spgemm_numeric(da, db, c, o);
+    expect_same_product(c.download(), reference::spgemm(a, b));
+  }
 }
 
 TEST_F(SpgemmGpu, WideDenseRowsSumInWindowsF32) { check_dense_windows<float>(rt(), next_seed()); }

@@ -220,9 +220,11 @@ constexpr int kDenseGranule = 1024;
 // A span wider than one window of sums fits is summed in up to this many windows, each a pass
 // over the row's products: a wide row still needs no hashing (f64 rows of 36,692 columns hashed
 // in global memory made email-Enron's f64 product slower than cuSPARSE's; at 4 windows, f64 rows
-// of an R-MAT's 100,000 columns stayed hashed, 111 ms against 13 ms in f32). Past about 8
-// passes over a row's products a global table costs no more.
-constexpr int kMaxDenseWindows = 8;
+// of an R-MAT's 100,000 columns stayed hashed, 111 ms against 13 ms in f32; at 8, f64 rows of
+// 200,000 columns took global tables, 293 ms against 78 in 9 windows on the H200). A window
+// pass costs about 0.015 ns a product and a global table's insertions 0.4: at 16 passes the
+// windows still win.
+constexpr int kMaxDenseWindows = 16;
 
 // The columns the numeric pass of a span sums at a time: the whole span when it fits a block's
 // shared memory, else the widest multiple of kDenseGranule that fits beside the span's bitmap
