@@ -138,7 +138,11 @@ TEST(SpgemmTemplates, TheDenseSpanDefaultsToTheWidestRowWithinSharedMemory) {
   d = plan::plan_spgemm(f, f64_problem, {}, o);
   EXPECT_EQ(d.params.at("dense_span"), 100352);
   EXPECT_EQ(d.params.at("dense_window"), 24576);  // the wider span's bitmap takes a granule
-  f.max_row_span = 300000;
+  f.max_row_span = 300000;  // 14 windows
+  d = plan::plan_spgemm(f, f64_problem, {}, o);
+  EXPECT_EQ(d.params.at("dense_span"), 300032);
+  EXPECT_EQ(d.params.at("dense_window"), 21504);
+  f.max_row_span = 400000;  // past 16 windows: one window's span, the wider rows hashed
   d = plan::plan_spgemm(f, f64_problem, {}, o);
   EXPECT_EQ(d.params.at("dense_span"), 25600);
   EXPECT_EQ(d.params.at("dense_window"), 25600);
@@ -146,12 +150,12 @@ TEST(SpgemmTemplates, TheDenseSpanDefaultsToTheWidestRowWithinSharedMemory) {
   EXPECT_EQ(plan::plan_spgemm(f, problem, {}, o).params.at("dense_span"), 0);
 }
 
-// A window that is not a multiple of 32, or so narrow that the span takes more than 8 windows,
+// A window that is not a multiple of 32, or so narrow that the span takes more than 16 windows,
 // or wider than fits beside the span's bitmap, is refused naming it; 0 means the whole span.
 TEST(SpgemmTemplates, ADenseWindowOutsideItsRangeIsRefusedNamingIt) {
   const SpgemmFeatures f = every_bin();
   const plan::SpgemmProblem problem{DType::F64, 100000, 100000, 100000};
-  for (const auto& [span, window] : {std::pair<int, int>{8192, 100}, {8192, 512}, {60416, 30720}}) {
+  for (const auto& [span, window] : {std::pair<int, int>{8192, 100}, {8192, 256}, {60416, 30720}}) {
     Options o;
     o.variant = "row_hash";
     o.params = {{"dense_span", span}, {"dense_window", window}};
