@@ -688,6 +688,16 @@ TEST_F(SpgemmGpu, HeldBytesFollowAllocationsAndPoolBlocks) {
   EXPECT_GE(cuda::held_bytes().peak, cuda::held_bytes().current);
 }
 
+// row_hash forced, `params` over its planned ones, C's positions not kept (the numeric phase
+// recomputes).
+Options row_hash_with(const nlohmann::json& params) {
+  Options o;
+  o.variant = "row_hash";
+  o.params = params;
+  o.keep_positions = false;
+  return o;
+}
+
 // A row of 12000 products over 60000 columns: wider than one window of shared sums (f32 53248
 // columns, f64 26624), so the plan sums it in windows (2 in f32, 3 in f64), and again in
 // windows of 4096 columns (15, more than the 8 the kernels once stopped at); whole call and the
@@ -699,10 +709,8 @@ void check_dense_windows(Runtime& rt, uint64_t seed) {
   DeviceCsr<T> da(rt.context(), a);
   const DeviceCsr<T> db(rt.context(), b);
   for (const nlohmann::json& params : {nlohmann::json::object(), nlohmann::json{{"dense_window", 4096}}}) {
-    Options o;
-    o.variant = "row_hash";
-    o.params = params;
-    o.keep_positions = false;
+    SCOPED_TRACE(params.dump());
+    const Options o = row_hash_with(params);
     CallInfo info;
     DeviceCsr<T> c = rt.spgemm(da, db, o, &info);
     const int span = info.decision->params.at("dense_span").template get<int>();
@@ -755,10 +763,7 @@ void check_thin_and_narrow_long_rows(Runtime& rt, uint64_t seed) {
   const DeviceCsr<T> db(rt.context(), b);
   for (const nlohmann::json& params : {nlohmann::json::object(), nlohmann::json{{"max_shared_row", 256}}}) {
     SCOPED_TRACE(params.dump());
-    Options o;
-    o.variant = "row_hash";
-    o.params = params;
-    o.keep_positions = false;
+    const Options o = row_hash_with(params);
     CallInfo info;
     DeviceCsr<T> c = rt.spgemm(da, db, o, &info);
     EXPECT_GE(info.decision->params.at("dense_span").template get<int>(), widest) << describe(*info.decision);
