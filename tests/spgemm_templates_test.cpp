@@ -19,6 +19,7 @@
 #include "plan/spgemm_reuse.hpp"
 #include "sparsejit/error.hpp"
 #include "sparsejit/features.hpp"
+#include "variants/spgemm/bitmap_passes.hpp"
 #include "variants/spgemm/spgemm_variant.hpp"
 
 namespace sparsejit {
@@ -329,6 +330,23 @@ TEST(SpgemmTemplates, BitmapTcKernelsCompileForEveryPrecision) {
         EXPECT_NE(source.find("m16n8k8.row.col.f32" + half), std::string::npos) << spec.kernel_name;
       }
     }
+  }
+}
+
+// The numeric phase's multiply pass (ops/spgemm_reuse_tiles) writes C's sums and not its
+// columns, under a name of its own; the variant's writes both.
+TEST(SpgemmTemplates, BitmapMultiplyValuesOnlyLeavesTheColumns) {
+  for (DType dtype : {DType::F32, DType::F64}) {
+    const jit::KernelSpec both = variants::spgemm::bitmap_pass_spec(variants::spgemm::kMultiply, dtype, "full");
+    const jit::KernelSpec values = variants::spgemm::bitmap_pass_spec(variants::spgemm::kMultiply, dtype, "full", true);
+    expect_compiles(values, values.kernel_name);
+    EXPECT_NE(values.kernel_name, both.kernel_name);
+    EXPECT_NE(jit::render(both).find("c_col[at] ="), std::string::npos);
+    EXPECT_EQ(jit::render(values).find("c_col[at] ="), std::string::npos);
+    EXPECT_NE(jit::render(values).find("c_val[at] ="), std::string::npos);
+    // values_only applies to the multiply pass alone.
+    EXPECT_EQ(variants::spgemm::bitmap_pass_spec(variants::spgemm::kPack, dtype, "full", true).kernel_name,
+              variants::spgemm::bitmap_pass_spec(variants::spgemm::kPack, dtype, "full").kernel_name);
   }
 }
 

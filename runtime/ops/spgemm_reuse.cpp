@@ -10,6 +10,7 @@
 #include "ops/call_common.hpp"
 #include "ops/runtime_state.hpp"
 #include "ops/spgemm_reuse_entries.hpp"
+#include "ops/spgemm_reuse_tiles.hpp"
 #include "ops/spgemm_reuse_warps.hpp"
 #include "plan/spgemm_reuse.hpp"
 #include "sparsejit/error.hpp"
@@ -35,8 +36,8 @@ jit::KernelSpec positions_spec(const char* pass, DType dtype, bool long_position
 namespace {
 
 // What a C keeps: the plan's verdict, and with positions their arrays and kernels (of the
-// blocks' kernel here, or the warps' in `warp`, or the entries' in `entries`), and the graph
-// its calls replay (Options::replay_launches).
+// blocks' kernel here, or the warps' in `warp`, the entries' in `entries`, the tiles' in
+// `tiles`), and the graph its calls replay (Options::replay_launches).
 template <class T>
 struct Positions {
   plan::SpgemmReusePlan plan;
@@ -44,6 +45,7 @@ struct Positions {
   bool usable = false;
   std::shared_ptr<WarpPositions<T>> warp;
   std::shared_ptr<EntrySums<T>> entries;
+  std::shared_ptr<TileSums<T>> tiles;
   mutable cuda::LaunchGraph graph;
   unsigned narrow_tasks = 0, wide_tasks = 0, zero_ranges = 0;
   // The wide blocks' shared sums: the widest of their rows rounded up to 1024 entries (at most
@@ -124,8 +126,39 @@ void compute(const Positions<T>& p, const variants::SpgemmOperands<T>& o, CUdevi
     launch_numeric(*p.numeric_wide, p, o, values, p.narrow_tasks, p.wide_tasks, p.plan.wide_block_threads, p.wide_entries);
 }
 
+// The blocks' kernel and its arrays dropped.
+template <class T>
+void drop_blocks(Positions<T>& made) {
+  made.narrow_tasks = made.wide_tasks = made.zero_ranges = 0;
+  made.numeric.reset();
+  made.numeric_wide.reset();
+  made.zero.reset();
+  made.task_list = DeviceBuffer();
+  made.product_at = DeviceBuffer();
+  made.zero_list = DeviceBuffer();
+  made.positions = DeviceBuffer();
+}
+
+// C's values by whichever kernel the C keeps.
+template <class T>
+void compute_kept(const Positions<T>& p, const variants::SpgemmOperands<T>& o, CUdeviceptr values) {
+  if (p.tiles) {
+    compute_tile_sums(*p.tiles, o, values);
+  } else if (p.warp) {
+    compute_warp_positions(*p.warp, o, values);
+  } else if (p.entries) {
+    compute_entry_sums(*p.entries, o, values);
+  } else {
+    compute(p, o, values);
+  }
+}
+
 // Calls each kernel is timed over, after one untimed probe.
 constexpr int kTimedCalls = 3;
+
+double timed_us(detail::RuntimeState& rt, CUstream stream, const std::function<void()>& call) {
+  return 1000.0 * time_device_calls(rt.context, stream, call, [](double) { return kTimedCalls; });
+}
 
 // A warp a task built (made.warp) where the plan times it against the blocks' kernel: the
 // blocks' built beside it, both timed (ops::time_device_calls), the slower dropped.
@@ -140,11 +173,8 @@ void keep_the_faster(detail::RuntimeState& rt, const variants::SpgemmOperands<T>
     return;
   }
   const CUdeviceptr values = c.values().ptr();
-  const auto timed_us = [&](const std::function<void()>& call) {
-    return 1000.0 * time_device_calls(rt.context, o.stream, call, [](double) { return kTimedCalls; });
-  };
-  const double warps_us = timed_us([&] { compute_warp_positions(*made.warp, o, values); });
-  const double blocks_us = timed_us([&] { compute(made, o, values); });
+  const double warps_us = timed_us(rt, o.stream, [&] { compute_warp_positions(*made.warp, o, values); });
+  const double blocks_us = timed_us(rt, o.stream, [&] { compute(made, o, values); });
   const std::string timed = "; timed on the first call: a warp a task " + std::to_string(int64_t(warps_us + 0.5)) + " µs, blocks " +
                             std::to_string(int64_t(blocks_us + 0.5)) + " µs";
   if (blocks_us < warps_us) {
@@ -152,15 +182,35 @@ void keep_the_faster(detail::RuntimeState& rt, const variants::SpgemmOperands<T>
     made.why += timed;
     return;
   }
-  made.narrow_tasks = made.wide_tasks = made.zero_ranges = 0;
-  made.numeric.reset();
-  made.numeric_wide.reset();
-  made.zero.reset();
-  made.task_list = DeviceBuffer();
-  made.product_at = DeviceBuffer();
-  made.zero_list = DeviceBuffer();
-  made.positions = DeviceBuffer();
+  drop_blocks(made);
   made.why = warps_why + timed;
+}
+
+// Tiles built beside the kernel the C keeps (usable), both timed, the slower dropped; where the
+// tiles cannot be built, the kept kernel stands and the reason is added to its description.
+template <class T>
+void keep_tiles_if_faster(detail::RuntimeState& rt, const variants::SpgemmOperands<T>& o, const DeviceCsr<T>& c,
+                          const SpgemmFeatures& features, Positions<T>& made) {
+  std::string tiles_why;
+  std::shared_ptr<TileSums<T>> tiles = build_tile_sums(rt, o, c, features, tiles_why);
+  if (!tiles) {
+    made.why += "; tiles not kept (" + tiles_why + ")";
+    return;
+  }
+  const CUdeviceptr values = c.values().ptr();
+  const double kept_us = timed_us(rt, o.stream, [&] { compute_kept(made, o, values); });
+  const double tiles_us = timed_us(rt, o.stream, [&] { compute_tile_sums(*tiles, o, values); });
+  const std::string timed = "; timed on the first call: tiles " + std::to_string(int64_t(tiles_us + 0.5)) + " µs, the other " +
+                            std::to_string(int64_t(kept_us + 0.5)) + " µs";
+  if (kept_us <= tiles_us) {
+    made.why += timed;
+    return;
+  }
+  made.warp.reset();
+  made.entries.reset();
+  drop_blocks(made);
+  made.tiles = std::move(tiles);
+  made.why = tiles_why + timed;
 }
 
 }  // namespace
@@ -191,24 +241,22 @@ bool recompute_by_positions(detail::RuntimeState& rt, const variants::SpgemmOper
         made->entries = build_entry_sums(rt, o, c, made->plan.entries, features.products, made->why);
         made->usable = made->entries != nullptr;
         break;
+      case PositionsKernel::Tiles:
+        made->tiles = build_tile_sums(rt, o, c, features, made->why);
+        made->usable = made->tiles != nullptr;
+        break;
       default:
         build(rt, o, c, features.products, *made);
     }
+    if (made->usable && made->plan.time_against_tiles) keep_tiles_if_faster(rt, o, c, features, *made);
     return made;
   });
   why = kept->why;
   if (!kept->usable) return false;
   rt.context.make_current();
   const CUdeviceptr values = c.values().ptr();
-  launched_as_graph = launch_plan(rt.context, kept->graph, options.replay_launches, true, o.stream, [&] {
-    if (kept->warp) {
-      compute_warp_positions(*kept->warp, o, values);
-    } else if (kept->entries) {
-      compute_entry_sums(*kept->entries, o, values);
-    } else {
-      compute(*kept, o, values);
-    }
-  });
+  launched_as_graph =
+      launch_plan(rt.context, kept->graph, options.replay_launches, true, o.stream, [&] { compute_kept(*kept, o, values); });
   return true;
 }
 

@@ -9,6 +9,7 @@ const char* to_string(PositionsKernel kernel) {
     case PositionsKernel::Entries: return "entries";
     case PositionsKernel::Warps: return "warps";
     case PositionsKernel::Blocks: return "blocks";
+    case PositionsKernel::Tiles: return "tiles";
     case PositionsKernel::Auto: break;
   }
   return "auto";
@@ -64,6 +65,10 @@ constexpr int64_t kWarpBuildBytesPerEntry = 16, kWarpBuildBytesPerRow = 120, kWa
 // The blocks' build (formats/spgemm_positions_gpu.cu; product_at is kept): seven ints an entry
 // of A; five ints and two 24-byte shares a row.
 constexpr int64_t kBlocksBuildBytesPerEntry = 28, kBlocksBuildBytesPerRow = 68;
+// Tiles (variants/spgemm/bitmap_passes.hpp's layout): a tile product's key, pair, their sorted
+// copies, its tile of C's key, bitmap, run length and start, and that tile's 8 row starts; an
+// operand's tiles and their build (bitmap_passes.hpp's tile_format_bytes); a tile's entries.
+constexpr int64_t kTileBytesPerTileProduct = 88, kTileFormatBytesPerEntry = 65, kTileEntries = 64;
 // CUB's temporary storage for those two builds' scans and the warps' sort of its tasks.
 constexpr int64_t kListBuildCubBytes = int64_t(1) << 20;
 
@@ -104,6 +109,13 @@ int64_t warp_build_bytes(int64_t a_entries, int64_t rows, int64_t tasks) {
 
 int64_t blocks_build_bytes(int64_t a_entries, int64_t rows) {
   return kBlocksBuildBytesPerEntry * (a_entries + 1) + kBlocksBuildBytesPerRow * (rows + 1) + kListBuildCubBytes;
+}
+
+int64_t tile_sums_bytes(const SpgemmFeatures& f, DType dtype, int64_t& build) {
+  const int64_t value_bytes = int64_t(size_of(dtype)), rows = int64_t(f.a.rows) + 1;
+  const int64_t c_entries_most = std::min(f.products, kTileEntries * f.tile_products);
+  build = kTileFormatBytesPerEntry * (f.a.nnz + f.b.nnz) + (4 + value_bytes) * c_entries_most + 4 * rows + kEntryBuildCubBytes;
+  return kTileBytesPerTileProduct * f.tile_products + value_bytes * (f.a.nnz + f.b.nnz) + 8 * (f.a_tiles + 1) + 12 * rows;
 }
 
 std::string positions_do_not_fit(int64_t bytes, std::optional<int64_t> free_bytes, std::optional<int64_t> limit) {
@@ -181,6 +193,24 @@ void plan_timing_against_blocks(SpgemmReusePlan& p, const SpgemmFeatures& f, int
   p.why = warps_why;
 }
 
+// Tiles: bitmap_tc's pattern steps kept, its packing and multiply passes each call.
+void plan_tiles(SpgemmReusePlan& p, const SpgemmFeatures& f, DType dtype) {
+  p.bytes = tile_sums_bytes(f, dtype, p.build_bytes);
+  p.why = "tiles: " + std::to_string(f.tile_products) + " tile products, at most " + std::to_string(p.bytes) + " bytes kept on C";
+}
+
+// Tiles beside the plan's kernel where tile products are dense, tensor cores are there (sm_80:
+// bitmap_tc's mma) and both fit (the plan's bytes and reason stay its kernel's).
+void plan_timing_against_tiles(SpgemmReusePlan& p, const SpgemmFeatures& f, DType dtype, const DeviceTarget& device,
+                               std::optional<int64_t> free_bytes, std::optional<int64_t> limit) {
+  const bool dense = f.tile_products > 0 && double(f.products) >= kTimedTileDensity * double(f.tile_products);
+  if (!dense || device.sm < 80) return;
+  int64_t tiles_build = 0;
+  const int64_t tiles = tile_sums_bytes(f, dtype, tiles_build);
+  p.time_against_tiles = do_not_fit("", peak_bytes(p) + tiles + tiles_build, free_bytes, limit).empty();
+  if (p.time_against_tiles) p.build_bytes += tiles + tiles_build;
+}
+
 }  // namespace
 
 SpgemmReusePlan plan_spgemm_reuse(const SpgemmFeatures& f, DType dtype, const DeviceTarget& device,
@@ -201,10 +231,16 @@ SpgemmReusePlan plan_spgemm_reuse(const SpgemmFeatures& f, DType dtype, const De
       plan_timing_against_blocks(p, f, value_bytes, device, free_bytes, limit);
   }
   if (p.kernel == PositionsKernel::Blocks) plan_blocks(p, f, value_bytes, device);
+  if (p.kernel == PositionsKernel::Tiles) plan_tiles(p, f, dtype);
+  if (forced == PositionsKernel::Auto) plan_timing_against_tiles(p, f, dtype, device, free_bytes, limit);
   const char* taking = p.kernel == PositionsKernel::Warps ? "at least " : p.kernel == PositionsKernel::Blocks ? "up to " : "at most ";
   const std::string refused = do_not_fit(taking, peak_bytes(p), free_bytes, limit);
   p.by_positions = refused.empty();
   if (!p.by_positions) p.why = refused;
+  if (p.kernel == PositionsKernel::Tiles && device.sm < 80) {
+    p.by_positions = false;
+    p.why = "recompute: tiles need tensor cores with f64 and TF32 mma (sm_80 or later); the device is sm_" + std::to_string(device.sm);
+  }
   return p;
 }
 

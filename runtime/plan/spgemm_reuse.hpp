@@ -5,8 +5,10 @@
 // Three kernels take positions: entries (templates/spgemm_entry_sums.cu, products listed under
 // their C entries, 8 bytes a product) below kWarpTaskProducts products, a warp a task
 // (templates/spgemm_warp_positions.cu, 2 bytes a product) from there, and blocks sharing a task
-// (templates/spgemm_positions.cu, 2 or 4 bytes) where entries do not fit the memory.
-// Pure: the executor measures the memory and carries it out.
+// (templates/spgemm_positions.cu, 2 or 4 bytes) where entries do not fit the memory. Where tile
+// products are dense (kTimedTileDensity), the first call also builds the numeric phase by tiles
+// (bitmap_tc's tile products, ops/spgemm_reuse_tiles.hpp), times it against that kernel and keeps
+// the faster. Pure: the executor measures the memory and carries it out.
 #pragma once
 
 #include <cstdint>
@@ -48,6 +50,10 @@ struct SpgemmReusePlan {
   // fits beside it: the first call builds both, times each and keeps the faster (the warps'
   // adds need no atomics, but on some patterns the blocks' still win: cyl6, 0.82x, H200).
   bool time_against_blocks = false;
+  // Tiles built beside that kernel on the first call, both timed and the faster kept (never
+  // with a forced kernel): where a tile product holds kTimedTileDensity products or more and
+  // both fit.
+  bool time_against_tiles = false;
   EntrySumsPlan entries;
   WarpTaskPlan warp;
   int group_lanes = 32;    // lanes per entry of A: B's rows are this long on average, or longer
@@ -73,6 +79,19 @@ constexpr int64_t kTimedPositionsProducts = 200'000'000;
 // checked where both are seen, ops/spgemm_reuse_warps.cpp): a task's sums at most (its places
 // take 11 bits of a position), products a step.
 constexpr int64_t kMaxWarpRegionEntries = 2048, kWarpStepProducts = 32;
+
+// The products a tile product holds on average from which the first call also times the
+// numeric phase by tiles. Its multiply ran 2.0-2.3 G tile products a second on the H200
+// (bench/results/2026-12-03-h200-spgemm-numeric-tiles), the other kernels 190-370 G products:
+// the tiles won at 161 products a tile product (cyl6, 1.13-1.23x) and lost at 14-105 (0.25-0.65x),
+// so below this the build and the timing would be spent for nothing.
+constexpr double kTimedTileDensity = 128;
+
+// What the numeric phase by tiles keeps on C (the steps' arrays: about 90 bytes a tile product,
+// the packed values, counts per tile of A and row of C) and, in `build`, what its first call
+// takes besides (the operands' tiles when their handles lack them, the pattern check's C
+// columns and values, CUB's storage), at most.
+int64_t tile_sums_bytes(const SpgemmFeatures& features, DType dtype, int64_t& build);
 
 // What positions a warp a task cost beyond the products' 2 bytes, once the work list is built.
 struct WarpPositionsSize {

@@ -354,7 +354,7 @@ void check_numeric_phase(Runtime& rt, const std::string& name, const Csr<double>
       c.update_values(std::vector<T>(std::size_t(c.nnz()), std::numeric_limits<T>::quiet_NaN()));
       const NumericCallInfo info = rt.spgemm_numeric(da, b_handle, c, o);
       EXPECT_TRUE(info.plan_reused);
-      EXPECT_EQ(info.numeric.rfind("positions: ", 0), 0u) << info.numeric;
+      EXPECT_TRUE(info.numeric.rfind("positions: ", 0) == 0 || info.numeric.rfind("tiles: ", 0) == 0) << info.numeric;
       expect_same_product(c.download(), reference::spgemm(a, b));
     }
   }
@@ -549,12 +549,17 @@ void check_numeric_paths(Runtime& rt, uint64_t seed) {
 // about 24 products, several ranges' worth), one of 80000 over 200000 columns (about 66000
 // entries of about one product); a power-law graph squared; 2000 rows whose 450 products land
 // on 8 entries (entries spanning steps), and 20 rows whose 4500 do (every entry cut into
-// parts); then keep_positions off. Then the first pair under a memory limit that the blocks' 2 bytes a
-// product fit and the entries' 8 do not: the blocks' kernel. C poisoned and new values each
-// round.
+// parts, forced: their dense tiles would time the tiles too); then keep_positions off. Then the
+// first pair under a memory limit that the blocks' 2 bytes a product fit and the entries' 8 do
+// not: the blocks' kernel. C poisoned and new values each round.
 template <class T>
 void check_entry_sums(Runtime& rt, uint64_t seed) {
   const auto plain = [](int64_t) { return Options{}; };
+  const auto forced = [](int64_t) {
+    Options o;
+    o.positions_kernel = PositionsKernel::Entries;
+    return o;
+  };
   const std::string entries = "positions: entries, 8 bytes a product";
   check_numeric_rounds<T>(rt, with_long_first_row(300, 2000, 6, 1500, seed), generate::uniform(2000, 500, 8, seed + 5), plain,
                           {entries, entries, "recompute: Options::keep_positions is off"}, seed);
@@ -564,9 +569,9 @@ void check_entry_sums(Runtime& rt, uint64_t seed) {
   ASSERT_LT(spgemm_features(power.pattern(), power.pattern()).products, plan::kWarpTaskProducts);
   check_numeric_rounds<T>(rt, power, power, plain, {entries}, seed);
   const auto [hot_a, hot_b] = test::hot_entries(2000, 300);  // about 56 products an entry: two steps each
-  check_numeric_rounds<T>(rt, hot_a, hot_b, plain, {entries}, seed);
+  check_numeric_rounds<T>(rt, hot_a, hot_b, forced, {entries}, seed);
   const auto [hub_a, hub_b] = test::hot_entries(20, 3000);  // about 560 an entry, ranges of 64: every entry in parts
-  check_numeric_rounds<T>(rt, hub_a, hub_b, plain, {entries + "*entries cut into parts"}, seed);
+  check_numeric_rounds<T>(rt, hub_a, hub_b, forced, {entries + "*entries cut into parts"}, seed);
   const Csr<double> long_a = with_long_first_row(300, 2000, 6, 1500, seed), b = generate::uniform(2000, 500, 8, seed + 5);
   const SpgemmFeatures f = spgemm_features(long_a.pattern(), b.pattern());
   check_numeric_rounds<T>(rt, long_a, b, [&f](int64_t) {
@@ -645,16 +650,71 @@ void check_warp_tasks(Runtime& rt, uint64_t seed) {
   check_numeric_rounds<T>(rt, hot_a, hot_b, plain, {warps}, seed);
 }
 
+// B's columns relabelled j -> j * 7919 mod n (a bijection: n is not a multiple of 7919), so
+// its tiles scatter while every product count stays.
+Csr<double> scattered_columns(Csr<double> m) {
+  for (int32_t& j : m.col_idx) j = int32_t(int64_t(j) * 7919 % m.cols);
+  return m;
+}
+
 // From 8 M products the plan's first call builds a warp a task and the blocks' kernel, times
-// both and keeps the faster: a band of 9.4 M products, two rounds (the second reuses the
+// both and keeps the faster: a band of 9.4 M products times the band with its columns
+// scattered (tile products too sparse to time the tiles), two rounds (the second reuses the
 // choice), against the reference with C poisoned; then keep_positions off.
 template <class T>
 void check_timed_positions(Runtime& rt, uint64_t seed) {
   const auto plain = [](int64_t) { return Options{}; };
-  const Csr<double> band = generate::banded(50000, 16, 24, seed);
+  const Csr<double> band = generate::banded(50000, 16, 24, seed), scattered = scattered_columns(band);
+  const SpgemmFeatures f = spgemm_features(band.pattern(), scattered.pattern());
+  ASSERT_GE(f.products, plan::kWarpTaskProducts);
+  ASSERT_LT(double(f.products), plan::kTimedTileDensity * double(f.tile_products));
   const std::string timed = "positions: 2 bytes a product*timed on the first call: a warp a task ";
-  check_numeric_rounds<T>(rt, band, band, plain, {timed, timed, "recompute: Options::keep_positions is off"}, seed);
+  check_numeric_rounds<T>(rt, band, scattered, plain, {timed, timed, "recompute: Options::keep_positions is off"}, seed);
 }
+
+// The numeric phase by tiles (ops/spgemm_reuse_tiles.hpp), forced: dense 12 x 12 blocks across
+// the 8 x 8 tiles with scattered entries beside them and a partial last tile row (A·A: one
+// packed array); a rectangular A·B of two operands (B's tiles packed apart); the same blocks
+// on a C row_hash made. Replayed as a graph in the last round. Then dense 20 x 20 blocks (about
+// 260 products a tile product), where the plan's first call times the tiles against entries
+// and keeps the faster. C poisoned and new values each round.
+template <class T>
+void check_tile_sums(Runtime& rt, uint64_t seed) {
+  const auto tiles = [](int64_t) {
+    Options o;
+    o.positions_kernel = PositionsKernel::Tiles;
+    return o;
+  };
+  const Csr<double> blocks = generate::from_spec("blockdiag:1001:12:2", seed);
+  check_numeric_rounds<T>(rt, blocks, blocks, tiles, {"tiles: ", "tiles: ", "recompute: Options::keep_positions is off"}, seed);
+  const Csr<double> rect_a = generate::from_spec("blockdiag:700:16:3", seed), rect_b = generate::uniform(700, 450, 6, seed + 3);
+  check_numeric_rounds<T>(rt, rect_a, rect_b, tiles, {"tiles: "}, seed);
+  Csr<T> a = with_values<T>(blocks, seed + 1);
+  DeviceCsr<T> da(rt.context(), a);
+  Options hashed;
+  hashed.variant = "row_hash";
+  DeviceCsr<T> c = rt.spgemm(da, da, hashed);
+  for (bool replay : {false, true}) {
+    SCOPED_TRACE(replay ? "row_hash's C, replayed" : "row_hash's C");
+    generate::fill_random(a.values, seed + (replay ? 3 : 2));
+    da.update_values(a.values);
+    c.update_values(std::vector<T>(std::size_t(c.nnz()), std::numeric_limits<T>::quiet_NaN()));
+    Options o = tiles(0);
+    o.replay_launches = replay;
+    const NumericCallInfo info = rt.spgemm_numeric(da, da, c, o);
+    EXPECT_EQ(info.numeric.rfind("tiles: ", 0), 0u) << info.numeric;
+    EXPECT_EQ(info.launched_as_graph, replay);
+    expect_same_product(c.download(), reference::spgemm(a, a));
+  }
+  const Csr<double> dense = generate::from_spec("blockdiag:3000:20:0", seed);
+  const SpgemmFeatures f = spgemm_features(dense.pattern(), dense.pattern());
+  ASSERT_GE(double(f.products), plan::kTimedTileDensity * double(f.tile_products));
+  check_numeric_rounds<T>(rt, dense, dense, [](int64_t) { return Options{}; }, {"*timed on the first call: tiles "}, seed);
+}
+
+TEST_F(SpgemmGpu, TheNumericPhaseByTilesF32) { check_tile_sums<float>(rt(), next_seed()); }
+
+TEST_F(SpgemmGpu, TheNumericPhaseByTilesF64) { check_tile_sums<double>(rt(), next_seed()); }
 
 TEST_F(SpgemmGpu, TheFirstNumericCallTimesAWarpATaskAgainstBlocksF32) { check_timed_positions<float>(rt(), next_seed()); }
 
@@ -717,7 +777,9 @@ void check_dense_windows(Runtime& rt, uint64_t seed) {
     const int window = info.decision->params.at("dense_window").template get<int>();
     EXPECT_GE(span, 58000) << describe(*info.decision);
     EXPECT_LT(window, span) << describe(*info.decision);
-    if (!params.empty()) EXPECT_GT((span + window - 1) / window, 8) << describe(*info.decision);
+    if (!params.empty()) {
+      EXPECT_GT((span + window - 1) / window, 8) << describe(*info.decision);
+    }
     expect_same_product(c.download(), reference::spgemm(a, b));
     generate::fill_random(a.values, seed + 4);
     da.update_values(a.values);

@@ -30,15 +30,17 @@ inline const char* to_string(Reuse reuse) { return reuse == Reuse::Many ? "many"
 
 // spgemm_numeric's kernel by positions (Options::positions_kernel). Auto: the plan's (entries
 // below 8 M products; from there a warp a task, up to 200 M products timed against blocks on
-// the first call and the faster kept; blocks where entries do not fit the memory). A forced
-// kernel is never timed against another.
+// the first call and the faster kept; blocks where entries do not fit the memory), and where a
+// tile product holds at least 128 products on average, tiles timed against it on the first call
+// and the faster kept. A forced kernel is never timed against another.
 enum class PositionsKernel {
   Auto,
   Entries,  // products listed under their C entries, summed in registers: 8 bytes a product kept
   Warps,    // a warp a task, sums in each warp's shared memory: 2 bytes a product
   Blocks,   // blocks sharing a task, atomic sums in shared memory: 2 or 4 bytes a product
+  Tiles,    // bitmap_tc's tile products on tensor cores, C's tiles kept: about 90 bytes a tile product
 };
-const char* to_string(PositionsKernel kernel);  // "auto", "entries", "warps" or "blocks"
+const char* to_string(PositionsKernel kernel);  // "auto", "entries", "warps", "blocks" or "tiles"
 
 struct Options {
   // "" or "auto": the planner chooses. Otherwise the name of a variant of the op
