@@ -50,6 +50,11 @@ int64_t tiles_across(int64_t extent);
 // radix sort by tile must look at.
 int tile_key_bits(int64_t tile_rows, int64_t tile_cols);
 
+// The device tiles of an operand of `nnz` entries (spgemm_bitmap_tiles_gpu.hpp), at most: 20
+// bytes a tile, a tile per entry at most, 4 bytes an entry for the slots; and their build's
+// scratch, about 41 bytes an entry. What the SpGEMM planners count for them.
+inline int64_t bitmap_tiles_bytes(int64_t nnz) { return (20 + 4 + 41) * nnz; }
+
 // O(nnz + tiles log tiles of a tile row). Throws InvalidInputError (via validate) naming the
 // first malformed index of the pattern.
 BitmapTiles build_bitmap_tiles(PatternView pattern);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "formats/spgemm_bitmap_tiles.hpp"
+
 namespace sparsejit {
 
 const char* to_string(PositionsKernel kernel) {
@@ -66,9 +68,8 @@ constexpr int64_t kWarpBuildBytesPerEntry = 16, kWarpBuildBytesPerRow = 120, kWa
 // of A; five ints and two 24-byte shares a row.
 constexpr int64_t kBlocksBuildBytesPerEntry = 28, kBlocksBuildBytesPerRow = 68;
 // Tiles (variants/spgemm/bitmap_passes.hpp's layout): a tile product's key, pair, their sorted
-// copies, its tile of C's key, bitmap, run length and start, and that tile's 8 row starts; an
-// operand's tiles and their build (bitmap_passes.hpp's tile_format_bytes); a tile's entries.
-constexpr int64_t kTileBytesPerTileProduct = 88, kTileFormatBytesPerEntry = 65, kTileEntries = 64;
+// copies, its tile of C's key, bitmap, run length and start, and that tile's 8 row starts.
+constexpr int64_t kTileBytesPerTileProduct = 88;
 // CUB's temporary storage for those two builds' scans and the warps' sort of its tasks.
 constexpr int64_t kListBuildCubBytes = int64_t(1) << 20;
 
@@ -113,8 +114,10 @@ int64_t blocks_build_bytes(int64_t a_entries, int64_t rows) {
 
 int64_t tile_sums_bytes(const SpgemmFeatures& f, DType dtype, int64_t& build) {
   const int64_t value_bytes = int64_t(size_of(dtype)), rows = int64_t(f.a.rows) + 1;
-  const int64_t c_entries_most = std::min(f.products, kTileEntries * f.tile_products);
-  build = kTileFormatBytesPerEntry * (f.a.nnz + f.b.nnz) + (4 + value_bytes) * c_entries_most + 4 * rows + kEntryBuildCubBytes;
+  const int64_t tile_entries = int64_t(formats::kBitmapTileEdge) * formats::kBitmapTileEdge;
+  const int64_t c_entries_most = std::min(f.products, tile_entries * f.tile_products);
+  build = formats::bitmap_tiles_bytes(f.a.nnz) + formats::bitmap_tiles_bytes(f.b.nnz) + (4 + value_bytes) * c_entries_most +
+          4 * rows + kEntryBuildCubBytes;
   return kTileBytesPerTileProduct * f.tile_products + value_bytes * (f.a.nnz + f.b.nnz) + 8 * (f.a_tiles + 1) + 12 * rows;
 }
 

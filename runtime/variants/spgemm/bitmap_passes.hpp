@@ -58,9 +58,6 @@ BitmapLayout executed_bitmap_layout(const BitmapSizes& sizes, std::size_t value_
 
 // tile_pos: 8 int32 per tile of C.
 inline int64_t tile_pos_bytes(int64_t c_tiles) { return 32 * c_tiles; }
-// An operand's tiles (20 bytes a tile, a tile per entry at most, 4 bytes an entry for the slots)
-// and their build's scratch (about 41 bytes an entry), at most.
-inline int64_t tile_format_bytes(int64_t nnz) { return (20 + 4 + 41) * nnz; }
 
 // The operand's tiles, built on the device by the first call with its pattern (`tiles` of
 // them, from the features) and kept on its handle.

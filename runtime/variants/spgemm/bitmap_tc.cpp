@@ -152,7 +152,7 @@ class BitmapTc final : public SpgemmVariantOf<BitmapTc> {
   int64_t workspace_bytes(const SpgemmPlanInputs& in, const nlohmann::json&) const override {
     const BitmapSizes s = bitmap_sizes(in.features, in.problem.m, in.problem.n);
     return int64_t(planned_bitmap_layout(s, size_of(in.problem.dtype)).total) + tile_pos_bytes(s.products) +
-           tile_format_bytes(in.features.a.nnz) + tile_format_bytes(in.features.b.nnz);
+           formats::bitmap_tiles_bytes(in.features.a.nnz) + formats::bitmap_tiles_bytes(in.features.b.nnz);
   }
 
   std::vector<nlohmann::json> search_space(const SpgemmPlanInputs&) const override { return {{{"precision", "full"}}}; }
