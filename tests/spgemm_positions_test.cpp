@@ -215,17 +215,24 @@ TEST(SpgemmReusePlan, LanesTaskSizesAndPositionBytes) {
   EXPECT_GE(p.bytes, 4 * 30'000LL);
 }
 
-TEST(SpgemmReusePlan, PositionsThatDoNotFitLeaveTheRecompute) {
+// Where no positions fit, the plan takes rows (4 bytes a row) and says why; a forced kernel of
+// positions is declined instead (the variant again).
+TEST(SpgemmReusePlan, PositionsThatDoNotFitLeaveRowsOrTheRecompute) {
   const plan::DeviceTarget h100;
   const SpgemmFeatures f = test::spgemm_features_of(100'000'000, 1'000'000, 100'000, 1'000);
   const plan::SpgemmReusePlan fits = plan::plan_spgemm_reuse(f, DType::F32, h100, int64_t(80) << 30, int64_t(1) << 30);
   EXPECT_TRUE(fits.by_positions) << fits.why;
+  EXPECT_EQ(fits.kernel, PositionsKernel::Warps);
   const plan::SpgemmReusePlan limited = plan::plan_spgemm_reuse(f, DType::F32, h100, {}, int64_t(100) << 20);
-  EXPECT_FALSE(limited.by_positions);
-  EXPECT_NE(limited.why.find("more than the memory limit of 104857600"), std::string::npos) << limited.why;
+  EXPECT_TRUE(limited.by_positions) << limited.why;
+  EXPECT_EQ(limited.kernel, PositionsKernel::Rows);
+  EXPECT_NE(limited.why.find("more than the memory limit of 104857600)"), std::string::npos) << limited.why;
   const plan::SpgemmReusePlan short_of_memory = plan::plan_spgemm_reuse(f, DType::F32, h100, int64_t(300) << 20, {});
-  EXPECT_FALSE(short_of_memory.by_positions);
-  EXPECT_NE(short_of_memory.why.find("more than half of the 314572800 free"), std::string::npos) << short_of_memory.why;
+  EXPECT_EQ(short_of_memory.kernel, PositionsKernel::Rows);
+  EXPECT_NE(short_of_memory.why.find("more than half of the 314572800 free)"), std::string::npos) << short_of_memory.why;
+  const plan::SpgemmReusePlan forced = plan::plan_spgemm_reuse(f, DType::F32, h100, int64_t(300) << 20, {}, PositionsKernel::Blocks);
+  EXPECT_FALSE(forced.by_positions);
+  EXPECT_EQ(forced.why.rfind("recompute: positions take up to ", 0), 0u) << forced.why;
 }
 
 }  // namespace

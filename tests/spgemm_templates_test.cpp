@@ -14,6 +14,7 @@
 #include "jit/render.hpp"
 #include "ops/spgemm_reuse.hpp"
 #include "ops/spgemm_reuse_entries.hpp"
+#include "ops/spgemm_reuse_rows.hpp"
 #include "ops/spgemm_reuse_warps.hpp"
 #include "plan/planner.hpp"
 #include "plan/spgemm_reuse.hpp"
@@ -80,7 +81,8 @@ void expect_compiles(const jit::KernelSpec& spec, const std::string& label) {
 TEST(SpgemmTemplates, EveryTemplateIsKnown) {
   const auto names = jit::template_names();
   for (const char* expected :
-       {"spgemm_hash_bin.cu", "spgemm_hash_rows.cu", "spgemm_dense_rows.cu", "spgemm_positions.cu", "spgemm_warp_positions.cu"})
+       {"spgemm_hash_bin.cu", "spgemm_hash_rows.cu", "spgemm_dense_rows.cu", "spgemm_positions.cu", "spgemm_warp_positions.cu",
+        "spgemm_row_sums.cu"})
     EXPECT_NE(std::find(names.begin(), names.end(), expected), names.end()) << expected;
 }
 
@@ -331,6 +333,17 @@ TEST(SpgemmTemplates, BitmapTcKernelsCompileForEveryPrecision) {
       }
     }
   }
+}
+
+// The numeric phase by rows (ops/spgemm_reuse_rows): every bin's kernel, f32 and f64, each with
+// its direct and hashed tables and the group syncs of its size.
+TEST(SpgemmTemplates, RowSumsCompileForEveryBin) {
+  for (DType dtype : {DType::F32, DType::F64})
+    for (const plan::RowSumsBin& bin : plan::plan_row_sums(dtype, plan::DeviceTarget{}).bins) {
+      const jit::KernelSpec spec = ops::row_sums_spec(dtype, bin);
+      expect_compiles(spec, std::string(to_string(dtype)) + " " + spec.kernel_name);
+      EXPECT_NE(jit::render(spec).find(bin.group_threads <= 32 ? "__syncwarp(mask)" : "__syncthreads()"), std::string::npos);
+    }
 }
 
 // The numeric phase's multiply pass (ops/spgemm_reuse_tiles) writes C's sums and not its

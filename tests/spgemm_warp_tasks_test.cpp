@@ -396,10 +396,11 @@ TEST(SpgemmWarpPlan, AWarpATaskIsTimedAgainstTheBlocksKernelWhereBothFit) {
   EXPECT_TRUE(plan::plan_spgemm_reuse(f, DType::F32, h100, {}, both).time_against_blocks);
 }
 
-TEST(SpgemmWarpPlan, WarpPositionsThatDoNotFitLeaveTheRecompute) {
+TEST(SpgemmWarpPlan, ForcedWarpPositionsThatDoNotFitLeaveTheRecompute) {
   const plan::DeviceTarget h100;
   const SpgemmFeatures f = test::spgemm_features_of(100'000'000, 1'000'000, 100'000);
-  const plan::SpgemmReusePlan limited = plan::plan_spgemm_reuse(f, DType::F32, h100, {}, int64_t(100) << 20);
+  // Forced (in auto, rows would be taken instead: spgemm_positions_test).
+  const plan::SpgemmReusePlan limited = plan::plan_spgemm_reuse(f, DType::F32, h100, {}, int64_t(100) << 20, PositionsKernel::Warps);
   EXPECT_FALSE(limited.by_positions);
   EXPECT_EQ(limited.why, "recompute: positions take at least " + std::to_string(limited.bytes + limited.build_bytes) +
                              " bytes, more than the memory limit of 104857600");

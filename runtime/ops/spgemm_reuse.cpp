@@ -10,6 +10,7 @@
 #include "ops/call_common.hpp"
 #include "ops/runtime_state.hpp"
 #include "ops/spgemm_reuse_entries.hpp"
+#include "ops/spgemm_reuse_rows.hpp"
 #include "ops/spgemm_reuse_tiles.hpp"
 #include "ops/spgemm_reuse_warps.hpp"
 #include "plan/spgemm_reuse.hpp"
@@ -37,7 +38,7 @@ namespace {
 
 // What a C keeps: the plan's verdict, and with positions their arrays and kernels (of the
 // blocks' kernel here, or the warps' in `warp`, the entries' in `entries`, the tiles' in
-// `tiles`), and the graph its calls replay (Options::replay_launches).
+// `tiles`, the rows' in `rows`), and the graph its calls replay (Options::replay_launches).
 template <class T>
 struct Positions {
   plan::SpgemmReusePlan plan;
@@ -46,6 +47,7 @@ struct Positions {
   std::shared_ptr<WarpPositions<T>> warp;
   std::shared_ptr<EntrySums<T>> entries;
   std::shared_ptr<TileSums<T>> tiles;
+  std::shared_ptr<RowSums<T>> rows;
   mutable cuda::LaunchGraph graph;
   unsigned narrow_tasks = 0, wide_tasks = 0, zero_ranges = 0;
   // The wide blocks' shared sums: the widest of their rows rounded up to 1024 entries (at most
@@ -142,7 +144,9 @@ void drop_blocks(Positions<T>& made) {
 // C's values by whichever kernel the C keeps.
 template <class T>
 void compute_kept(const Positions<T>& p, const variants::SpgemmOperands<T>& o, CUdeviceptr values) {
-  if (p.tiles) {
+  if (p.rows) {
+    compute_row_sums(*p.rows, o, values);
+  } else if (p.tiles) {
     compute_tile_sums(*p.tiles, o, values);
   } else if (p.warp) {
     compute_warp_positions(*p.warp, o, values);
@@ -244,6 +248,11 @@ bool recompute_by_positions(detail::RuntimeState& rt, const variants::SpgemmOper
       case PositionsKernel::Tiles:
         made->tiles = build_tile_sums(rt, o, c, features, made->why);
         made->usable = made->tiles != nullptr;
+        break;
+      case PositionsKernel::Rows:
+        made->rows = build_row_sums(rt, o, c, made->plan.rows, made->why);
+        made->usable = made->rows != nullptr;
+        made->why += made->plan.note;
         break;
       default:
         build(rt, o, c, features.products, *made);

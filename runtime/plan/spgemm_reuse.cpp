@@ -12,6 +12,7 @@ const char* to_string(PositionsKernel kernel) {
     case PositionsKernel::Warps: return "warps";
     case PositionsKernel::Blocks: return "blocks";
     case PositionsKernel::Tiles: return "tiles";
+    case PositionsKernel::Rows: return "rows";
     case PositionsKernel::Auto: break;
   }
   return "auto";
@@ -70,6 +71,15 @@ constexpr int64_t kBlocksBuildBytesPerEntry = 28, kBlocksBuildBytesPerRow = 68;
 // Tiles (variants/spgemm/bitmap_passes.hpp's layout): a tile product's key, pair, their sorted
 // copies, its tile of C's key, bitmap, run length and start, and that tile's 8 row starts.
 constexpr int64_t kTileBytesPerTileProduct = 88;
+// Rows: the bins of templates/spgemm_row_sums.cu. A row's key bounds its products by
+// kRowSlotProducts x limit, so a thread gets at most 8 products (the last two bins: 16, and
+// any number past the key): on the H200, rows of up to 64 products a thread (hash rows'
+// shapes) ran long chains of dependent loads, with too few rows to hide them, and a warp a
+// row of up to 1024 entries with plain adds was slower still
+// (bench/results/2026-12-03-h200-spgemm-numeric-rows). Groups past a warp are whole blocks.
+// The last bins only where their blocks' shared memory fits.
+constexpr RowSumsBin kRowBins[] = {{16, 8, 256},     {64, 32, 256},      {256, 128, 128},
+                                   {1024, 512, 512}, {4096, 1024, 1024}, {8192, 1024, 1024}};
 // CUB's temporary storage for those two builds' scans and the warps' sort of its tasks.
 constexpr int64_t kListBuildCubBytes = int64_t(1) << 20;
 
@@ -120,6 +130,20 @@ int64_t tile_sums_bytes(const SpgemmFeatures& f, DType dtype, int64_t& build) {
           4 * rows + kEntryBuildCubBytes;
   return kTileBytesPerTileProduct * f.tile_products + value_bytes * (f.a.nnz + f.b.nnz) + 8 * (f.a_tiles + 1) + 12 * rows;
 }
+
+int64_t row_sums_shared_bytes(const RowSumsBin& bin, DType dtype) {
+  const int64_t groups = bin.block_threads / bin.group_threads, slots = 2 * int64_t(bin.limit);
+  return int64_t(size_of(dtype)) * groups * (slots + bin.group_threads) + 4 * (groups * (slots + 2 * bin.group_threads) + 32);
+}
+
+RowSumsPlan plan_row_sums(DType dtype, const DeviceTarget& device) {
+  RowSumsPlan p;
+  for (const RowSumsBin& bin : kRowBins)
+    if (row_sums_shared_bytes(bin, dtype) <= device.shared_per_block_optin) p.bins.push_back(bin);
+  return p;
+}
+
+int64_t row_sums_bytes(int64_t rows) { return 4 * (rows + 1); }
 
 std::string positions_do_not_fit(int64_t bytes, std::optional<int64_t> free_bytes, std::optional<int64_t> limit) {
   return do_not_fit("", bytes, free_bytes, limit);
@@ -214,6 +238,15 @@ void plan_timing_against_tiles(SpgemmReusePlan& p, const SpgemmFeatures& f, DTyp
   if (p.time_against_tiles) p.build_bytes += tiles + tiles_build;
 }
 
+// Rows: their bins and row list.
+void plan_rows(SpgemmReusePlan& p, const SpgemmFeatures& f, DType dtype, const DeviceTarget& device) {
+  p.rows = plan_row_sums(dtype, device);
+  p.bytes = row_sums_bytes(f.a.rows);
+  p.build_bytes = 0;  // binned on the host
+  p.why = "rows: C's rows binned in tables of up to " + std::to_string(p.rows.bins.back().limit) + " entries, " +
+          std::to_string(p.bytes) + " bytes kept on C";
+}
+
 }  // namespace
 
 SpgemmReusePlan plan_spgemm_reuse(const SpgemmFeatures& f, DType dtype, const DeviceTarget& device,
@@ -235,11 +268,24 @@ SpgemmReusePlan plan_spgemm_reuse(const SpgemmFeatures& f, DType dtype, const De
   }
   if (p.kernel == PositionsKernel::Blocks) plan_blocks(p, f, value_bytes, device);
   if (p.kernel == PositionsKernel::Tiles) plan_tiles(p, f, dtype);
+  if (p.kernel == PositionsKernel::Rows) plan_rows(p, f, dtype, device);
   if (forced == PositionsKernel::Auto) plan_timing_against_tiles(p, f, dtype, device, free_bytes, limit);
   const char* taking = p.kernel == PositionsKernel::Warps ? "at least " : p.kernel == PositionsKernel::Blocks ? "up to " : "at most ";
   const std::string refused = do_not_fit(taking, peak_bytes(p), free_bytes, limit);
   p.by_positions = refused.empty();
   if (!p.by_positions) p.why = refused;
+  if (!p.by_positions && forced == PositionsKernel::Auto) {
+    // Where no positions fit, rows may: 4 bytes a row.
+    SpgemmReusePlan rows;
+    rows.kernel = PositionsKernel::Rows;
+    plan_rows(rows, f, dtype, device);
+    if (do_not_fit("", peak_bytes(rows), free_bytes, limit).empty()) {
+      rows.by_positions = true;
+      rows.note = " (" + refused.substr(std::string("recompute: ").size()) + ")";
+      rows.why += rows.note;
+      return rows;
+    }
+  }
   if (p.kernel == PositionsKernel::Tiles && device.sm < 80) {
     p.by_positions = false;
     p.why = "recompute: tiles need tensor cores with f64 and TF32 mma (sm_80 or later); the device is sm_" + std::to_string(device.sm);

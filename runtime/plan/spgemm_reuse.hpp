@@ -8,12 +8,15 @@
 // (templates/spgemm_positions.cu, 2 or 4 bytes) where entries do not fit the memory. Where tile
 // products are dense (kTimedTileDensity), the first call also builds the numeric phase by tiles
 // (bitmap_tc's tile products, ops/spgemm_reuse_tiles.hpp), times it against that kernel and keeps
-// the faster. Pure: the executor measures the memory and carries it out.
+// the faster. Where no positions fit the memory, the numeric phase by rows
+// (ops/spgemm_reuse_rows.hpp: no positions, the products gathered again each call, 4 bytes a
+// row kept). Pure: the executor measures the memory and carries it out.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "plan/planner.hpp"
 #include "sparsejit/options.hpp"
@@ -38,9 +41,33 @@ struct EntrySumsPlan {
   int64_t range_products = 0;  // products a warp range takes at most (longer entries cut into parts)
 };
 
+// The numeric phase by rows (templates/spgemm_row_sums.cu): Gustavson's product over C's own
+// columns, a group of threads a row with the row's table of sums in shared memory. A bin takes
+// the rows whose key max(nnz, ceil(products / kRowSlotProducts)) is at most its limit and above
+// the previous bin's; the last bin also takes rows past its key but not its limit in C
+// entries. Rows of more entries than the last limit do not fit any table.
+struct RowSumsBin {
+  int limit = 0;          // a row's C entries (and key) at most; its table has 2 x limit slots
+  int group_threads = 0;  // threads a row
+  int block_threads = 0;
+};
+struct RowSumsPlan {
+  std::vector<RowSumsBin> bins;  // ascending limits
+};
+// Products a table slot is given in a row's key: a row's work as well as its entries picks its
+// bin.
+constexpr int64_t kRowSlotProducts = 4;
+// Products a thread loads before adding them (their loads in flight at once).
+constexpr int kRowBatch = 4;
+// Dynamic shared memory of one block of a bin (the layout of templates/spgemm_row_sums.cu).
+int64_t row_sums_shared_bytes(const RowSumsBin& bin, DType dtype);
+// The bins whose blocks fit the device's shared memory for this value type.
+RowSumsPlan plan_row_sums(DType dtype, const DeviceTarget& device);
+
 struct SpgemmReusePlan {
-  bool by_positions = false;
+  bool by_positions = false;  // a kernel keeps what it needs on C (positions, tiles or rows): else the variant again
   std::string why;         // the reason, for the call's info
+  std::string note;        // added to the built kernel's description: why rows, where no positions fit
   // Which kernel (never Auto here): entries below kWarpTaskProducts (one launch, no atomics:
   // what small products, bound by latency and the launch, need), a warp a task from there (2
   // bytes a product where entries would take 8: the most products a second), blocks sharing a
@@ -55,6 +82,7 @@ struct SpgemmReusePlan {
   // both fit.
   bool time_against_tiles = false;
   EntrySumsPlan entries;
+  RowSumsPlan rows;        // the kernel by rows: forced, or where no positions fit (unless another is forced)
   WarpTaskPlan warp;
   int group_lanes = 32;    // lanes per entry of A: B's rows are this long on average, or longer
   int block_threads = 256;
@@ -86,6 +114,10 @@ constexpr int64_t kMaxWarpRegionEntries = 2048, kWarpStepProducts = 32;
 // the tiles won at 161 products a tile product (cyl6, 1.13-1.23x) and lost at 14-105 (0.25-0.65x),
 // so below this the build and the timing would be spent for nothing.
 constexpr double kTimedTileDensity = 128;
+
+// What the numeric phase by rows keeps on C, at most: a row list (4 bytes a row of A) and the
+// flag its first call checks.
+int64_t row_sums_bytes(int64_t rows);
 
 // What the numeric phase by tiles keeps on C (the steps' arrays: about 90 bytes a tile product,
 // the packed values, counts per tile of A and row of C) and, in `build`, what its first call

@@ -494,7 +494,7 @@ void check_row_panels(Runtime& rt, uint64_t seed) {
 // 200000 columns (about 66000 entries: added to C directly, 4-byte positions); then
 // keep_positions off (the plan's variant again). And on a band (about 1640 products a row over
 // 129 entries) under a memory limit that C and row_hash's workspace fit but 2 bytes a product
-// do not: the variant again. C poisoned and new values each round.
+// do not: rows. C poisoned and new values each round.
 template <class T>
 void check_numeric_rounds(Runtime& rt, const Csr<double>& a_pattern, const Csr<double>& b_pattern,
                           const std::function<Options(int64_t c_nnz)>& first, const std::vector<std::string>& expected, uint64_t seed) {
@@ -541,7 +541,7 @@ void check_numeric_paths(Runtime& rt, uint64_t seed) {
     Options o;
     o.memory_limit_bytes = c_nnz * 16;  // C's 8 to 12 bytes an entry and row_hash's workspace; positions need about 25
     return o;
-  }, {"recompute: positions take up to "}, seed);
+  }, {"rows: *(positions take up to "}, seed);
 }
 
 // The numeric phase by entries (formats/spgemm_entry_products.hpp), the plan's below 8 M
@@ -587,7 +587,7 @@ TEST_F(SpgemmGpu, TheNumericPhaseByEntriesF32) { check_entry_sums<float>(rt(), n
 
 TEST_F(SpgemmGpu, TheNumericPhaseByEntriesF64) { check_entry_sums<double>(rt(), next_seed()); }
 
-// Each positions kernel forced on one C (each kept on it beside the others), and each again
+// Each positions kernel (and rows) forced on one C (each kept on it beside the others), and each again
 // replayed as a graph (Options::replay_launches) with new values: all equal to the reference;
 // the replayed calls say they were, from the first.
 template <class T>
@@ -598,7 +598,8 @@ void check_forced_kernels_and_replay(Runtime& rt, uint64_t seed) {
   DeviceCsr<T> c = rt.spgemm(da, da);
   // Each kernel's description names it: its ranges, its tasks, its wide rows' tasks.
   const std::vector<std::pair<PositionsKernel, std::string>> kernels = {
-      {PositionsKernel::Entries, "warp ranges"}, {PositionsKernel::Warps, "a warp a task"}, {PositionsKernel::Blocks, "of wide rows"}};
+      {PositionsKernel::Entries, "warp ranges"}, {PositionsKernel::Warps, "a warp a task"}, {PositionsKernel::Blocks, "of wide rows"},
+      {PositionsKernel::Rows, "rows of C in tables"}};
   for (bool replay : {false, true})
     for (const auto& [kernel, named] : kernels)
       for (int round = 0; round < 2; ++round) {
@@ -610,7 +611,7 @@ void check_forced_kernels_and_replay(Runtime& rt, uint64_t seed) {
         o.positions_kernel = kernel;
         o.replay_launches = replay;
         const NumericCallInfo info = rt.spgemm_numeric(da, da, c, o);
-        EXPECT_EQ(info.numeric.rfind("positions: ", 0), 0u) << info.numeric;
+        EXPECT_EQ(info.numeric.rfind(kernel == PositionsKernel::Rows ? "rows: " : "positions: ", 0), 0u) << info.numeric;
         EXPECT_NE(info.numeric.find(named), std::string::npos) << info.numeric;
         EXPECT_EQ(info.launched_as_graph, replay);
         expect_same_product(c.download(), reference::spgemm(a, a));
@@ -711,6 +712,37 @@ void check_tile_sums(Runtime& rt, uint64_t seed) {
   ASSERT_GE(double(f.products), plan::kTimedTileDensity * double(f.tile_products));
   check_numeric_rounds<T>(rt, dense, dense, [](int64_t) { return Options{}; }, {"*timed on the first call: tiles "}, seed);
 }
+
+// The numeric phase by rows (ops/spgemm_reuse_rows.hpp), forced: a band (each row's columns
+// within its table: summed at their offsets); a power-law graph squared (rows in every bin, the
+// hubs' past every key but within the last table); rows without entries and empty columns; a
+// rectangular A·B whose rows span 60000 columns, one of them about 4600 entries (hashed, in
+// the small bins and the last). Then a row of about 66000 entries, past every table: declined,
+// the variant again. C poisoned and new values each round (the first pair's last round with
+// keep_positions off).
+template <class T>
+void check_row_sums(Runtime& rt, uint64_t seed) {
+  const auto rows = [](int64_t) {
+    Options o;
+    o.positions_kernel = PositionsKernel::Rows;
+    return o;
+  };
+  const std::string kept = "rows: *rows of C in tables";
+  const Csr<double> band = generate::banded(20000, 16, 24, seed);
+  check_numeric_rounds<T>(rt, band, band, rows, {kept, kept, "recompute: Options::keep_positions is off"}, seed);
+  const Csr<double> power = generate::chung_lu(8000, 80000, 2.2, seed);
+  check_numeric_rounds<T>(rt, power, power, rows, {kept}, seed);
+  const Csr<double> holes = empty_columns(test::empty_every(generate::from_spec("uniform:900:10", seed), 3), 4);
+  check_numeric_rounds<T>(rt, holes, holes, rows, {kept}, seed);
+  check_numeric_rounds<T>(rt, with_long_first_row(300, 2000, 6, 600, seed), generate::uniform(2000, 60000, 8, seed + 3), rows, {kept},
+                          seed);
+  check_numeric_rounds<T>(rt, with_long_first_row(300, 12000, 6, 10000, seed), generate::uniform(12000, 200000, 8, seed + 7), rows,
+                          {"recompute: 1 rows of C have more than 8192 entries"}, seed);
+}
+
+TEST_F(SpgemmGpu, TheNumericPhaseByRowsF32) { check_row_sums<float>(rt(), next_seed()); }
+
+TEST_F(SpgemmGpu, TheNumericPhaseByRowsF64) { check_row_sums<double>(rt(), next_seed()); }
 
 TEST_F(SpgemmGpu, TheNumericPhaseByTilesF32) { check_tile_sums<float>(rt(), next_seed()); }
 

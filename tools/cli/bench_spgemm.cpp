@@ -51,7 +51,8 @@ constexpr int64_t kMaxForcedEntriesProducts = 300'000'000;
 template <class Time, class Check>
 ordered_json forced_kernels(const Time& time_numeric, const Check& checked, const Options& options, int64_t products) {
   ordered_json kernels = ordered_json::object();
-  for (PositionsKernel kernel : {PositionsKernel::Entries, PositionsKernel::Warps, PositionsKernel::Blocks, PositionsKernel::Tiles}) {
+  for (PositionsKernel kernel :
+       {PositionsKernel::Entries, PositionsKernel::Warps, PositionsKernel::Blocks, PositionsKernel::Tiles, PositionsKernel::Rows}) {
     if (kernel == PositionsKernel::Entries && products > kMaxForcedEntriesProducts) {
       kernels[to_string(kernel)] = "skipped: more than " + std::to_string(kMaxForcedEntriesProducts) + " products";
       continue;

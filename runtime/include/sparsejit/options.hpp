@@ -32,15 +32,17 @@ inline const char* to_string(Reuse reuse) { return reuse == Reuse::Many ? "many"
 // below 8 M products; from there a warp a task, up to 200 M products timed against blocks on
 // the first call and the faster kept; blocks where entries do not fit the memory), and where a
 // tile product holds at least 128 products on average, tiles timed against it on the first call
-// and the faster kept. A forced kernel is never timed against another.
+// and the faster kept; rows where no positions fit the memory. A forced kernel is never timed
+// against another.
 enum class PositionsKernel {
   Auto,
   Entries,  // products listed under their C entries, summed in registers: 8 bytes a product kept
   Warps,    // a warp a task, sums in each warp's shared memory: 2 bytes a product
   Blocks,   // blocks sharing a task, atomic sums in shared memory: 2 or 4 bytes a product
   Tiles,    // bitmap_tc's tile products on tensor cores, C's tiles kept: about 90 bytes a tile product
+  Rows,     // no positions: each row's products gathered again, summed over C's columns in shared memory: 4 bytes a row
 };
-const char* to_string(PositionsKernel kernel);  // "auto", "entries", "warps", "blocks" or "tiles"
+const char* to_string(PositionsKernel kernel);  // "auto", "entries", "warps", "blocks", "tiles" or "rows"
 
 struct Options {
   // "" or "auto": the planner chooses. Otherwise the name of a variant of the op
@@ -110,7 +112,8 @@ struct Options {
   // C's handle (2 bytes a product, 4 where a row of C passes 65536 entries, plus 4 per entry of
   // A), so that later calls only gather, multiply and add. false: every call runs spgemm's plan
   // again (no memory kept beyond C). Positions are also left out where they pass
-  // memory_limit_bytes or half the free device memory.
+  // memory_limit_bytes or half the free device memory: then rows (PositionsKernel::Rows, 4
+  // bytes a row) are kept where they fit, unless a kernel is forced.
   bool keep_positions = true;
   // spgemm_numeric only: which kernel computes by positions (see PositionsKernel); a forced
   // one is kept on C beside the others, so a C can be timed with each.
