@@ -260,6 +260,33 @@ TEST(SpgemmEntryPlan, EntriesBelowEightMillionProductsWhereTheyFit) {
             PositionsKernel::Warps);
 }
 
+TEST(SpgemmEntryPlan, EntriesFromTwoMillionProductsAreTimedAgainstAWarpATask) {
+  const plan::DeviceTarget h100;
+  const SpgemmFeatures f = test::spgemm_features_of(5'000'000, 43'250, 6'833);
+  const plan::SpgemmReusePlan p = plan::plan_spgemm_reuse(f, DType::F64, h100, {}, {});
+  EXPECT_EQ(p.kernel, PositionsKernel::Entries);  // the plan's kernel and reason stay the entries'
+  EXPECT_TRUE(p.time_against_warps);
+  EXPECT_EQ(p.why.rfind("positions: entries, ", 0), 0u) << p.why;
+  const plan::SpgemmReusePlan warps = plan::plan_spgemm_reuse(f, DType::F64, h100, {}, {}, PositionsKernel::Warps);
+  EXPECT_EQ(p.warp.task_products, warps.warp.task_products);
+  EXPECT_EQ(p.warp.region_entries, warps.warp.region_entries);
+  const plan::SpgemmReusePlan entries = plan::plan_spgemm_reuse(f, DType::F64, h100, {}, {}, PositionsKernel::Entries);
+  EXPECT_FALSE(entries.time_against_warps);  // forced: never timed
+  EXPECT_EQ(p.bytes, entries.bytes);
+  // The builds one after the other: the larger scratch beside both kept lists.
+  EXPECT_EQ(p.build_bytes, std::max(entries.build_bytes, warps.build_bytes));
+  const int64_t both = p.bytes + warps.bytes + p.build_bytes;
+  EXPECT_TRUE(plan::plan_spgemm_reuse(f, DType::F64, h100, {}, both).time_against_warps);
+  const plan::SpgemmReusePlan tight = plan::plan_spgemm_reuse(f, DType::F64, h100, {}, both - 1);
+  EXPECT_EQ(tight.kernel, PositionsKernel::Entries);
+  EXPECT_FALSE(tight.time_against_warps);
+  // Below kTimedEntriesProducts: entries alone.
+  EXPECT_FALSE(plan::plan_spgemm_reuse(test::spgemm_features_of(plan::kTimedEntriesProducts - 1, 43'250, 6'833), DType::F64, h100, {}, {})
+                   .time_against_warps);
+  EXPECT_TRUE(plan::plan_spgemm_reuse(test::spgemm_features_of(plan::kTimedEntriesProducts, 43'250, 6'833), DType::F32, h100, {}, {})
+                  .time_against_warps);
+}
+
 TEST(SpgemmEntryPlan, PositionsKernelsAreNamed) {
   EXPECT_STREQ(to_string(PositionsKernel::Auto), "auto");
   EXPECT_STREQ(to_string(PositionsKernel::Entries), "entries");

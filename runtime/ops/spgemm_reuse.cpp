@@ -190,31 +190,55 @@ void keep_the_faster(detail::RuntimeState& rt, const variants::SpgemmOperands<T>
   made.why = warps_why + timed;
 }
 
-// Tiles built beside the kernel the C keeps (usable), both timed, the slower dropped; where the
-// tiles cannot be built, the kept kernel stands and the reason is added to its description.
+// A candidate kernel built beside the one the C keeps (usable): both timed; where the
+// candidate is faster, the kept kernels are dropped and `keep` installs it.
 template <class T>
-void keep_tiles_if_faster(detail::RuntimeState& rt, const variants::SpgemmOperands<T>& o, const DeviceCsr<T>& c,
-                          const SpgemmFeatures& features, Positions<T>& made) {
-  std::string tiles_why;
-  std::shared_ptr<TileSums<T>> tiles = build_tile_sums(rt, o, c, features, tiles_why);
-  if (!tiles) {
-    made.why += "; tiles not kept (" + tiles_why + ")";
-    return;
-  }
+void keep_if_faster(detail::RuntimeState& rt, const variants::SpgemmOperands<T>& o, const DeviceCsr<T>& c, Positions<T>& made,
+                    const std::string& name, const std::string& candidate_why, const std::function<void(CUdeviceptr)>& candidate,
+                    const std::function<void()>& keep) {
   const CUdeviceptr values = c.values().ptr();
   const double kept_us = timed_us(rt, o.stream, [&] { compute_kept(made, o, values); });
-  const double tiles_us = timed_us(rt, o.stream, [&] { compute_tile_sums(*tiles, o, values); });
-  const std::string timed = "; timed on the first call: tiles " + std::to_string(int64_t(tiles_us + 0.5)) + " µs, the other " +
-                            std::to_string(int64_t(kept_us + 0.5)) + " µs";
-  if (kept_us <= tiles_us) {
+  const double candidate_us = timed_us(rt, o.stream, [&] { candidate(values); });
+  const std::string timed = "; timed on the first call: " + name + " " + std::to_string(int64_t(candidate_us + 0.5)) +
+                            " µs, the other " + std::to_string(int64_t(kept_us + 0.5)) + " µs";
+  if (kept_us <= candidate_us) {
     made.why += timed;
     return;
   }
   made.warp.reset();
   made.entries.reset();
   drop_blocks(made);
-  made.tiles = std::move(tiles);
-  made.why = tiles_why + timed;
+  keep();
+  made.why = candidate_why + timed;
+}
+
+// Tiles built beside the kernel the C keeps and kept if faster; where they cannot be built, the
+// kept kernel stands and the reason is added to its description.
+template <class T>
+void keep_tiles_if_faster(detail::RuntimeState& rt, const variants::SpgemmOperands<T>& o, const DeviceCsr<T>& c,
+                          const SpgemmFeatures& features, Positions<T>& made) {
+  std::string why;
+  std::shared_ptr<TileSums<T>> tiles = build_tile_sums(rt, o, c, features, why);
+  if (!tiles) {
+    made.why += "; tiles not kept (" + why + ")";
+    return;
+  }
+  keep_if_faster(rt, o, c, made, "tiles", why, [&](CUdeviceptr values) { compute_tile_sums(*tiles, o, values); },
+                 [&] { made.tiles = std::move(tiles); });
+}
+
+// The same for a warp a task beside entries.
+template <class T>
+void keep_warps_if_faster(detail::RuntimeState& rt, const variants::SpgemmOperands<T>& o, const DeviceCsr<T>& c, int64_t products,
+                          std::optional<int64_t> memory_limit, Positions<T>& made) {
+  std::string why;
+  std::shared_ptr<WarpPositions<T>> warp = build_warp_positions(rt, o, c, made.plan.warp, products, memory_limit, why);
+  if (!warp) {
+    made.why += "; a warp a task not kept (" + why + ")";
+    return;
+  }
+  keep_if_faster(rt, o, c, made, "a warp a task", why, [&](CUdeviceptr values) { compute_warp_positions(*warp, o, values); },
+                 [&] { made.warp = std::move(warp); });
 }
 
 }  // namespace
@@ -244,6 +268,7 @@ bool recompute_by_positions(detail::RuntimeState& rt, const variants::SpgemmOper
       case PositionsKernel::Entries:
         made->entries = build_entry_sums(rt, o, c, made->plan.entries, features.products, made->why);
         made->usable = made->entries != nullptr;
+        if (made->usable && made->plan.time_against_warps) keep_warps_if_faster(rt, o, c, features.products, memory_limit, *made);
         break;
       case PositionsKernel::Tiles:
         made->tiles = build_tile_sums(rt, o, c, features, made->why);

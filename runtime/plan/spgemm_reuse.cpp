@@ -220,6 +220,20 @@ void plan_timing_against_blocks(SpgemmReusePlan& p, const SpgemmFeatures& f, int
   p.why = warps_why;
 }
 
+// A warp a task beside entries, for the first call to time both where both fit (the plan's
+// bytes and reason stay the entries').
+void plan_timing_against_warps(SpgemmReusePlan& p, const SpgemmFeatures& f, DType dtype, const DeviceTarget& device,
+                               std::optional<int64_t> free_bytes, std::optional<int64_t> limit) {
+  if (f.products < kTimedEntriesProducts) return;
+  SpgemmReusePlan warps = p;
+  plan_warps(warps, f, dtype, device);
+  const int64_t build = std::max(p.build_bytes, warps.build_bytes);  // one build after the other
+  p.time_against_warps = do_not_fit("", p.bytes + warps.bytes + build, free_bytes, limit).empty();
+  if (!p.time_against_warps) return;
+  p.warp = warps.warp;
+  p.build_bytes = build;
+}
+
 // Tiles: bitmap_tc's pattern steps kept, its packing and multiply passes each call.
 void plan_tiles(SpgemmReusePlan& p, const SpgemmFeatures& f, DType dtype) {
   p.bytes = tile_sums_bytes(f, dtype, p.build_bytes);
@@ -260,6 +274,7 @@ SpgemmReusePlan plan_spgemm_reuse(const SpgemmFeatures& f, DType dtype, const De
     plan_entries(p, f, dtype, device);
     // Where entries' 8 bytes a product do not fit, the blocks' 2 or 4 may (unless forced).
     if (forced == PositionsKernel::Auto && !do_not_fit("", peak_bytes(p), free_bytes, limit).empty()) p.kernel = PositionsKernel::Blocks;
+    else if (forced == PositionsKernel::Auto) plan_timing_against_warps(p, f, dtype, device, free_bytes, limit);
   }
   if (p.kernel == PositionsKernel::Warps) {
     plan_warps(p, f, dtype, device);

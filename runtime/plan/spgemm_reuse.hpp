@@ -77,6 +77,11 @@ struct SpgemmReusePlan {
   // fits beside it: the first call builds both, times each and keeps the faster (the warps'
   // adds need no atomics, but on some patterns the blocks' still win: cyl6, 0.82x, H200).
   bool time_against_blocks = false;
+  // Entries chosen by the plan from kTimedEntriesProducts, where a warp a task fits beside
+  // them: the first call builds both, times each and keeps the faster (in f64 the warps won
+  // 1.3-1.6x on meshes and a graph of 4.5-5.1 M products and lost 1.5x on rajat01's 5.4 M,
+  // whose products rarely share an entry).
+  bool time_against_warps = false;
   // Tiles built beside that kernel on the first call, both timed and the faster kept (never
   // with a forced kernel): where a tile product holds kTimedTileDensity products or more and
   // both fit.
@@ -103,6 +108,10 @@ constexpr int64_t kWarpTaskProducts = 8'000'000;
 // the two kernels' positions take more than 800 MB together, and on the matrices measured above
 // 100 M products the warps won every time (bench/results/2026-12-02-h200-spgemm-entries).
 constexpr int64_t kTimedPositionsProducts = 200'000'000;
+// The products from which entries are timed against a warp a task on the first call: below,
+// entries won on every input measured (H200, f32 and f64, up to 2.7 M products:
+// bench/results/2026-12-03-h200-spgemm-entries-or-warps).
+constexpr int64_t kTimedEntriesProducts = 2'000'000;
 // The warp kernel's layout as the plan sizes it (formats/spgemm_warp_tasks.hpp holds the same,
 // checked where both are seen, ops/spgemm_reuse_warps.cpp): a task's sums at most (its places
 // take 11 bits of a position), products a step.

@@ -495,6 +495,15 @@ void check_row_panels(Runtime& rt, uint64_t seed) {
 // keep_positions off (the plan's variant again). And on a band (about 1640 products a row over
 // 129 entries) under a memory limit that C and row_hash's workspace fit but 2 bytes a product
 // do not: rows. C poisoned and new values each round.
+// The first call's options of check_numeric_rounds, forcing a kernel.
+std::function<Options(int64_t)> forcing(PositionsKernel kernel) {
+  return [kernel](int64_t) {
+    Options o;
+    o.positions_kernel = kernel;
+    return o;
+  };
+}
+
 template <class T>
 void check_numeric_rounds(Runtime& rt, const Csr<double>& a_pattern, const Csr<double>& b_pattern,
                           const std::function<Options(int64_t c_nnz)>& first, const std::vector<std::string>& expected, uint64_t seed) {
@@ -525,11 +534,7 @@ void check_numeric_rounds(Runtime& rt, const Csr<double>& a_pattern, const Csr<d
 
 template <class T>
 void check_numeric_paths(Runtime& rt, uint64_t seed) {
-  const auto plain = [](int64_t) {
-    Options o;
-    o.positions_kernel = PositionsKernel::Blocks;  // the plan's own below 8 M products is entries
-    return o;
-  };
+  const auto plain = forcing(PositionsKernel::Blocks);  // the plan's own below 8 M products is entries
   check_numeric_rounds<T>(rt, with_long_first_row(300, 2000, 6, 1500, seed), generate::uniform(2000, 500, 8, seed + 5), plain,
                           {"positions: 2 bytes", "positions: 2 bytes", "recompute: Options::keep_positions is off"}, seed);
   check_numeric_rounds<T>(rt, with_long_first_row(300, 2000, 6, 1500, seed), generate::uniform(2000, 20000, 8, seed + 6), plain,
@@ -547,7 +552,8 @@ void check_numeric_paths(Runtime& rt, uint64_t seed) {
 // The numeric phase by entries (formats/spgemm_entry_products.hpp), the plan's below 8 M
 // products: rows of 48 products beside a row of 12000 products on 500 columns (entries of
 // about 24 products, several ranges' worth), one of 80000 over 200000 columns (about 66000
-// entries of about one product); a power-law graph squared; 2000 rows whose 450 products land
+// entries of about one product); a power-law graph squared (timed against a warp a task, and
+// forced); 2000 rows whose 450 products land
 // on 8 entries (entries spanning steps), and 20 rows whose 4500 do (every entry cut into
 // parts, forced: their dense tiles would time the tiles too); then keep_positions off. Then the
 // first pair under a memory limit that the blocks' 2 bytes a product fit and the entries' 8 do
@@ -555,19 +561,20 @@ void check_numeric_paths(Runtime& rt, uint64_t seed) {
 template <class T>
 void check_entry_sums(Runtime& rt, uint64_t seed) {
   const auto plain = [](int64_t) { return Options{}; };
-  const auto forced = [](int64_t) {
-    Options o;
-    o.positions_kernel = PositionsKernel::Entries;
-    return o;
-  };
+  const auto forced = forcing(PositionsKernel::Entries);
   const std::string entries = "positions: entries, 8 bytes a product";
   check_numeric_rounds<T>(rt, with_long_first_row(300, 2000, 6, 1500, seed), generate::uniform(2000, 500, 8, seed + 5), plain,
                           {entries, entries, "recompute: Options::keep_positions is off"}, seed);
   check_numeric_rounds<T>(rt, with_long_first_row(300, 12000, 6, 10000, seed), generate::uniform(12000, 200000, 8, seed + 7),
                           plain, {entries}, seed);
   const Csr<double> power = generate::chung_lu(30000, 150000, 2.8, seed);  // about 3 M products
-  ASSERT_LT(spgemm_features(power.pattern(), power.pattern()).products, plan::kWarpTaskProducts);
-  check_numeric_rounds<T>(rt, power, power, plain, {entries}, seed);
+  const int64_t power_products = spgemm_features(power.pattern(), power.pattern()).products;
+  ASSERT_LT(power_products, plan::kWarpTaskProducts);
+  ASSERT_GE(power_products, plan::kTimedEntriesProducts);
+  // Timed against a warp a task on the first call, the faster kept (the second round reuses it).
+  const std::string timed = "positions: *; timed on the first call: a warp a task ";
+  check_numeric_rounds<T>(rt, power, power, plain, {timed, timed, "recompute: Options::keep_positions is off"}, seed);
+  check_numeric_rounds<T>(rt, power, power, forced, {entries}, seed);
   const auto [hot_a, hot_b] = test::hot_entries(2000, 300);  // about 56 products an entry: two steps each
   check_numeric_rounds<T>(rt, hot_a, hot_b, forced, {entries}, seed);
   const auto [hub_a, hub_b] = test::hot_entries(20, 3000);  // about 560 an entry, ranges of 64: every entry in parts
@@ -635,11 +642,7 @@ TEST_F(SpgemmGpu, TheNumericPhaseByPositionsAndWithoutF64) { check_numeric_paths
 // keep_positions off. C poisoned and new values each round.
 template <class T>
 void check_warp_tasks(Runtime& rt, uint64_t seed) {
-  const auto plain = [](int64_t) {
-    Options o;
-    o.positions_kernel = PositionsKernel::Warps;  // the plan's own would also time the blocks' kernel
-    return o;
-  };
+  const auto plain = forcing(PositionsKernel::Warps);  // the plan's own would also time the blocks' kernel
   const std::string warps = "positions: 2 bytes a product, a warp a task";
   const Csr<double> long_a = with_long_first_row(40000, 40000, 16, 20000, seed);
   const Csr<double> wide_b = generate::uniform(40000, 60000, 16, seed + 5);
@@ -681,11 +684,7 @@ void check_timed_positions(Runtime& rt, uint64_t seed) {
 // and keeps the faster. C poisoned and new values each round.
 template <class T>
 void check_tile_sums(Runtime& rt, uint64_t seed) {
-  const auto tiles = [](int64_t) {
-    Options o;
-    o.positions_kernel = PositionsKernel::Tiles;
-    return o;
-  };
+  const auto tiles = forcing(PositionsKernel::Tiles);
   const Csr<double> blocks = generate::from_spec("blockdiag:1001:12:2", seed);
   check_numeric_rounds<T>(rt, blocks, blocks, tiles, {"tiles: ", "tiles: ", "recompute: Options::keep_positions is off"}, seed);
   const Csr<double> rect_a = generate::from_spec("blockdiag:700:16:3", seed), rect_b = generate::uniform(700, 450, 6, seed + 3);
@@ -722,11 +721,7 @@ void check_tile_sums(Runtime& rt, uint64_t seed) {
 // keep_positions off).
 template <class T>
 void check_row_sums(Runtime& rt, uint64_t seed) {
-  const auto rows = [](int64_t) {
-    Options o;
-    o.positions_kernel = PositionsKernel::Rows;
-    return o;
-  };
+  const auto rows = forcing(PositionsKernel::Rows);
   const std::string kept = "rows: *rows of C in tables";
   const Csr<double> band = generate::banded(20000, 16, 24, seed);
   check_numeric_rounds<T>(rt, band, band, rows, {kept, kept, "recompute: Options::keep_positions is off"}, seed);

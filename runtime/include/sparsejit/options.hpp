@@ -29,8 +29,9 @@ enum class Reuse {
 inline const char* to_string(Reuse reuse) { return reuse == Reuse::Many ? "many" : "once"; }
 
 // spgemm_numeric's kernel by positions (Options::positions_kernel). Auto: the plan's (entries
-// below 8 M products; from there a warp a task, up to 200 M products timed against blocks on
-// the first call and the faster kept; blocks where entries do not fit the memory), and where a
+// below 8 M products, from 2 M timed against a warp a task on the first call and the faster
+// kept; from 8 M a warp a task, up to 200 M products timed against blocks on the first call and
+// the faster kept; blocks where entries do not fit the memory), and where a
 // tile product holds at least 128 products on average, tiles timed against it on the first call
 // and the faster kept; rows where no positions fit the memory. A forced kernel is never timed
 // against another.
