@@ -120,8 +120,8 @@ std::optional<std::string> neighbours_problem(const nlohmann::json& section) {
   return std::nullopt;
 }
 
-std::map<std::string, double> neighbour_factors(const nlohmann::json& model, const nlohmann::json& features) {
-  std::map<std::string, double> factors;
+std::map<std::string, NeighbourCorrection> neighbour_factors(const nlohmann::json& model, const nlohmann::json& features) {
+  std::map<std::string, NeighbourCorrection> factors;
   if (!model.contains("neighbours")) return factors;
   const nlohmann::json& section = model["neighbours"];
   const std::vector<double> scale = numbers(section["scale"]);  // read once, not once a point
@@ -149,15 +149,15 @@ std::map<std::string, double> neighbour_factors(const nlohmann::json& model, con
       regret += w * near[i].log_regret;
       weights += w;
     }
-    factors[variant] = std::exp((ratio + regret_weight * regret) / weights);
+    factors[variant] = {std::exp((ratio + regret_weight * regret) / weights), std::exp(regret_weight * regret / weights)};
   }
   return factors;
 }
 
 double neighbour_factor(const nlohmann::json& model, const std::string& variant, const nlohmann::json& features) {
-  const std::map<std::string, double> factors = neighbour_factors(model, features);
+  const std::map<std::string, NeighbourCorrection> factors = neighbour_factors(model, features);
   const auto it = factors.find(variant);
-  return it == factors.end() ? 1.0 : it->second;
+  return it == factors.end() ? 1.0 : it->second.factor;
 }
 
 }  // namespace sparsejit::models

@@ -45,11 +45,20 @@ inline constexpr double kFeatureFloor = 1e-6;
 // What is wrong with a "neighbours" section, or nullopt (model_check reads it).
 std::optional<std::string> neighbours_problem(const nlohmann::json& section);
 
-// The factor of every variant some point timed, at `features` (a Decision's features), in one
-// pass over the points (a planner prices all its candidates at once); empty when the model has
-// no "neighbours" section. The section must be valid (neighbours_problem); a feature it names
-// that `features` lacks is an InvalidInputError.
-std::map<std::string, double> neighbour_factors(const nlohmann::json& model, const nlohmann::json& features);
+// A variant's correction at a pattern: the factor its formula's price is multiplied by, and
+// the part of that factor that is the regret term (1 where the section has none or it does not
+// apply). The regret term breaks near ties against variants that lost clearly nearby; it is not
+// an estimate of the time, so a margin that says "no need to time" divides it out.
+struct NeighbourCorrection {
+  double factor = 1;
+  double regret = 1;
+};
+
+// The correction of every variant some point timed, at `features` (a Decision's features), in
+// one pass over the points (a planner prices all its candidates at once); empty when the model
+// has no "neighbours" section. The section must be valid (neighbours_problem); a feature it
+// names that `features` lacks is an InvalidInputError.
+std::map<std::string, NeighbourCorrection> neighbour_factors(const nlohmann::json& model, const nlohmann::json& features);
 // One variant's factor: 1 when the model has no section or no point timed the variant.
 double neighbour_factor(const nlohmann::json& model, const std::string& variant, const nlohmann::json& features);
 

@@ -71,12 +71,19 @@ TEST(NeighbourCorrection, ARegretWeightAddsTheNeighboursRegret) {
   const nlohmann::json at_origin = {{"rows", 1.0}, {"k", 1.0}, {"value_bytes", 4}};
   EXPECT_NEAR(models::neighbour_factor(model_with(s), "csr_vector", at_origin), std::pow(4.0, 2.0 / 3.0) * std::cbrt(1.5), 1e-12);
   EXPECT_NEAR(models::neighbour_factor(model_with(s), "dense", at_origin), std::exp(0.5 + 0.5 * 0.2), 1e-12);
+  // The regret's own part of each factor, which the skip margin divides out.
+  const auto corrections = models::neighbour_factors(model_with(s), at_origin);
+  EXPECT_NEAR(corrections.at("csr_vector").regret, std::cbrt(1.5), 1e-12);
+  EXPECT_NEAR(corrections.at("dense").regret, std::exp(0.5 * 0.2), 1e-12);
+  EXPECT_NEAR(corrections.at("csr_vector").factor / corrections.at("csr_vector").regret, std::pow(4.0, 2.0 / 3.0), 1e-12);
   const nlohmann::json f64_at_origin = {{"rows", 1.0}, {"k", 1.0}, {"value_bytes", 8}};
   EXPECT_NEAR(models::neighbour_factor(model_with(s), "csr_vector", f64_at_origin), std::pow(4.0, 2.0 / 3.0), 1e-12);
   EXPECT_NEAR(models::neighbour_factor(model_with(s), "csr_vector", {{"rows", 1.0}, {"k", 1.0}}), std::pow(4.0, 2.0 / 3.0), 1e-12);
+  EXPECT_EQ(models::neighbour_factors(model_with(s), f64_at_origin).at("csr_vector").regret, 1.0);
   // Weight 0: the regrets are read and change nothing.
   s["regret_weight"] = 0.0;
   EXPECT_NEAR(models::neighbour_factor(model_with(s), "csr_vector", at_origin), std::pow(4.0, 2.0 / 3.0), 1e-12);
+  EXPECT_EQ(models::neighbour_factors(model_with(s), at_origin).at("csr_vector").regret, 1.0);
 }
 
 TEST(NeighbourCorrection, MalformedRegretsAreRefusedByName) {

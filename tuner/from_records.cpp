@@ -56,7 +56,7 @@ Measurement to_measurement(const cache::TuningRecord& r, const std::string& case
 // The model's neighbour correction of every variant at a case's features, in one pass for all
 // of the case's settings (they share the pattern and K); nullopt when the features lack one the
 // correction reads, so that none of the case is priced.
-std::optional<std::map<std::string, double>> case_corrections(const nlohmann::json& model, const nlohmann::json& features) {
+std::optional<std::map<std::string, models::NeighbourCorrection>> case_corrections(const nlohmann::json& model, const nlohmann::json& features) {
   try {
     return models::neighbour_factors(model, features);
   } catch (const Error&) {
@@ -66,13 +66,13 @@ std::optional<std::map<std::string, double>> case_corrections(const nlohmann::js
 
 // The model's price of a measurement from its stored terms, as the planner prices it (times its
 // variant's neighbour correction); nullopt when it cannot be priced.
-std::optional<double> price(const nlohmann::json& model, const std::optional<std::map<std::string, double>>& corrections,
+std::optional<double> price(const nlohmann::json& model, const std::optional<std::map<std::string, models::NeighbourCorrection>>& corrections,
                             const Measurement& m) {
   const nlohmann::json& cost = model.value("cost", nlohmann::json::object());
   if (m.terms.empty() || !cost.contains(m.variant) || !corrections) return std::nullopt;
   const auto correction = corrections->find(m.variant);
   try {
-    return models::linear_cost(cost.at(m.variant), m.terms) * (correction == corrections->end() ? 1.0 : correction->second);
+    return models::linear_cost(cost.at(m.variant), m.terms) * (correction == corrections->end() ? 1.0 : correction->second.factor);
   } catch (const Error&) {
     return std::nullopt;  // a term the coefficients need is missing from the record
   }

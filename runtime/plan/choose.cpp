@@ -59,14 +59,18 @@ namespace {
 
 // The model's formula for the candidate's terms, times its variant's neighbour correction
 // (models::neighbour_factors at the decision's features; none listed: 1).
-void price(Candidate& c, const nlohmann::json& costs, const std::map<std::string, double>& corrections, const CostTerms& cost_terms) {
+void price(Candidate& c, const nlohmann::json& costs, const std::map<std::string, models::NeighbourCorrection>& corrections,
+           const CostTerms& cost_terms) {
   c.terms = cost_terms(c.variant, c.params);
   if (!costs.contains(c.variant)) {
     c.predicted_ms = std::numeric_limits<double>::infinity();
     return;
   }
   const auto correction = corrections.find(c.variant);
-  c.correction = correction == corrections.end() ? 1.0 : correction->second;
+  const models::NeighbourCorrection none;
+  const models::NeighbourCorrection& found = correction == corrections.end() ? none : correction->second;
+  c.correction = found.factor;
+  c.regret = found.regret;
   c.predicted_ms = models::linear_cost(costs.at(c.variant), c.terms) * c.correction;
 }
 
@@ -89,7 +93,7 @@ void choose(Decision& decision, const std::vector<VariantSpec>& variants, const 
   decision.model_version = model.value("version", "");
   if (model.contains("measure_skip_margin")) decision.model_skip_margin = model["measure_skip_margin"].get<double>();
   const nlohmann::json& costs = model.at("cost");
-  const std::map<std::string, double> corrections = models::neighbour_factors(model, decision.features);
+  const std::map<std::string, models::NeighbourCorrection> corrections = models::neighbour_factors(model, decision.features);
   double best = std::numeric_limits<double>::infinity();
   const VariantSpec* chosen = nullptr;
   for (const auto& v : variants) {

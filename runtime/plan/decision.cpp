@@ -64,7 +64,7 @@ nlohmann::json to_json(const Decision& d) {
                         {"measured_ms", c.measured_ms >= 0 ? nlohmann::json(c.measured_ms) : nlohmann::json(nullptr)}};
     if (!c.rejected_because.empty()) j["rejected_because"] = c.rejected_because;
     else j["terms"] = c.terms;
-    if (priced) j["correction"] = c.correction;
+    if (priced) j["correction"] = c.correction, j["regret"] = c.regret;
     candidates.push_back(j);
   }
   nlohmann::json steps = nlohmann::json::array();
@@ -86,7 +86,9 @@ namespace {
 std::string correction_note(const Candidate& c) {
   if (c.correction == 1) return "";
   std::ostringstream note;
-  note << std::setprecision(3) << " (the formula's price x " << c.correction << " from timed neighbours)";
+  note << std::setprecision(3) << " (the formula's price x " << c.correction << " from timed neighbours";
+  if (c.regret != 1) note << ", x " << c.regret << " of it their regret";
+  note << ")";
   return note.str();
 }
 

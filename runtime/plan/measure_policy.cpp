@@ -12,6 +12,9 @@ namespace sparsejit::plan {
 
 namespace {
 
+// A candidate's price without the neighbours' regret term: the model's estimate of its time.
+double estimated_ms(const Candidate& c) { return c.predicted_ms / c.regret; }
+
 // The choice's predicted time, when the model priced it with a positive finite cost.
 std::optional<double> priced_choice_ms(const Decision& decision) {
   const Candidate* chosen = chosen_candidate(decision);
@@ -31,14 +34,14 @@ constexpr int kLeastCallsASetting = 2 + kMinMeasureCalls;
 }  // namespace
 
 std::optional<double> model_margin(const Decision& decision) {
-  const std::optional<double> chosen_ms = priced_choice_ms(decision);
-  if (!chosen_ms) return std::nullopt;
+  if (!priced_choice_ms(decision)) return std::nullopt;
+  const double chosen_ms = estimated_ms(*chosen_candidate(decision));
   double runner_up = std::numeric_limits<double>::infinity();
   for (const Candidate& c : decision.candidates)
     if (c.variant != decision.variant && c.rejected_because.empty() && std::isfinite(c.predicted_ms))
-      runner_up = std::min(runner_up, c.predicted_ms);
+      runner_up = std::min(runner_up, estimated_ms(c));
   if (!std::isfinite(runner_up)) return std::nullopt;
-  return runner_up / *chosen_ms;
+  return runner_up / chosen_ms;
 }
 
 double skip_threshold(const Decision& decision, const Options& options) {

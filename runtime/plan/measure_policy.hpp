@@ -15,7 +15,11 @@
 namespace sparsejit::plan {
 
 // The model's margin: the cheapest predicted cost among the eligible candidates other than the
-// choice's variant, over the choice's predicted cost (> 1: the model sees nothing close).
+// choice's variant, over the choice's predicted cost (> 1: the model sees nothing close), both
+// without the neighbours' regret term (Candidate::regret). The regret term only breaks near ties
+// in the choice; counted in the margin it made near ties look clear: SpMM v12 left Cornell5 at
+// K = 128 untimed at a margin of 1.37 over cuSPARSE, whose price it had raised by its regret,
+// and ran 0.95x cuSPARSE's time (bench/results/2026-12-04-h200-spmm-margin-without-regret/).
 // nullopt when the choice or no other candidate is priced with a finite cost.
 std::optional<double> model_margin(const Decision& decision);
 
@@ -23,10 +27,11 @@ std::optional<double> model_margin(const Decision& decision);
 inline constexpr double kDefaultSkipMargin = 1.5;
 
 // The margin from which the model's choice stands untimed: Options::measure_skip_margin when
-// set, else the model's own (Decision::model_skip_margin: SpMM v12's 1.3, where its choices
-// under cross-validation by matrix over the H200's 329 patterns, fold seeds 1-5, were within
-// 10% of the fastest in 99.5% of 2431 cases, worst 1.19x; bench/results/2026-12-01-h200-spmm-model-v12/),
-// else kDefaultSkipMargin.
+// set, else the model's own (Decision::model_skip_margin: SpMM v12's 1.3. Under cross-validation
+// by matrix over the H200's 329 patterns, fold seeds 1-5, the margin without the regret term was
+// at least 1.3 in 1603 of 4935 cases, every choice there within 10% of the fastest, worst 1.033x;
+// with it, 2431 cases and worst 1.19x: bench/results/2026-12-01-h200-spmm-model-v12/skip_margins.txt,
+// beta 0.0 and 0.5), else kDefaultSkipMargin.
 double skip_threshold(const Decision& decision, const Options& options);
 
 // Whether timing the shortlist is skipped because the margin is at least `threshold`

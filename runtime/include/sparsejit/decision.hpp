@@ -64,6 +64,9 @@ struct Candidate {
   // The model's neighbour correction in predicted_ms (the formula's price times it): 1 when the
   // model has none or no timed pattern near this one ran the variant.
   double correction = 1;
+  // The part of `correction` that is the neighbours' regret term (1 without one): a tie-breaker
+  // in the choice, divided out where the margin decides whether to time (plan::model_margin).
+  double regret = 1;
 };
 
 // One setting measured selection timed, in the order it timed them: what the setting cost.
