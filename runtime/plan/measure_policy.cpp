@@ -15,10 +15,17 @@ namespace {
 // A candidate's price without the neighbours' regret term: the model's estimate of its time.
 double estimated_ms(const Candidate& c) { return c.predicted_ms / c.regret; }
 
-// The choice's predicted time, when the model priced it with a positive finite cost.
-std::optional<double> priced_choice_ms(const Decision& decision) {
+// The choice's candidate, when the model priced it with a positive finite cost; else nullptr.
+const Candidate* priced_choice(const Decision& decision) {
   const Candidate* chosen = chosen_candidate(decision);
-  if (chosen == nullptr || !(chosen->predicted_ms > 0) || !std::isfinite(chosen->predicted_ms)) return std::nullopt;
+  if (chosen == nullptr || !(chosen->predicted_ms > 0) || !std::isfinite(chosen->predicted_ms)) return nullptr;
+  return chosen;
+}
+
+// The choice's predicted time, when the model priced it (priced_choice).
+std::optional<double> priced_choice_ms(const Decision& decision) {
+  const Candidate* chosen = priced_choice(decision);
+  if (chosen == nullptr) return std::nullopt;
   return chosen->predicted_ms;
 }
 
@@ -34,8 +41,9 @@ constexpr int kLeastCallsASetting = 2 + kMinMeasureCalls;
 }  // namespace
 
 std::optional<double> model_margin(const Decision& decision) {
-  if (!priced_choice_ms(decision)) return std::nullopt;
-  const double chosen_ms = estimated_ms(*chosen_candidate(decision));
+  const Candidate* chosen = priced_choice(decision);
+  if (chosen == nullptr) return std::nullopt;
+  const double chosen_ms = estimated_ms(*chosen);
   double runner_up = std::numeric_limits<double>::infinity();
   for (const Candidate& c : decision.candidates)
     if (c.variant != decision.variant && c.rejected_because.empty() && std::isfinite(c.predicted_ms))
