@@ -149,6 +149,28 @@ TEST(Templates, SpmmVariantsCompileForSm80AndSm90) {
   for (const auto& v : spmm_variants()) expect_compiles(v);
 }
 
+// spmm_dense_mma.cu (the dense variant's tensor-core GEMM): the shape the planner runs and
+// others, 16-byte and single-value copies, one to four stages, for sm_80 and sm_90; the TF32
+// instruction, the fragment reads and the split parts' atomics are in the source.
+TEST(Templates, SpmmDenseMmaCompilesForSm80AndSm90) {
+  const auto params = [](int width, int ti, int tj, int wr, int wc, int slice, int stages) {
+    return nlohmann::json{{"vec_width", width}, {"tile_rows", ti}, {"tile_cols", tj}, {"slice", slice},
+                          {"stages", stages}, {"warp_rows", wr}, {"warp_cols", wc},
+                          {"block_size", 32 * (ti / wr) * (tj / wc)}, {"min_blocks", 2}, {"fp16", false}, {"bf16", false}};
+  };
+  int n = 0;
+  for (int width : {1, 4})
+    for (const auto& [ti, tj, wr, wc, slice, stages] : std::vector<std::array<int, 6>>{
+             {64, 32, 32, 16, 32, 3}, {64, 64, 32, 32, 16, 4}, {32, 64, 16, 32, 32, 1}, {128, 128, 64, 32, 32, 2}})
+      expect_compiles({"dense_mma width=" + std::to_string(width) + " tile=" + std::to_string(ti) + "x" + std::to_string(tj),
+                       KernelSpec{"spmm_dense_mma.cu", "spmm_dense_mma_" + std::to_string(n++),
+                                  params(width, ti, tj, wr, wc, slice, stages), {}}});
+  const std::string source = render({"spmm_dense_mma.cu", "k", params(4, 64, 32, 32, 16, 32, 3), {}});
+  EXPECT_NE(source.find("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"), std::string::npos);
+  EXPECT_NE(source.find("ldmatrix.sync.aligned.m8n8.x4.shared.b16"), std::string::npos);
+  EXPECT_NE(source.find("atomicAdd(out"), std::string::npos);
+}
+
 TEST(Templates, SddmmVariantsCompileForSm80AndSm90) {
   for (const auto& v : sddmm_variants()) expect_compiles(v);
 }

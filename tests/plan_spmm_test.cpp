@@ -103,6 +103,66 @@ plan::DeviceTarget h200() {
   return t;
 }
 
+// The dense variant's GEMM: the tensor-core kernel for f32 A·B on sm_80 and later (up to
+// 65535 row tiles), with the
+// inner dimension split until C's 64 x 32 tiles fill two blocks per SM (each part at least 128
+// long, at most 16 parts); cuBLAS for f64, for Aᵀ·B and before sm_80. 16-byte copies only
+// where K and A's column count allow them. Forced settings are checked by name.
+TEST(PlanSpmm, DenseRunsTheTensorCoreGemmForF32AAndSplitsItsInnerDimension) {
+  const Features layer = inspect(generate::uniform(256, 2304, 1152, 3).pattern());
+  const auto dense_params = [&](const Features& f, const plan::SpmmProblem& problem, const plan::DeviceTarget& device) {
+    return candidate(plan::plan_spmm(f, problem, device, {}), "dense").params;
+  };
+  // 4 x 16 tiles at K = 512: 64, 128, 256 blocks with 1, 2, 4 parts, still under 264; 8 parts.
+  nlohmann::json p = dense_params(layer, {512, DType::F32, false}, h200());
+  EXPECT_EQ(p.at("gemm"), "mma");
+  EXPECT_EQ(p.at("splits"), 8);
+  EXPECT_EQ(p.at("vec_width"), 4);
+  // 4 x 1 tiles at K = 32: 16 parts would leave 144 each; 16 is the cap.
+  EXPECT_EQ(dense_params(layer, {32, DType::F32, false}, h200()).at("splits"), 16);
+  // A tall layer fills the device whole; a short inner dimension keeps parts of 128 or more
+  // (300: two parts of 150, not four of 75).
+  const Features tall = inspect(generate::uniform(8192, 512, 256, 3).pattern());
+  EXPECT_EQ(dense_params(tall, {512, DType::F32, false}, h200()).at("splits"), 1);
+  const Features short_rows = inspect(generate::uniform(64, 300, 150, 3).pattern());
+  EXPECT_EQ(dense_params(short_rows, {32, DType::F32, false}, h200()).at("splits"), 2);
+  EXPECT_EQ(dense_params(layer, {33, DType::F32, false}, h200()).at("vec_width"), 1);
+  EXPECT_EQ(dense_params(inspect(generate::uniform(256, 2303, 1152, 3).pattern()), {512, DType::F32, false}, h200()).at("vec_width"), 1);
+  EXPECT_EQ(dense_params(layer, {512, DType::F64, false}, h200()).at("gemm"), "cublas");
+  EXPECT_EQ(dense_params(layer, {512, DType::F32, true}, h200()).at("gemm"), "cublas");
+  // Past 65535 row tiles of 64 (the launch's gridDim.y), cuBLAS.
+  const Features tallest = inspect(generate::uniform(65535 * 64 + 1, 8, 1, 3).pattern());
+  EXPECT_EQ(dense_params(tallest, {32, DType::F32, false}, h200()).at("gemm"), "cublas");
+  EXPECT_EQ(dense_params(inspect(generate::uniform(65535 * 64, 8, 1, 3).pattern()), {32, DType::F32, false}, h200()).at("gemm"), "mma");
+  plan::DeviceTarget turing = h200();
+  turing.sm = 75;
+  EXPECT_EQ(dense_params(layer, {512, DType::F32, false}, turing).at("gemm"), "cublas");
+  // The search space: cuBLAS and the kernel at 1 to 16 parts.
+  std::vector<int> splits;
+  int cublas = 0;
+  for (const auto& [variant, params] : plan::spmm_search_space(layer, {512, DType::F32, false}, h200())) {
+    if (variant != "dense") continue;
+    if (params.at("gemm") == "cublas") ++cublas;
+    else splits.push_back(params.at("splits").get<int>());
+  }
+  EXPECT_EQ(cublas, 1);
+  EXPECT_EQ(splits, (std::vector<int>{1, 2, 4, 8, 16}));
+  // Forced settings.
+  Options o;
+  o.variant = "dense";
+  o.params = {{"gemm", "fast"}};
+  EXPECT_THROW(plan::plan_spmm(layer, {512, DType::F32, false}, h200(), o), InvalidInputError);
+  o.params = {{"gemm", "mma"}, {"splits", 0}};
+  EXPECT_THROW(plan::plan_spmm(layer, {512, DType::F32, false}, h200(), o), InvalidInputError);
+  o.params = {{"gemm", "mma"}};
+  EXPECT_THROW(plan::plan_spmm(layer, {512, DType::F64, false}, h200(), o), UnsupportedError);
+  EXPECT_THROW(plan::plan_spmm(layer, {512, DType::F32, true}, h200(), o), UnsupportedError);
+  o.params = {{"gemm", "mma"}, {"vec_width", 4}};
+  EXPECT_THROW(plan::plan_spmm(layer, {33, DType::F32, false}, h200(), o), InvalidInputError);
+  o.params = {{"gemm", "cublas"}};
+  EXPECT_EQ(plan::plan_spmm(layer, {512, DType::F64, false}, h200(), o).params.at("gemm"), "cublas");
+}
+
 TEST(PlanRs, ClusteredMatrixPricesTheSplitFromItsStatistics) {
   const Planned p = planned(generate::clustered(32768, 32768, 48, 0.9, 64, 3));
   const Decision d = plan::plan_spmm(p.features, {128, DType::F32, false, 128, 128}, h200(), {}, p.split);
