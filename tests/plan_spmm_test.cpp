@@ -1,5 +1,6 @@
 // The SpMM planner over its registered variants (runtime/variants/spmm/): the dense GEMM's
-// terms and refusal, the RS-SpMM split's parameters and prices, csr_merge's ranges, csr_rowsplit's
+// terms, refusal and choice of GEMM (tensor cores or cuBLAS, the inner dimension's splits), the
+// RS-SpMM split's parameters and prices, csr_merge's ranges, csr_rowsplit's
 // waves, forced choices and search spaces (CPU only).
 #include <gtest/gtest.h>
 
