@@ -131,7 +131,8 @@ class Dense final : public SpmmVariantOf<Dense> {
     const plan::SpmmProblem& p = in.problem;
     const Features& f = in.features;
     const bool mma = mma_serves(p, in.device) && mma_fits_grid(f.basic.rows);
-    const int vec = vector_width(p) > 1 && f.basic.cols % 4 == 0 ? vector_width(p) : 1;
+    const int widest = vector_width(p);
+    const int vec = widest > 1 && f.basic.cols % widest == 0 ? widest : 1;
     return {{"gemm", mma ? "mma" : "cublas"},
             {"splits", mma ? mma_splits(f.basic.rows, f.basic.cols, p.k, in.device.multiprocessors) : 1},
             {"vec_width", mma ? vec : 1}};
@@ -217,12 +218,13 @@ class Dense final : public SpmmVariantOf<Dense> {
     const int per = mma_inner_per_split(p.a.cols(), d.params.at("splits").get<int>());
     const unsigned parts = unsigned((p.a.cols() + per - 1) / per);
     const ops::LoadedKernel loaded = load(p.rt, d, mma_spec(d.params));
-    loaded.kernel.set_max_dynamic_shared(int(mma_shared_bytes()));
+    const unsigned shared_bytes = mma_shared_bytes();
+    loaded.kernel.set_max_dynamic_shared(int(shared_bytes));
     Launch launch{loaded.kernel,
                   {unsigned((p.problem.k + kMmaTileCols - 1) / kMmaTileCols), unsigned((p.a.rows() + kMmaTileRows - 1) / kMmaTileRows),
                    std::max(1u, parts)},
                   {unsigned(kMmaThreads), 1, 1},
-                  mma_shared_bytes()};
+                  shared_bytes};
     return std::make_unique<DenseMmaExecution>(std::move(copy), std::move(launch), per);
   }
 };
