@@ -69,6 +69,26 @@ TEST(PlanSpmm, TransposeRejectsRowwarp) {
   EXPECT_THROW(plan::plan_spmm(small_features(), {32, DType::F32, true}, {}, forced), UnsupportedError);
 }
 
+// csr_merge's A·B kernel forms B's row addresses with 32-bit multiplies, so it refuses a row
+// stride of 2^32 bytes or more (2^30 floats, 2^29 doubles), names it, and is not chosen; a
+// stride just under stays open, and Aᵀ·B (a kernel without the limit) stays open at any stride.
+TEST(PlanSpmm, MergeRejectsARowStrideOfFourGibibytes) {
+  const int64_t floats = int64_t(1) << 30;
+  for (auto [dtype, limit] : {std::pair{DType::F32, floats}, std::pair{DType::F64, floats / 2}}) {
+    const Decision far = plan::plan_spmm(small_features(), {32, dtype, false, limit, 32}, {}, {});
+    EXPECT_NE(candidate(far, "csr_merge").rejected_because.find("B's row stride of 4294967296 bytes"), std::string::npos)
+        << candidate(far, "csr_merge").rejected_because;
+    EXPECT_NE(far.variant, "csr_merge");
+    Options forced;
+    forced.variant = "csr_merge";
+    EXPECT_THROW(plan::plan_spmm(small_features(), {32, dtype, false, limit, 32}, {}, forced), UnsupportedError);
+    EXPECT_TRUE(candidate(plan::plan_spmm(small_features(), {32, dtype, false, limit - 32, 32}, {}, {}), "csr_merge")
+                    .rejected_because.empty());
+    EXPECT_TRUE(candidate(plan::plan_spmm(small_features(), {32, dtype, true, limit, 32}, {}, {}), "csr_merge")
+                    .rejected_because.empty());
+  }
+}
+
 // ---------------------------------------------------------------------------------------
 // The RS-SpMM candidates (csr_vector, rs) and their parameters.
 

@@ -111,6 +111,16 @@ class CsrMerge final : public SpmmVariantOf<CsrMerge> {
  public:
   CsrMerge() : SpmmVariantOf("csr_merge", 50, "nonzero-balanced: a lane group per range of nonzeros, boundary rows added atomically") {}
 
+  // A·B's kernel forms a B row's address as a 32-bit multiply-add, so B's row stride in bytes
+  // must be below 2^32 (a stride of 2^30 floats; Aᵀ·B's kernel has no such limit).
+  std::string rejected(const SpmmPlanInputs& in) const override {
+    std::string reason = SpmmVariant::rejected(in);
+    const int64_t stride_bytes = ld_or_k(in.problem.ldb, in.problem.k) * int64_t(value_bytes(in.problem));
+    if (reason.empty() && !in.problem.transpose_a && stride_bytes >= (int64_t(1) << 32))
+      reason = "B's row stride of " + std::to_string(stride_bytes) + " bytes is 2^32 or more";
+    return reason;
+  }
+
   // nnz_per_group: the cheapest of kRanges by the cost formulas.
   nlohmann::json defaults(const SpmmPlanInputs& in, std::vector<DecisionStep>&) const override {
     std::vector<nlohmann::json> sets;
