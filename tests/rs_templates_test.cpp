@@ -149,6 +149,9 @@ void compile_merge(DType dtype) {
         if (!transpose) {
           EXPECT_EQ(specs[1].template_name, "spmm_clear_rows.cu");
           expect_compiles(specs[1], std::string(to_string(dtype)) + " csr_merge clear rows vec=" + std::to_string(vec_width));
+          // Groups narrower than a warp shuffle the rows with the loads; a warp's after them.
+          const std::string mode = std::string("kRowsWithLoads = ") + (s.lanes < 32 ? "1;" : "0;");
+          EXPECT_NE(jit::render(specs[0]).find(mode), std::string::npos) << "lanes=" << s.lanes;
         }
         expect_compiles(specs[0], std::string(to_string(dtype)) + (transpose ? " Aᵀ·B" : " A·B") + " csr_merge vec=" +
                                       std::to_string(vec_width) + " lanes=" + std::to_string(s.lanes) + " cf=" + std::to_string(s.cf) +

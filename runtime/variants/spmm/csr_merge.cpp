@@ -43,10 +43,17 @@ int merge_slice(const nlohmann::json& params) {
 // Threads of a block of the clearing kernel.
 constexpr int kClearThreads = 256;
 
+// A·B's groups narrower than a warp shuffle each entry's row while its B row loads: on 14 graphs
+// and meshes of the H200, 8.6% faster with 8 lanes (K = 32) and 7% with 16 (K = 64), but up to 3%
+// slower with 32, where a whole batch's one shuffle after the loads wins
+// (bench/results/2026-12-04-h200-spmm-merge-rows).
+bool rows_with_loads(const nlohmann::json& params) { return params.at("lanes").get<int>() < 32; }
+
 jit::KernelSpec merge_spec(const nlohmann::json& params, DType dtype, bool transpose) {
   nlohmann::json p = vector_types(params, dtype);
   for (const char* key : {"lanes", "cf", "nnz_per_group", "unroll", "block_threads"}) p[key] = params.at(key).get<int>();
   if (transpose) return {"spmm_csr_merge_t.cu", "sj_spmm_csr_merge_t", p, {}};
+  p["rows_with_loads"] = rows_with_loads(params) ? 1 : 0;
   return {"spmm_csr_merge.cu", "sj_spmm_csr_merge", p, {}};
 }
 
