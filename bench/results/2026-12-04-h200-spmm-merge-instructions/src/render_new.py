@@ -1,11 +1,13 @@
-import re, subprocess
-T = '/work/main/templates/'
+import os, re, subprocess
+# Run from the repository's root (the checkout's own templates, and HEAD's through git).
+ROOT = os.getcwd()
+T = os.path.join(ROOT, 'templates') + '/'
 def render_src(s, params):
     s = re.sub(r'\{\{!.*?\}\}\n?', '', s, flags=re.S)
     s = re.sub(r'\{\{>(\S+?)\}\}', lambda m: render_src(open(T + m.group(1) + '.mustache').read(), params), s)
     return re.sub(r'\{\{(\w+)\}\}', lambda m: str(params[m.group(1)]), s)
-old_merge = subprocess.run(['git', '-C', '/work/main', 'show', 'HEAD:templates/spmm_csr_merge.cu.mustache'], capture_output=True, text=True).stdout
-old_ops = subprocess.run(['git', '-C', '/work/main', 'show', 'HEAD:templates/spmm_vec_ops.cuh.mustache'], capture_output=True, text=True).stdout
+old_merge = subprocess.run(['git', '-C', ROOT, 'show', 'HEAD:templates/spmm_csr_merge.cu.mustache'], capture_output=True, text=True).stdout
+old_ops = subprocess.run(['git', '-C', ROOT, 'show', 'HEAD:templates/spmm_vec_ops.cuh.mustache'], capture_output=True, text=True).stdout
 new_merge = open(T + 'spmm_csr_merge.cu.mustache').read()
 out = []
 configs = [(npg, lanes, cf, unroll) for npg in (32, 64, 128) for (lanes, cf) in ((32, 1), (16, 2), (8, 4)) for unroll in (4,)] + [(64, 32, 1, 8), (128, 32, 1, 8)]
