@@ -288,12 +288,13 @@ TEST(BenchReport, SpgemmCheckFailuresAreFlagged) {
 }
 
 // The numeric phase with the pattern reused: speedups 2x and 8x -> geomean 4.00x, min 2.00x
-// (m1); a record whose cuSPARSE reuse failed (null speedup) is left out.
+// (m1), and likewise the replayed and the device-time ratios; a record whose cuSPARSE reuse
+// failed (null speedup) is left out.
 TEST(BenchReport, SpgemmNumericPhaseSummary) {
   std::vector<ordered_json> records = {spgemm_record("m1", 1.0, 2.0, 1.0), spgemm_record("m2", 1.0, 2.0, 1.0),
                                        spgemm_record("m3", 1.0, 2.0, 1.0)};
-  records[0]["numeric"] = {{"ms", 0.5}, {"vendor_ms", 1.0}, {"speedup", 2.0}, {"replay_speedup", 2.5}};
-  records[1]["numeric"] = {{"ms", 0.5}, {"vendor_ms", 4.0}, {"speedup", 8.0}, {"replay_speedup", 10.0}};
+  records[0]["numeric"] = {{"ms", 0.5}, {"vendor_ms", 1.0}, {"speedup", 2.0}, {"replay_speedup", 2.5}, {"graph_speedup", 1.5}};
+  records[1]["numeric"] = {{"ms", 0.5}, {"vendor_ms", 4.0}, {"speedup", 8.0}, {"replay_speedup", 10.0}, {"graph_speedup", 6.0}};
   records[2]["numeric"] = {{"ms", 0.5}, {"vendor_ms", nullptr}, {"vendor_failed", "no"}, {"speedup", nullptr}};
   std::ostringstream out;
   print_report(out, records);
@@ -304,12 +305,19 @@ TEST(BenchReport, SpgemmNumericPhaseSummary) {
   EXPECT_NE(out.str().find("spgemm numeric phase replayed as a graph (Options::replay_launches): geomean 5.00x, min 2.50x (m1)\n"),
             std::string::npos)
       << out.str();
-  // Records without replayed times (older ones) print no such line.
-  records[0]["numeric"].erase("replay_speedup");
-  records[1]["numeric"].erase("replay_speedup");
+  EXPECT_NE(out.str().find("spgemm numeric phase, device time (both sides' calls replayed from a captured graph): geomean 3.00x, "
+                           "min 1.50x (m1)\n"),
+            std::string::npos)
+      << out.str();
+  // Records without replayed times (older ones) print no such lines.
+  for (int i = 0; i < 2; ++i) {
+    records[i]["numeric"].erase("replay_speedup");
+    records[i]["numeric"].erase("graph_speedup");
+  }
   std::ostringstream older;
   print_report(older, records);
   EXPECT_EQ(older.str().find("replayed as a graph"), std::string::npos) << older.str();
+  EXPECT_EQ(older.str().find("device time"), std::string::npos) << older.str();
 }
 
 }  // namespace

@@ -258,6 +258,18 @@ void print_spgemm_memory(std::ostream& out, const std::vector<ordered_json>& rec
       << cell(median(ratios), "%.2fx") << ", most " << cell(most.value, "%.2fx") << " (" << most.matrix << ")\n";
 }
 
+// One line of the numeric phase's ratios named `field` ("numeric"."replay_speedup", ...): their
+// geomean and the lowest; nothing where no record has the field (older records).
+void print_numeric_ratio(std::ostream& out, const std::vector<ordered_json>& records, const char* field, const char* label) {
+  std::vector<Named> ratios;
+  for (const ordered_json& r : records)
+    if (const auto s = nested_number(r, "numeric", field)) ratios.push_back({*s, r["matrix"].get<std::string>()});
+  if (ratios.empty()) return;
+  const Named& slowest = *std::min_element(ratios.begin(), ratios.end(), by_value);
+  out << label << ": geomean " << cell(geomean(ratios), "%.2fx") << ", min " << cell(slowest.value, "%.2fx") << " ("
+      << slowest.matrix << ")\n";
+}
+
 void print_spgemm_report(std::ostream& out, const std::vector<ordered_json>& records) {
   char line[256];
   std::snprintf(line, sizeof line, "%-28s %10s %12s %12s %9s %-10s %8s %9s %7s %6s\n", "matrix", "nnz", "products", "nnz(C)",
@@ -308,14 +320,8 @@ void print_spgemm_report(std::ostream& out, const std::vector<ordered_json>& rec
         << ", speedup over cusparseSpGEMMreuse_compute geomean " << cell(geomean(numeric), "%.2fx") << ", min "
         << cell(slowest.value, "%.2fx") << " (" << slowest.matrix << ")\n";
   }
-  std::vector<Named> replayed;
-  for (const ordered_json& r : records)
-    if (const auto s = nested_number(r, "numeric", "replay_speedup")) replayed.push_back({*s, r["matrix"].get<std::string>()});
-  if (!replayed.empty()) {
-    const Named& slowest = *std::min_element(replayed.begin(), replayed.end(), by_value);
-    out << "spgemm numeric phase replayed as a graph (Options::replay_launches): geomean " << cell(geomean(replayed), "%.2fx")
-        << ", min " << cell(slowest.value, "%.2fx") << " (" << slowest.matrix << ")\n";
-  }
+  print_numeric_ratio(out, records, "replay_speedup", "spgemm numeric phase replayed as a graph (Options::replay_launches)");
+  print_numeric_ratio(out, records, "graph_speedup", "spgemm numeric phase, device time (both sides' calls replayed from a captured graph)");
   print_spgemm_memory(out, records);
 }
 

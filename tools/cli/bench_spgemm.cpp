@@ -6,7 +6,8 @@
 // (what a caller waits for), the median of --repeat after --warmup and one untimed first run.
 // GFLOP/s counts 2 flops per product (2·NNZ(Ĉ)). The record's "numeric" times the numeric phase
 // alone with the pattern reused (spgemm_numeric against cusparseSpGEMMreuse_compute; see
-// measure_numeric); "peak_bytes" of auto and the vendor is one whole call's peak device memory
+// measure_numeric), which does not synchronize and so is also timed on the graph clock;
+// "peak_bytes" of auto and the vendor is one whole call's peak device memory
 // (SpgemmTimer::peak_bytes, cli/spgemm_timer.hpp).
 #include <chrono>
 #include <cmath>
@@ -46,6 +47,21 @@ ordered_json check_against(const Csr<T>& got, const Csr<T>& want) {
 // many products the list's build would outlast the rest of the record.
 constexpr int64_t kMaxForcedEntriesProducts = 300'000'000;
 
+// cuSPARSE's reuse compute on the graph clock: vendor_graph_ms and graph_speedup (against the
+// record's graph_ms), or vendor_graph_failed with the reason where its call cannot be captured.
+template <class Time>
+void time_vendor_replayed(ordered_json& numeric, const Time& vendor_graph_ms) {
+  try {
+    const double vendor_ms = vendor_graph_ms();
+    numeric["vendor_graph_ms"] = vendor_ms;
+    numeric["graph_speedup"] = spgemm_ratio(vendor_ms, numeric["graph_ms"].get<double>());
+  } catch (const Error& e) {
+    numeric["vendor_graph_ms"] = nullptr;
+    numeric["vendor_graph_failed"] = e.what();
+    numeric["graph_speedup"] = nullptr;
+  }
+}
+
 // --variants all: each positions kernel forced (Options::positions_kernel), {ms, check} by
 // name, or why it was not timed.
 template <class Time, class Check>
@@ -73,7 +89,10 @@ ordered_json forced_kernels(const Time& time_numeric, const Check& checked, cons
 // plan's variant again), vendor_ms, vendor_setup_ms (cuSPARSE's work estimation, nnz and copy
 // phases, wall-clock), speedup, host_us (the host's time of one call: 20 calls issued back to
 // back, without synchronizing, over 20), replay_ms, replay_host_us and replay_speedup (the same
-// with Options::replay_launches: the call one graph launch), and with --variants all
+// with Options::replay_launches: the call one graph launch), graph_ms, vendor_graph_ms and
+// graph_speedup (the device's time alone: both sides' calls captured into a CUDA graph and its
+// replays timed, as the SpMM and SDDMM records are, so that neither side's launches wait on the
+// host; vendor_graph_failed where cuSPARSE's call cannot be captured), and with --variants all
 // "kernels" (forced_kernels)} (vendor_failed when cuSPARSE could not set up its
 // pattern), and with `want` (--check) C's values after the timed calls against it.
 template <class T>
@@ -86,10 +105,13 @@ ordered_json measure_numeric(Runtime& rt, const DeviceCsr<T>& a, int64_t product
   const double setup_ms = synchronized_ms(rt.context(), [&] { first = rt.spgemm_numeric(a, a, c, options); });
   tuner::TimingOptions timing = config.timing;
   timing.clock = tuner::Clock::Events;
-  const auto time_numeric = [&](const Options& o) {
-    return tuner::time_on_stream(rt.context(), stream.handle(), 1, timing, [&](int, CUstream) { rt.spgemm_numeric(a, a, c, o); })
+  tuner::TimingOptions graph_timing = config.timing;
+  graph_timing.clock = tuner::Clock::Graph;
+  const auto time_numeric = [&](const Options& o, const tuner::TimingOptions& clock) {
+    return tuner::time_on_stream(rt.context(), stream.handle(), 1, clock, [&](int, CUstream) { rt.spgemm_numeric(a, a, c, o); })
         .median_ms;
   };
+  const auto time_events = [&](const Options& o) { return time_numeric(o, timing); };
   const auto host_us = [&](const Options& o) {
     constexpr int kIssued = 20;
     stream.synchronize();
@@ -102,17 +124,18 @@ ordered_json measure_numeric(Runtime& rt, const DeviceCsr<T>& a, int64_t product
     stream.synchronize();
     return check_against(c.download(), *want);
   };
-  const double ours = time_numeric(options);
+  const double ours = time_events(options);
   ordered_json numeric = {{"ms", ours}, {"path", first.numeric}, {"setup_ms", setup_ms}, {"host_us", host_us(options)}};
   const std::optional<ordered_json> auto_check = checked();
   Options replayed = options;
   replayed.replay_launches = true;
-  numeric["replay_ms"] = time_numeric(replayed);
+  numeric["replay_ms"] = time_events(replayed);
   numeric["replay_host_us"] = host_us(replayed);
-  if (config.all_variants) numeric["kernels"] = forced_kernels(time_numeric, checked, options, products);
+  numeric["graph_ms"] = time_numeric(options, graph_timing);
+  if (config.all_variants) numeric["kernels"] = forced_kernels(time_events, checked, options, products);
   Options recompute = options;
   recompute.keep_positions = false;
-  numeric["recompute_ms"] = time_numeric(recompute);
+  numeric["recompute_ms"] = time_events(recompute);
   try {
     const vendor::CusparseHandle handle(rt.context());
     std::optional<vendor::CusparseSpgemmReuse<T>> reuse;
@@ -123,6 +146,10 @@ ordered_json measure_numeric(Runtime& rt, const DeviceCsr<T>& a, int64_t product
     numeric["vendor_ms"] = vendor_ms;
     numeric["speedup"] = spgemm_ratio(vendor_ms, ours);
     numeric["replay_speedup"] = spgemm_ratio(vendor_ms, numeric["replay_ms"].get<double>());
+    time_vendor_replayed(numeric, [&] {
+      return tuner::time_on_stream(rt.context(), stream.handle(), 1, graph_timing, [&](int, CUstream s) { reuse->compute(s); })
+          .median_ms;
+    });
   } catch (const CudaError& e) {
     numeric["vendor_ms"] = nullptr;
     numeric["vendor_failed"] = e.what();
