@@ -2,8 +2,9 @@
 
     python -m sparsejit.plot RESULTS.jsonl... [--peak-gflops G] [--bandwidth-gbs B]
 
-reads JSON lines of `sparsejit bench` (ours automatic, each variant, cuSPARSE's best algorithm;
-the runtime's own cuSPARSE-backed variant, forced, is named "cusparse variant") or of
+reads JSON lines of `sparsejit bench` (--op spmm, sddmm or spgemm: ours automatic, each
+variant, cuSPARSE's best; the runtime's own cuSPARSE-backed variant, forced, is named
+"cusparse variant") or of
 python/benchmarks/python_bench.py (sparsejit, PyTorch) and writes, beside the first file:
   NAME-profile.png   performance profile: for each implementation, the share of problems it
                      runs within a factor x of the fastest (Dolan and Moré, 2002);
@@ -55,18 +56,21 @@ def profile(records, factors):
 
 
 def _ours_and_baseline(record):
+    """(ours ms, the baseline's ms or None where it did not run: a cuSPARSE SpGEMM that failed)."""
     times = times_of(record)
     ours = next(times[n] for n in _OURS if n in times)
-    baseline = next(times[n] for n in _BASELINES if n in times)
+    baseline = next((times[n] for n in _BASELINES if n in times), None)
     return ours, baseline
 
 
 def speedups(records):
-    """{(op, k): [(nnz, baseline ms / ours ms)]}."""
+    """{(op, k): [(nnz, baseline ms / ours ms)]} of the lines with a baseline time; k is None for
+    SpGEMM's lines (C = A·A has no K)."""
     series = {}
     for r in records:
         ours, baseline = _ours_and_baseline(r)
-        series.setdefault((r["op"], r["k"]), []).append((r["nnz"], baseline / ours))
+        if baseline is not None:
+            series.setdefault((r["op"], r.get("k")), []).append((r["nnz"], baseline / ours))
     return series
 
 
@@ -105,16 +109,21 @@ def _spans_decades(values):
 
 
 def roofline_point(record):
-    """(flops per byte, GFLOP/s) of ours on one problem."""
+    """(flops per byte, GFLOP/s) of ours on one problem. SpGEMM's C = A·A: 2 flops a product
+    (NNZ(Ĉ)) over A read once and C written once, each as CSR."""
     value = 8 if record.get("dtype") in ("f64", "float64") else 4
-    nnz, k, rows, cols = record["nnz"], record["k"], record["rows"], record["cols"]
+    nnz, rows, cols = record["nnz"], record["rows"], record["cols"]
     sparse = nnz * (4 + value) + (rows + 1) * 4
+    ours, _ = _ours_and_baseline(record)
+    if record["op"] == "spgemm":
+        flops = 2 * record["products"]
+        return flops / (sparse + record["nnz_c"] * (4 + value) + (rows + 1) * 4), flops / ours / 1e6
+    k = record["k"]
     if record["op"] == "spmm":
         inner, outer = (rows, cols) if record.get("transpose") else (cols, rows)
         dense = (inner + outer) * k * value
     else:  # sddmm: both dense operands read, nnz values written
         dense = (rows + cols) * k * value + nnz * value
-    ours, _ = _ours_and_baseline(record)
     flops = 2 * nnz * k
     return flops / (sparse + dense), flops / ours / 1e6
 
@@ -125,6 +134,20 @@ def read(paths):
         with open(path) as f:
             records += [json.loads(line) for line in f if line.strip()]
     return records
+
+
+def _save(fig, path):
+    """Writes `fig` to `path` as a PNG of at most 256 colours (a plot has few: a third of the
+    bytes of a true-colour one, which matters to records kept in the repository) and closes it."""
+    import io
+
+    import matplotlib.pyplot as plt
+    from PIL import Image  # matplotlib's own dependency
+
+    drawn = io.BytesIO()
+    fig.savefig(drawn, format="png", dpi=120, bbox_inches="tight")
+    plt.close(fig)
+    Image.open(drawn).convert("RGB").quantize(colors=256).save(path, optimize=True)
 
 
 def _draw(records, stem, peak_gflops, bandwidth_gbs):
@@ -140,16 +163,16 @@ def _draw(records, stem, peak_gflops, bandwidth_gbs):
     ax.set(xscale="log", xlabel="within this factor of the fastest", ylabel="share of problems", ylim=(0, 1.02))
     ax.set_title(f"Performance profile, {len(records)} problems")
     ax.legend(fontsize=8)
-    fig.savefig(f"{stem}-profile.png", dpi=120, bbox_inches="tight")
+    _save(fig, f"{stem}-profile.png")
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for (op, k), points in sorted(speedups(records).items()):
-        ax.scatter(*zip(*points), label=f"{op} K={k}", s=14)
+        ax.scatter(*zip(*points), label=op if k is None else f"{op} K={k}", s=14)
     ax.axhline(1, color="gray", linewidth=1)
     ax.set(xscale="log", yscale="log", xlabel="nnz", ylabel="baseline time / ours")
     ax.set_title("Speedup over the baseline (cuSPARSE or PyTorch)")
     ax.legend(fontsize=8)
-    fig.savefig(f"{stem}-speedup.png", dpi=120, bbox_inches="tight")
+    _save(fig, f"{stem}-speedup.png")
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
     points = [roofline_point(r) for r in records]
@@ -157,11 +180,14 @@ def _draw(records, stem, peak_gflops, bandwidth_gbs):
     span = [min(intensity) / 2, max(intensity) * 2]
     ax.plot(span, [min(peak_gflops, bandwidth_gbs * x) for x in span], color="black", linewidth=1)
     ax.axhline(peak_gflops, color="black", linestyle=":", linewidth=1)
-    dots = ax.scatter(intensity, [p[1] for p in points], s=14, c=[r["k"] for r in records], cmap="viridis")
-    fig.colorbar(dots, label="K")
+    if all("k" in r for r in records):
+        dots = ax.scatter(intensity, [p[1] for p in points], s=14, c=[r["k"] for r in records], cmap="viridis")
+        fig.colorbar(dots, label="K")
+    else:  # SpGEMM's lines have no K
+        ax.scatter(intensity, [p[1] for p in points], s=14)
     ax.set(xscale="log", yscale="log", xlabel="flops per compulsory byte", ylabel="GFLOP/s (ours)")
     ax.set_title(f"Roofline: {bandwidth_gbs:g} GB/s, {peak_gflops:g} GFLOP/s")
-    fig.savefig(f"{stem}-roofline.png", dpi=120, bbox_inches="tight")
+    _save(fig, f"{stem}-roofline.png")
     written = [f"{stem}-{kind}.png" for kind in ("profile", "speedup", "roofline")]
 
     splits = split_series(records)
@@ -177,7 +203,7 @@ def _draw(records, stem, peak_gflops, bandwidth_gbs):
             ax.set(xscale=xscale, yscale="log", xlabel=feature, ylabel="baseline time / ours")
             ax.set_title(f"{op}: speedup against the tree's first split, {feature}")
             ax.legend(fontsize=8)
-        fig.savefig(f"{stem}-split.png", dpi=120, bbox_inches="tight")
+        _save(fig, f"{stem}-split.png")
         written.append(f"{stem}-split.png")
     return written
 

@@ -80,6 +80,21 @@ def test_split_point_takes_the_root_split_of_autos_path():
     assert plot.split_point(no_vendor) is None
 
 
+def spgemm_record(nnz, products, nnz_c, auto, cusparse):
+    return {"op": "spgemm", "nnz": nnz, "rows": 100, "cols": 100, "dtype": "f32", "products": products,
+            "nnz_c": nnz_c, "auto": {"ms": auto}, "vendor": {"best": cusparse}, "variants": {}}  # fmt: skip
+
+
+def test_spgemm_lines_have_no_k_and_count_products():
+    records = [spgemm_record(1000, 50000, 8000, 0.01, 0.04), spgemm_record(2000, 90000, 9000, 0.02, None)]
+    # The line whose cuSPARSE call failed has no speedup, only a place on the roofline.
+    assert plot.speedups(records) == {("spgemm", None): [(1000, 4.0)]}
+    intensity, gflops = plot.roofline_point(records[0])
+    # 2 x 50000 flops over A (1000 x 8 bytes + 101 x 4) and C (8000 x 8 + 101 x 4) in 0.01 ms.
+    assert intensity == pytest.approx(100000 / (8404 + 64404))
+    assert gflops == pytest.approx(10.0)
+
+
 def test_split_series_groups_by_split_and_k():
     assert plot.split_series(SPLIT_RECORDS) == {
         ("sddmm", "nnz", 124416): {32: [(1000, 2.0), (2000000, 0.5)], 128: [(50000, 4.0)]},
@@ -95,7 +110,18 @@ def test_pictures_are_written_beside_the_results(tmp_path):
     for kind in ("profile", "speedup", "roofline"):
         png = tmp_path / f"spmm-{kind}.png"
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert png.read_bytes()[25] == 3  # the IHDR's colour type: a palette of at most 256 colours
     assert not (tmp_path / "spmm-split.png").exists()  # no line carries a path
+
+
+def test_spgemm_pictures_are_written(tmp_path):
+    pytest.importorskip("matplotlib", reason="matplotlib is not installed")
+    results = tmp_path / "spgemm.jsonl"
+    lines = [spgemm_record(1000, 50000, 8000, 0.01, 0.04), spgemm_record(3000, 90000, 9000, 0.02, 0.03)]
+    results.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    plot.main([str(results)])
+    for kind in ("profile", "speedup", "roofline"):
+        assert (tmp_path / f"spgemm-{kind}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_the_split_picture_is_written_when_lines_carry_a_path(tmp_path, capsys):
