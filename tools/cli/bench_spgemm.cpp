@@ -47,18 +47,15 @@ ordered_json check_against(const Csr<T>& got, const Csr<T>& want) {
 // many products the list's build would outlast the rest of the record.
 constexpr int64_t kMaxForcedEntriesProducts = 300'000'000;
 
-// cuSPARSE's reuse compute on the graph clock: vendor_graph_ms and graph_speedup (against the
-// record's graph_ms), or vendor_graph_failed with the reason where its call cannot be captured.
+// A time on the graph clock stored as numeric[key], or null there and the reason as
+// numeric[key + "_failed"] where the call cannot be captured (a path that synchronizes).
 template <class Time>
-void time_vendor_replayed(ordered_json& numeric, const Time& vendor_graph_ms) {
+void time_replayed(ordered_json& numeric, const std::string& key, const Time& graph_ms) {
   try {
-    const double vendor_ms = vendor_graph_ms();
-    numeric["vendor_graph_ms"] = vendor_ms;
-    numeric["graph_speedup"] = spgemm_ratio(vendor_ms, numeric["graph_ms"].get<double>());
+    numeric[key] = graph_ms();
   } catch (const Error& e) {
-    numeric["vendor_graph_ms"] = nullptr;
-    numeric["vendor_graph_failed"] = e.what();
-    numeric["graph_speedup"] = nullptr;
+    numeric[key] = nullptr;
+    numeric[key + "_failed"] = e.what();
   }
 }
 
@@ -92,7 +89,8 @@ ordered_json forced_kernels(const Time& time_numeric, const Check& checked, cons
 // with Options::replay_launches: the call one graph launch), graph_ms, vendor_graph_ms and
 // graph_speedup (the device's time alone: both sides' calls captured into a CUDA graph and its
 // replays timed, as the SpMM and SDDMM records are, so that neither side's launches wait on the
-// host; vendor_graph_failed where cuSPARSE's call cannot be captured), and with --variants all
+// host; graph_ms_failed or vendor_graph_ms_failed where a side's call cannot be captured, and
+// then no graph_speedup), and with --variants all
 // "kernels" (forced_kernels)} (vendor_failed when cuSPARSE could not set up its
 // pattern), and with `want` (--check) C's values after the timed calls against it.
 template <class T>
@@ -131,7 +129,7 @@ ordered_json measure_numeric(Runtime& rt, const DeviceCsr<T>& a, int64_t product
   replayed.replay_launches = true;
   numeric["replay_ms"] = time_events(replayed);
   numeric["replay_host_us"] = host_us(replayed);
-  numeric["graph_ms"] = time_numeric(options, graph_timing);
+  time_replayed(numeric, "graph_ms", [&] { return time_numeric(options, graph_timing); });
   if (config.all_variants) numeric["kernels"] = forced_kernels(time_events, checked, options, products);
   Options recompute = options;
   recompute.keep_positions = false;
@@ -146,10 +144,12 @@ ordered_json measure_numeric(Runtime& rt, const DeviceCsr<T>& a, int64_t product
     numeric["vendor_ms"] = vendor_ms;
     numeric["speedup"] = spgemm_ratio(vendor_ms, ours);
     numeric["replay_speedup"] = spgemm_ratio(vendor_ms, numeric["replay_ms"].get<double>());
-    time_vendor_replayed(numeric, [&] {
+    time_replayed(numeric, "vendor_graph_ms", [&] {
       return tuner::time_on_stream(rt.context(), stream.handle(), 1, graph_timing, [&](int, CUstream s) { reuse->compute(s); })
           .median_ms;
     });
+    if (numeric["graph_ms"].is_number() && numeric["vendor_graph_ms"].is_number())
+      numeric["graph_speedup"] = spgemm_ratio(numeric["vendor_graph_ms"].get<double>(), numeric["graph_ms"].get<double>());
   } catch (const CudaError& e) {
     numeric["vendor_ms"] = nullptr;
     numeric["vendor_failed"] = e.what();
