@@ -4,8 +4,8 @@
 
 reads JSON lines of `sparsejit bench` (--op spmm, sddmm or spgemm: ours automatic, each
 variant, cuSPARSE's best; the runtime's own cuSPARSE-backed variant, forced, is named
-"cusparse variant") or of
-python/benchmarks/python_bench.py (sparsejit, PyTorch) and writes, beside the first file:
+"cusparse variant") or of python/benchmarks/python_bench.py (sparsejit, PyTorch) and writes,
+beside the first file, PNGs of at most 256 colours:
   NAME-profile.png   performance profile: for each implementation, the share of problems it
                      runs within a factor x of the fastest (Dolan and Moré, 2002);
   NAME-speedup.png   the baseline's time over ours against nnz, one series per op and K;
