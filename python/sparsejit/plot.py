@@ -128,11 +128,37 @@ def roofline_point(record):
     return flops / (sparse + dense), flops / ours / 1e6
 
 
+def _missing(record):
+    """The fields a result line lacks for the pictures, by its kind (python_bench.py's, or a
+    bench line of SpMM/SDDMM, which have K, or of SpGEMM, which counts products and C's entries)."""
+    if "sparsejit_ms" in record:
+        needed = ["torch_ms", "op", "k", "nnz", "rows", "cols"]
+    else:
+        needed = ["auto", "vendor", "op", "nnz", "rows", "cols"]
+        needed += ["products", "nnz_c"] if record.get("op") == "spgemm" else ["k"]
+    return [name for name in needed if name not in record]
+
+
 def read(paths):
+    """Every result line of the files; ValueError naming the file and line of one that is not
+    JSON or lacks what the pictures read."""
     records = []
     for path in paths:
         with open(path) as f:
-            records += [json.loads(line) for line in f if line.strip()]
+            for number, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError as e:
+                    raise ValueError(f"{path}:{number}: not a JSON line ({e.msg})") from None
+                if not isinstance(record, dict):
+                    raise ValueError(f"{path}:{number}: not a JSON object")
+                missing = _missing(record)
+                if missing:
+                    raise ValueError(f"{path}:{number}: not a result line of sparsejit bench or python_bench.py: "
+                                     f"no {', '.join(missing)}")
+                records.append(record)
     return records
 
 
@@ -216,7 +242,11 @@ def main(argv=None):
     p.add_argument("--bandwidth-gbs", type=float, default=4300, help="memory ceiling (default: 4300 GB/s, measured on an H200)")
     args = p.parse_args(argv)
     first = pathlib.Path(args.results[0])
-    for png in _draw(read(args.results), str(first.with_suffix("")), args.peak_gflops, args.bandwidth_gbs):
+    try:
+        records = read(args.results)
+    except (OSError, ValueError) as e:
+        p.error(str(e))
+    for png in _draw(records, str(first.with_suffix("")), args.peak_gflops, args.bandwidth_gbs):
         print(png)
 
 

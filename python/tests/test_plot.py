@@ -132,3 +132,30 @@ def test_the_split_picture_is_written_when_lines_carry_a_path(tmp_path, capsys):
     png = tmp_path / "mixed-split.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert str(png) in capsys.readouterr().out.split()
+
+
+def test_a_bad_line_is_named_by_file_and_line(tmp_path):
+    results = tmp_path / "bad.jsonl"
+    good = json.dumps(RECORDS[0])
+    results.write_text(good + "\n{not json\n")
+    with pytest.raises(ValueError, match=r"bad.jsonl:2: not a JSON line"):
+        plot.read([str(results)])
+    spgemm = {k: v for k, v in spgemm_record(1000, 50000, 8000, 0.01, 0.04).items() if k != "nnz_c"}
+    results.write_text(good + "\n\n" + json.dumps(spgemm) + "\n")
+    with pytest.raises(ValueError, match=r"bad.jsonl:3: .*: no nnz_c"):
+        plot.read([str(results)])
+    results.write_text("[1, 2]\n")
+    with pytest.raises(ValueError, match=r"bad.jsonl:1: not a JSON object"):
+        plot.read([str(results)])
+
+
+def test_the_command_line_says_what_is_wrong(tmp_path, capsys):
+    results = tmp_path / "bad.jsonl"
+    results.write_text(json.dumps({"op": "spmm"}) + "\n")
+    with pytest.raises(SystemExit) as stop:
+        plot.main([str(results)])
+    assert stop.value.code == 2
+    assert "bad.jsonl:1: not a result line of sparsejit bench or python_bench.py: no auto, vendor" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        plot.main([str(tmp_path / "absent.jsonl")])
+    assert "absent.jsonl" in capsys.readouterr().err
