@@ -281,7 +281,7 @@ TEST(SpgemmTemplates, WarpPositionKernelsCompileForSm80AndSm90) {
 }
 
 // The numeric phase by entries (ops/spgemm_reuse_entries): its one kernel for f32 and f64 at
-// the plan's warps and products a lane, and at four and sixteen.
+// the plan's warps and products a lane, and at eight and sixteen.
 TEST(SpgemmTemplates, EntrySumsKernelCompilesForSm80AndSm90) {
   SpgemmFeatures f;
   f.a.nnz = 10000;
@@ -290,7 +290,7 @@ TEST(SpgemmTemplates, EntrySumsKernelCompilesForSm80AndSm90) {
   for (DType dtype : {DType::F32, DType::F64}) {
     const plan::SpgemmReusePlan p = plan::plan_spgemm_reuse(f, dtype, {}, {}, {});
     ASSERT_EQ(p.kernel, PositionsKernel::Entries);
-    for (int per_lane : {p.entries.per_lane, 4, 16}) {
+    for (int per_lane : {p.entries.per_lane, 8, 16}) {
       plan::EntrySumsPlan e = p.entries;
       e.per_lane = per_lane;
       const jit::KernelSpec spec = ops::entry_sums_spec(dtype, e);

@@ -37,7 +37,11 @@ struct WarpTaskPlan {
 // runs of products in registers, or a part of one long entry.
 struct EntrySumsPlan {
   int warps = 4;               // warps a block (a range each)
-  int per_lane = 8;            // products a lane sums one after another in a tile, their loads in flight
+  // Products a lane sums one after another in a tile, their loads in flight. 4: a warp's
+  // index loads are then 512 contiguous bytes, and on the H200 a tile of 128 took 0.7-0.85x
+  // the time of 256 (8 a lane) on 1-10 M products, f32 and f64; 2 and 16 were slower
+  // (bench/results/2026-12-04-h200-spgemm-entries-per-lane).
+  int per_lane = 4;
   int64_t range_products = 0;  // products a warp range takes at most (longer entries cut into parts)
 };
 

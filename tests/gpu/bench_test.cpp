@@ -1,7 +1,8 @@
 // `sparsejit bench` end to end on the GPU: tiny SpMM and SDDMM runs with --check, every JSON
 // line parsed and its numbers checked against each other (speedup, oracle, GFLOP/s, SDDMM's
 // "reuse"), the --json-out copy, the closing table, f64 with --variants auto, Aᵀ·B on a
-// rectangular matrix file, --no-reuse, and a failing input skipped.
+// rectangular matrix file, --no-reuse, SpGEMM's numeric phase with every kernel forced, and a
+// failing input skipped.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -325,6 +326,41 @@ TEST_F(BenchGpu, TransposedSpmmChecksEveryVariantOnARectangularMatrix) {
     EXPECT_TRUE(record["vendor"]["csr_alg1"].is_number() || record["vendor"]["csr_alg2"].is_number());
     EXPECT_TRUE(record["check"]["ok"].get<bool>());
     EXPECT_LT(record["check"]["rel_error"].get<double>(), 1e-4);
+  }
+}
+
+// A time on the graph clock: a positive number, or null with the reason the call could not be
+// captured beside it (key + "_failed").
+void expect_graph_time(const json& object, const std::string& key) {
+  if (object[key].is_null()) {
+    EXPECT_FALSE(object[key + "_failed"].get<std::string>().empty()) << key;
+  } else {
+    EXPECT_GT(object[key].get<double>(), 0) << key;
+  }
+}
+
+// SpGEMM with --variants all and --check: the numeric phase with the pattern reused, auto's
+// and cuSPARSE's on events and on the graph clock with the ratios the record states between
+// them, and each positions kernel forced, timed on both clocks and its C checked.
+TEST_F(BenchGpu, SpgemmNumericPhaseOnBothClocksWithEveryKernelForced) {
+  const Result r = bench("gen:uniform:3000:6 --op spgemm --variants all --repeat 2 --warmup 1 --check");
+  ASSERT_EQ(r.status, 0) << r.err;
+  ASSERT_EQ(r.records.size(), 1u) << r.err;
+  const json& n = r.records[0]["numeric"];
+  SCOPED_TRACE(n.dump());
+  EXPECT_TRUE(n["check"]["ok"].get<bool>());
+  const double ms = n["ms"].get<double>(), vendor_ms = n["vendor_ms"].get<double>();
+  const double graph_ms = n["graph_ms"].get<double>(), vendor_graph_ms = n["vendor_graph_ms"].get<double>();
+  EXPECT_GT(ms, 0);
+  EXPECT_GT(graph_ms, 0);
+  EXPECT_NEAR(n["speedup"].get<double>(), vendor_ms / ms, 1e-9 * vendor_ms / ms);
+  EXPECT_NEAR(n["graph_speedup"].get<double>(), vendor_graph_ms / graph_ms, 1e-9 * vendor_graph_ms / graph_ms);
+  EXPECT_EQ(sorted(keys_of(n["kernels"])), (std::vector<std::string>{"blocks", "entries", "rows", "tiles", "warps"}));
+  for (const auto& [name, kernel] : n["kernels"].items()) {
+    SCOPED_TRACE(name);
+    EXPECT_GT(kernel["ms"].get<double>(), 0);
+    expect_graph_time(kernel, "graph_ms");
+    EXPECT_TRUE(kernel["check"]["ok"].get<bool>());
   }
 }
 
